@@ -1,0 +1,303 @@
+"""The two contractions every PLTF algorithm needs, on dense and sparse data.
+
+For a model with factors :math:`Z_\\alpha(v_\\alpha)` and observed indices
+:math:`v_0`:
+
+.. math::
+
+    \\hat X(v_0) = \\sum_{\\bar v_0} \\prod_\\alpha Z_\\alpha(v_\\alpha), \\qquad
+    \\Delta_\\alpha(Q)(v_\\alpha) = \\sum_{v \\setminus v_\\alpha} Q(v_0)
+        \\prod_{\\alpha' \\neq \\alpha} Z_{\\alpha'}(v_{\\alpha'})
+
+(Yılmaz, Cemgil & Şimşekli, NIPS 2011, eq. 6). Algorithms ask a contractor for
+
+- ``ratio_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M \\circ X / \\hat X)`;
+- ``masked_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M)`;
+- ``masked_total(Z)``: :math:`\\sum M \\circ \\hat X`;
+- ``data_loglik(Z)``: :math:`\\sum M \\circ X \\log \\hat X`.
+
+The dense path contracts whole tensors with opt_einsum expressions planned once
+per subscripts and shapes. The sparse path works on entry lists (the observed
+non-zeros, and separately the missing entries): it gathers each factor's slice
+at the listed coordinates, contracts in chunks with a batch index, and
+scatter-adds into the factor's shape, so memory and time follow the number of
+listed entries. Masked quantities are the all-observed value (a product of
+sums, the size of the factors) minus the contribution of the missing entries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import opt_einsum
+
+__all__ = ["make_contractor", "EntryList"]
+
+# Largest number of floats in one chunk's intermediate (16 MB of float64).
+_CHUNK_FLOATS = 1 << 21
+
+
+def make_contractor(model, data):
+    """The contractor for a bound ``model`` and an :class:`ObservedTensor`."""
+    if data.is_sparse:
+        return SparseContractor(model, data)
+    return DenseContractor(model, data)
+
+
+class _Planner:
+    """opt_einsum expressions planned once per (subscripts, shapes), then reused."""
+
+    def __init__(self, model):
+        self.model = model
+        # Model indices -> einsum symbols; one more symbol for the batch axis.
+        self.symbol = {c: opt_einsum.get_symbol(i) for i, c in enumerate(model.indices)}
+        self.batch = opt_einsum.get_symbol(len(model.indices))
+        self._expressions = {}
+
+    def subs(self, indices):
+        return "".join(self.symbol[c] for c in indices)
+
+    def contract(self, subscripts, *operands):
+        key = (subscripts, tuple(op.shape for op in operands))
+        expression = self._expressions.get(key)
+        if expression is None:
+            expression = opt_einsum.contract_expression(subscripts, *key[1])
+            self._expressions[key] = expression
+        return expression(*operands)
+
+    def contract_presummed(self, operands, indices, output):
+        """Contract after summing each operand over indices no other operand or the
+        output carries, so e.g. ``ir,jr->r`` costs O((I+J)R), not O(IJR)."""
+        reduced, reduced_indices = [], []
+        for position, (operand, own) in enumerate(zip(operands, indices)):
+            elsewhere = set(output).union(*(set(o) for p, o in enumerate(indices) if p != position))
+            lonely = tuple(axis for axis, c in enumerate(own) if c not in elsewhere)
+            reduced.append(operand.sum(axis=lonely) if lonely else operand)
+            reduced_indices.append("".join(c for c in own if c in elsewhere))
+        if not reduced:
+            return np.float64(1.0)
+        subscripts = ",".join(self.subs(i) for i in reduced_indices) + "->" + self.subs(output)
+        return self.contract(subscripts, *reduced)
+
+    def all_observed_delta(self, alpha, factors):
+        """Δ_α(1): the product of the other factors summed over every index not in α."""
+        model = self.model
+        others = [a for a in range(model.n_factors) if a != alpha]
+        own = model.factors[alpha]
+        carried = set("".join(model.factors[a] for a in others))
+        present = "".join(c for c in own if c in carried)
+        result = self.contract_presummed(
+            [factors[a] for a in others], [model.factors[a] for a in others], present
+        )
+        # Indices of α that no other factor carries: Σ over observed indices not in α
+        # already happened; the result is constant along these, so broadcast.
+        return expand_to_factor(result, present, own, model.factor_shape(alpha))
+
+    def all_observed_total(self, factors):
+        """Σ over every entry of X̂: a full contraction to a scalar."""
+        model = self.model
+        return float(self.contract_presummed(list(factors), list(model.factors), ""))
+
+
+def expand_to_factor(array, present, own, shape):
+    """Broadcast ``array`` (axes ``present``) to a factor with axes ``own``."""
+    if present == own:
+        return np.asarray(array)
+    order = [present.index(c) for c in own if c in present]
+    array = np.transpose(array, order) if order != sorted(order) else array
+    expanded = np.expand_dims(array, tuple(a for a, c in enumerate(own) if c not in present))
+    return np.broadcast_to(expanded, shape).copy()
+
+
+# ---------------------------------------------------------------------- dense
+class DenseContractor:
+    """Contractions on a dense data tensor (and a dense mask, if any)."""
+
+    def __init__(self, model, data):
+        self.model, self.data = model, data
+        self._planner = _Planner(model)
+        self._x = data.dense
+        self._nonzero = np.flatnonzero(self._x)
+        self._x_nonzero = self._x.ravel()[self._nonzero]
+        self._mask = None if data.mask is None else data.mask.astype(np.float64)
+
+    def xhat(self, factors):
+        """X̂ over the whole tensor."""
+        p, m = self._planner, self.model
+        subscripts = ",".join(p.subs(f) for f in m.factors) + "->" + p.subs(m.output)
+        return p.contract(subscripts, *factors)
+
+    def _delta(self, alpha, factors, weights):
+        p, m = self._planner, self.model
+        others = [a for a in range(m.n_factors) if a != alpha]
+        own = m.factors[alpha]
+        carried = set(m.output).union(*(m.factors[a] for a in others))
+        present = "".join(c for c in own if c in carried)
+        subscripts = (
+            ",".join([p.subs(m.output)] + [p.subs(m.factors[a]) for a in others])
+            + "->"
+            + p.subs(present)
+        )
+        result = p.contract(subscripts, weights, *[factors[a] for a in others])
+        return expand_to_factor(result, present, own, m.factor_shape(alpha))
+
+    def ratio_delta(self, alpha, factors):
+        xhat = self.xhat(factors).ravel()
+        ratio = np.zeros(self._x.size)
+        ratio[self._nonzero] = self._x_nonzero / xhat[self._nonzero]
+        return self._delta(alpha, factors, ratio.reshape(self._x.shape))
+
+    def masked_delta(self, alpha, factors):
+        if self._mask is None:
+            return self._planner.all_observed_delta(alpha, factors)
+        return self._delta(alpha, factors, self._mask)
+
+    def masked_total(self, factors):
+        if self._mask is None:
+            return self._planner.all_observed_total(factors)
+        return float(np.vdot(self._mask, self.xhat(factors)))
+
+    def data_loglik(self, factors):
+        xhat = self.xhat(factors).ravel()[self._nonzero]
+        return float(np.dot(self._x_nonzero, np.log(xhat)))
+
+
+# --------------------------------------------------------------------- sparse
+class EntryList:
+    """Gather / contract / scatter-add over a list of tensor entries, in chunks.
+
+    Parameters
+    ----------
+    model : Model
+        A bound model.
+    coords : ndarray of shape (ndim, n_entries)
+        Coordinates of the listed entries.
+    planner : _Planner, default=None
+        Shared expression cache.
+    """
+
+    def __init__(self, model, coords, planner=None):
+        self.model = model
+        self.coords = np.asarray(coords, dtype=np.intp)
+        self.n_entries = self.coords.shape[1]
+        self._planner = planner or _Planner(model)
+        width = max(
+            [int(np.prod(model.factor_shape(a), dtype=np.int64)) for a in range(model.n_factors)]
+        )
+        self.chunk = max(1024, _CHUNK_FLOATS // max(width, 1))
+        self._layout = [self._factor_layout(a) for a in range(model.n_factors)]
+        # Row of each entry in each factor's observed-index block, for the scatter-add.
+        self._rows = [self._scatter_rows(a) for a in range(model.n_factors)]
+
+    def _factor_layout(self, alpha):
+        """(observed indices, latent indices, axis permutation putting observed first)."""
+        own = self.model.factors[alpha]
+        observed = "".join(c for c in own if c in self.model.output)
+        latent = "".join(c for c in own if c not in self.model.output)
+        permutation = tuple(own.index(c) for c in observed + latent)
+        return observed, latent, permutation
+
+    def _scatter_rows(self, alpha):
+        observed = self._layout[alpha][0]
+        if not observed:
+            return None
+        sizes = tuple(self.model.sizes[c] for c in observed)
+        axes = [self.model.output.index(c) for c in observed]
+        return np.ravel_multi_index(tuple(self.coords[axes]), sizes)
+
+    def _chunks(self):
+        for start in range(0, self.n_entries, self.chunk):
+            yield slice(start, min(start + self.chunk, self.n_entries))
+
+    def _operand(self, alpha, factor, chunk):
+        """Factor α at the chunk's entries: (batch, latent...) or the factor itself."""
+        observed, latent, permutation = self._layout[alpha]
+        p = self._planner
+        if not observed:
+            return factor, p.subs(latent)
+        axes = [self.model.output.index(c) for c in observed]
+        gathered = np.transpose(factor, permutation)[tuple(self.coords[axes, chunk])]
+        return gathered, p.batch + p.subs(latent)
+
+    def xhat(self, factors):
+        """X̂ at every listed entry."""
+        p = self._planner
+        out = np.empty(self.n_entries)
+        for chunk in self._chunks():
+            ops, subs = zip(*(self._operand(a, f, chunk) for a, f in enumerate(factors)))
+            out[chunk] = p.contract(",".join(subs) + "->" + p.batch, *ops)
+        return out
+
+    def _others(self, alpha, factors, chunk):
+        """P(n, latent of α): the product of the other factors at each entry,
+        summed over every latent index α does not carry."""
+        p = self._planner
+        latent = self._layout[alpha][1]
+        ops, subs = zip(*(self._operand(a, f, chunk) for a, f in enumerate(factors) if a != alpha))
+        carried = set("".join(self.model.factors[a] for a in range(len(factors)) if a != alpha))
+        present = "".join(c for c in latent if c in carried)
+        result = p.contract(",".join(subs) + "->" + p.batch + p.subs(present), *ops)
+        if not any(p.batch in s for s in subs):  # every other factor is entry-free
+            result = np.broadcast_to(result, (chunk.stop - chunk.start,) + result.shape)
+        sizes = tuple(self.model.sizes[c] for c in latent)
+        return expand_to_factor(result, "#" + present, "#" + latent, (result.shape[0],) + sizes)
+
+    def delta(self, alpha, factors, weights=None, ratio_of=None):
+        """Δ_α over the listed entries.
+
+        With ``weights`` (or None for ones) this is Δ_α(w). With ``ratio_of=x`` it
+        is Δ_α(x / X̂), X̂ computed from ``factors`` on the way (one contraction of
+        the other factors per chunk serves both).
+        """
+        observed, latent, permutation = self._layout[alpha]
+        sizes = self.model.sizes
+        latent_size = int(np.prod([sizes[c] for c in latent], dtype=np.int64))
+        n_rows = int(np.prod([sizes[c] for c in observed], dtype=np.int64))
+        total = np.zeros(n_rows * latent_size)
+        for chunk in self._chunks():
+            others = self._others(alpha, factors, chunk).reshape(chunk.stop - chunk.start, -1)
+            if ratio_of is not None:
+                own, _ = self._operand(alpha, factors[alpha], chunk)
+                own = own.reshape(-1, latent_size) if observed else own.reshape(1, -1)
+                w = ratio_of[chunk] / np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
+            else:
+                w = 1.0 if weights is None else weights[chunk]
+            contribution = others * (w[:, None] if np.ndim(w) else w)
+            if observed:
+                rows = self._rows[alpha][chunk]
+                flat = (rows[:, None] * latent_size + np.arange(latent_size)).ravel()
+                total += np.bincount(flat, contribution.ravel(), minlength=total.size)
+            else:
+                total += contribution.sum(axis=0)
+        block = total.reshape(tuple(sizes[c] for c in observed + latent))
+        return np.transpose(block, np.argsort(permutation))
+
+
+class SparseContractor:
+    """Contractions over the observed non-zeros and the missing entries only."""
+
+    def __init__(self, model, data):
+        self.model, self.data = model, data
+        self._planner = _Planner(model)
+        self._nonzeros = EntryList(model, data.coords, self._planner)
+        self._missing = EntryList(model, data.missing, self._planner) if data.n_missing else None
+        self._x = data.values
+
+    def ratio_delta(self, alpha, factors):
+        return self._nonzeros.delta(alpha, factors, ratio_of=self._x)
+
+    def masked_delta(self, alpha, factors):
+        delta = self._planner.all_observed_delta(alpha, factors)
+        if self._missing is not None:
+            delta = delta - self._missing.delta(alpha, factors)
+        return delta
+
+    def masked_total(self, factors):
+        total = self._planner.all_observed_total(factors)
+        if self._missing is not None:
+            total -= float(self._missing.xhat(factors).sum())
+        return total
+
+    def data_loglik(self, factors):
+        if self._x.size == 0:
+            return 0.0
+        return float(np.dot(self._x, np.log(self._nonzeros.xhat(factors))))

@@ -1,0 +1,287 @@
+"""Normalise user input into one observed-tensor object, with every input check.
+
+Accepted data:
+
+- a dense ``numpy.ndarray`` (``NaN`` marks a missing entry) — the *dense layout*;
+- a pydata ``sparse`` array (COO, GCXS, ...) or a ``scipy.sparse`` matrix, whose
+  implicit zeros are observed zeros — the *sparse layout*, never densified.
+
+An optional boolean ``mask`` (True = observed) removes more entries. For sparse
+data the mask must list the missing entries sparsely: a dense boolean array, or
+a pydata sparse boolean array with ``fill_value=True`` (whose stored entries are
+the missing ones). The user's arrays are never modified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+import sparse
+
+__all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input"]
+
+
+@dataclass(frozen=True, eq=False)
+class ObservedTensor:
+    """Observed data in one of two layouts.
+
+    Dense layout: ``dense`` holds the values with 0 at missing entries and
+    ``mask`` is a boolean array of observed entries (``None``: all observed).
+
+    Sparse layout: ``coords`` (ndim x nnz) and ``values`` are the observed
+    non-zeros; every other entry is an observed zero except those listed in
+    ``missing`` (ndim x n_missing, or an empty array).
+    """
+
+    shape: tuple
+    dense: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    coords: np.ndarray | None = None
+    values: np.ndarray | None = None
+    missing: np.ndarray | None = None
+
+    @property
+    def is_sparse(self):
+        """True for the sparse layout."""
+        return self.dense is None
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @cached_property
+    def n_missing(self):
+        """Number of missing entries."""
+        if self.is_sparse:
+            return self.missing.shape[1]
+        return 0 if self.mask is None else int(self.size - np.count_nonzero(self.mask))
+
+    @property
+    def n_observed(self):
+        return self.size - self.n_missing
+
+    @cached_property
+    def observed_values(self):
+        """The values at observed non-zero entries (any order)."""
+        if self.is_sparse:
+            return self.values
+        return self.dense[self.dense != 0]
+
+    @cached_property
+    def total(self):
+        """Sum of the observed values."""
+        return float(self.observed_values.sum())
+
+    @cached_property
+    def log_factorial_total(self):
+        """Σ over observed entries of log Γ(X + 1): the constant of the Poisson likelihood."""
+        from scipy.special import gammaln
+
+        return float(gammaln(self.observed_values + 1.0).sum())
+
+    @cached_property
+    def is_integer(self):
+        """True when every observed value is a whole number."""
+        v = self.observed_values
+        return bool(np.all(v == np.round(v)))
+
+    @cached_property
+    def fingerprint(self):
+        """A hash of shape, values and missing entries, to recognise the same data."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(repr(self.shape).encode())
+        parts = (
+            (self.coords, self.values, self.missing)
+            if self.is_sparse
+            else (self.dense, self.mask if self.mask is not None else np.empty(0))
+        )
+        for part in parts:
+            h.update(np.ascontiguousarray(part).tobytes())
+            h.update(b"|")
+        return h.hexdigest()
+
+    def require_integer(self, who="This sampler"):
+        """Raise unless every observed value is a non-negative integer count."""
+        if not self.is_integer:
+            raise ValueError(
+                f"{who} allocates integer counts, but the data contain non-integer "
+                "values; round them or use a variational method."
+            )
+
+
+def is_sparse_input(X):
+    """True for pydata sparse arrays and scipy.sparse matrices/arrays."""
+    return isinstance(X, sparse.SparseArray) or sp.issparse(X)
+
+
+def as_observed_tensor(X, mask=None):
+    """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`.
+
+    Parameters
+    ----------
+    X : ndarray, pydata sparse array or scipy.sparse matrix
+        Non-negative data. ``NaN`` marks missing entries.
+    mask : array-like of bool, default=None
+        True where the entry is observed. See the module docstring for the
+        forms accepted with sparse data.
+
+    Raises
+    ------
+    ValueError
+        For non-numeric or complex data, empty data, negative or infinite
+        values, a mask of the wrong shape, or data with every entry missing.
+    """
+    if is_sparse_input(X):
+        coords, values, shape = _sparse_parts(X)
+        coords, values, nan_coords = _split_nan(coords, values)
+        missing = _missing_coords(mask, shape, nan_coords)
+        coords, values = _drop_entries(coords, values, missing, shape)
+        data = ObservedTensor(shape=shape, coords=coords, values=values, missing=missing)
+    else:
+        dense, observed = _dense_parts(X)
+        if mask is not None:
+            observed &= _dense_mask(mask, dense.shape)
+        all_observed = bool(observed.all())
+        data = ObservedTensor(
+            shape=dense.shape,
+            dense=np.where(observed, dense, 0.0),
+            mask=None if all_observed else observed,
+        )
+    if data.n_observed == 0:
+        raise ValueError("All entries of the data are missing; there is nothing to fit.")
+    return data
+
+
+# ----------------------------------------------------------------- dense input
+def _dense_parts(X):
+    try:
+        array = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"The data could not be read as a numeric array: {exc}") from exc
+    _check_dtype(array.dtype)
+    if array.ndim == 0 or array.size == 0:
+        raise ValueError(f"The data are empty (shape {array.shape}); need at least one entry.")
+    array = array.astype(np.float64, copy=False)
+    observed = ~np.isnan(array)
+    _check_values(array[observed])
+    return array, observed
+
+
+def _dense_mask(mask, shape):
+    if is_sparse_input(mask):
+        mask = mask.todense() if isinstance(mask, sparse.SparseArray) else mask.toarray()
+    mask = np.asarray(mask)
+    if mask.shape != tuple(shape):
+        raise ValueError(f"The mask has shape {mask.shape} but the data have shape {tuple(shape)}.")
+    if mask.dtype != bool:
+        if not np.isin(mask, (0, 1)).all():
+            raise ValueError("The mask must be boolean (True = observed) or contain only 0 and 1.")
+        mask = mask.astype(bool)
+    return mask.copy()
+
+
+# ---------------------------------------------------------------- sparse input
+def _sparse_parts(X):
+    if sp.issparse(X):
+        coo = sp.coo_matrix(X, copy=True)
+        coo.sum_duplicates()
+        coords = np.vstack([coo.row, coo.col]).astype(np.intp)
+        values, shape = coo.data, coo.shape
+    else:
+        if X.fill_value != 0:
+            raise ValueError(
+                f"Sparse data must have fill value 0 (implicit zeros are observed zeros), "
+                f"got fill value {X.fill_value!r}; mark missing entries with a mask."
+            )
+        coo = X if isinstance(X, sparse.COO) else X.tocoo()
+        coords, values, shape = coo.coords.astype(np.intp), coo.data, coo.shape
+    _check_dtype(values.dtype)
+    shape = tuple(int(s) for s in shape)
+    if len(shape) == 0 or 0 in shape:
+        raise ValueError(f"The data are empty (shape {shape}); need at least one entry.")
+    values = values.astype(np.float64)  # a copy: never alias the user's buffer
+    _check_values(values[~np.isnan(values)])
+    return _canonical(coords, values, shape)
+
+
+def _canonical(coords, values, shape):
+    """Sorted, duplicate-free coordinates (duplicates summed), explicit zeros dropped."""
+    flat = np.ravel_multi_index(tuple(coords), shape)
+    if flat.size > 1 and not np.all(np.diff(flat) > 0):
+        flat, inverse = np.unique(flat, return_inverse=True)
+        values = np.bincount(inverse, weights=values, minlength=flat.size)
+        coords = np.vstack(np.unravel_index(flat, shape)).astype(np.intp)
+    keep = values != 0
+    return coords[:, keep], values[keep], shape
+
+
+def _split_nan(coords, values):
+    nan = np.isnan(values)
+    return coords[:, ~nan], values[~nan], coords[:, nan]
+
+
+def _missing_coords(mask, shape, nan_coords):
+    """Coordinates of the missing entries, as (ndim x n) sorted and unique."""
+    if mask is None:
+        missing = nan_coords
+    elif isinstance(mask, sparse.SparseArray):
+        if mask.shape != shape:
+            raise ValueError(f"The mask has shape {mask.shape} but the data have shape {shape}.")
+        if mask.fill_value != True:  # noqa: E712 - numpy bools
+            raise ValueError(
+                "A sparse mask for sparse data must have fill_value=True and store the "
+                "missing entries as False; a mask that lists only the observed entries "
+                "would make every other entry missing, which the sparse layout does not "
+                "represent. Pass the missing entries instead."
+            )
+        coo = mask.tocoo() if not isinstance(mask, sparse.COO) else mask
+        missing = np.hstack([coo.coords[:, ~coo.data.astype(bool)].astype(np.intp), nan_coords])
+    elif sp.issparse(mask):
+        raise ValueError(
+            "A scipy.sparse mask cannot mark missing entries of sparse data (its implicit "
+            "entries would all be missing); pass a dense boolean mask or a pydata sparse "
+            "mask with fill_value=True."
+        )
+    else:
+        dense_mask = _dense_mask(mask, shape)
+        missing = np.hstack([np.vstack(np.nonzero(~dense_mask)).astype(np.intp), nan_coords])
+    if missing.shape[1] == 0:
+        return np.empty((len(shape), 0), dtype=np.intp)
+    flat = np.unique(np.ravel_multi_index(tuple(missing), shape))
+    return np.vstack(np.unravel_index(flat, shape)).astype(np.intp)
+
+
+def _drop_entries(coords, values, missing, shape):
+    """Remove observed non-zeros that the mask marks missing."""
+    if missing.shape[1] == 0 or coords.shape[1] == 0:
+        return coords, values
+    hidden = np.isin(
+        np.ravel_multi_index(tuple(coords), shape), np.ravel_multi_index(tuple(missing), shape)
+    )
+    return coords[:, ~hidden], values[~hidden]
+
+
+# --------------------------------------------------------------------- checks
+def _check_dtype(dtype):
+    if dtype == bool:
+        return
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"The data must be real numbers, got dtype {dtype}.")
+
+
+def _check_values(finite_candidates):
+    if np.isinf(finite_candidates).any():
+        raise ValueError("The data contain infinite values; use NaN to mark missing entries.")
+    if (finite_candidates < 0).any():
+        raise ValueError(
+            "The data contain negative values; a Poisson model needs non-negative data "
+            f"(smallest value {finite_candidates.min():g})."
+        )

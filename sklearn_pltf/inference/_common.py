@@ -1,0 +1,97 @@
+"""Pieces every Poisson–Gamma inference module shares: priors and initial factors."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class GammaPriors(NamedTuple):
+    """Gamma(shape, rate) prior of every factor; ``None`` for a held factor.
+
+    A held factor is fixed (given by the user) or held at its posterior during
+    a fold-in; inference never updates it and it has no prior term.
+    """
+
+    shape: tuple
+    rate: tuple
+
+    @property
+    def free(self):
+        """Positions of the factors inference updates."""
+        return tuple(a for a, s in enumerate(self.shape) if s is not None)
+
+
+def gamma_priors(model, prior_shape, prior_rate, free=None):
+    """Broadcast shape/rate hyper-parameters to every free factor of ``model``.
+
+    Parameters
+    ----------
+    model : Model
+        A bound model.
+    prior_shape, prior_rate : float, array-like or dict
+        A scalar or an array broadcastable to every free factor's shape, or a
+        dict ``{position: value}`` with one entry per free factor. Both must
+        be > 0.
+    free : tuple of int, default=None
+        The factors to give priors to (default: every factor not fixed).
+    """
+    free = model.free if free is None else tuple(free)
+    shapes, rates = [None] * model.n_factors, [None] * model.n_factors
+    for alpha in free:
+        shapes[alpha] = _per_factor(prior_shape, alpha, model, "prior_shape")
+        rates[alpha] = _per_factor(prior_rate, alpha, model, "prior_rate")
+    return GammaPriors(tuple(shapes), tuple(rates))
+
+
+def _per_factor(value, alpha, model, name):
+    if isinstance(value, dict):
+        if alpha not in value:
+            raise ValueError(f"{name} has no entry for factor {alpha} ({model.factors[alpha]!r}).")
+        value = value[alpha]
+    array = np.asarray(value, dtype=np.float64)
+    target = model.factor_shape(alpha)
+    try:
+        array = np.broadcast_to(array, target)
+    except ValueError:
+        raise ValueError(
+            f"{name} of shape {array.shape} does not broadcast to factor {alpha} "
+            f"({model.factors[alpha]!r}) of shape {target}."
+        ) from None
+    if not np.all(np.isfinite(array)) or np.any(array <= 0):
+        raise ValueError(f"{name} must be finite and > 0 for factor {alpha}.")
+    return array
+
+
+def data_scale(model, contractor, factors, free):
+    """The common value s of the free factors that makes the mean of X̂ over the
+    observed entries equal the mean observed value (plus one pseudo-count, so
+    all-zero data still give a positive scale)."""
+    ones = [np.ones(model.factor_shape(a)) if a in free else f for a, f in enumerate(factors)]
+    data = contractor.data
+    mean_model = contractor.masked_total(ones) / data.n_observed
+    mean_data = (data.total + 1.0) / data.n_observed
+    return (mean_data / mean_model) ** (1.0 / max(len(free), 1))
+
+
+def initial_factors(rng, model, contractor, given, free):
+    """Random positive free factors around the data's scale; given ones as they are.
+
+    Free factors are ``s * Gamma(1, 1)`` draws (exponential: broad enough to
+    break the symmetry between components).
+    """
+    factors = [given.get(a) for a in range(model.n_factors)]
+    scale = data_scale(model, contractor, factors, free)
+    for alpha in free:
+        factors[alpha] = scale * rng.standard_gamma(1.0, size=model.factor_shape(alpha))
+    return factors
+
+
+def constant_factors(model, contractor, given, free):
+    """Free factors set to the data's scale: the deterministic start of a fold-in."""
+    factors = [given.get(a) for a in range(model.n_factors)]
+    scale = data_scale(model, contractor, factors, free)
+    for alpha in free:
+        factors[alpha] = np.full(model.factor_shape(alpha), scale)
+    return factors

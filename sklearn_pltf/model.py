@@ -1,0 +1,245 @@
+"""Parse and bind PLTF model strings.
+
+A probabilistic latent tensor factorization (PLTF) model is written as an
+einsum-like string, for example ``"ik,kj->ij"`` (NMF), ``"ir,jr,kr->ijk"`` (CP),
+``"ip,jq,kr,pqr->ijk"`` (Tucker), ``"r,d,dtr->t"`` (deconvolution) or
+``"fi,ik,kt->ft"`` (hierarchical NMF). It stands for
+
+.. math::
+
+    \\hat X(v_0) = \\sum_{\\bar v_0} \\prod_\\alpha Z_\\alpha(v_\\alpha),
+
+where :math:`v_0` are the output (observed) indices, :math:`v_\\alpha` the
+indices of factor :math:`\\alpha` and :math:`\\bar v_0` every other (latent)
+index (Yılmaz, Cemgil & Şimşekli, "Generalised coupled tensor factorisation",
+NIPS 2011).
+
+This module is pure string and tuple work: it imports nothing but the standard
+library, so every other module can depend on it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from numbers import Integral
+
+__all__ = ["Model"]
+
+_MODEL_PATTERN = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*->[A-Za-z]+$")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A PLTF model: its factors' index strings, the observed indices, and sizes.
+
+    Build one with :meth:`Model.parse`; give it sizes with :meth:`Model.bind`.
+
+    Attributes
+    ----------
+    string : str
+        The model string as given (white space removed).
+    factors : tuple of str
+        Index string of each factor, in model order.
+    output : str
+        The observed indices, in the order of the data's axes.
+    sizes : dict or None
+        Size of every index once bound (``None`` before :meth:`bind`).
+    fixed : frozenset of int
+        Positions of the factors that are fixed (given, never updated).
+    """
+
+    string: str
+    factors: tuple
+    output: str
+    sizes: dict | None = None
+    fixed: frozenset = frozenset()
+
+    # ------------------------------------------------------------------ parse
+    @classmethod
+    def parse(cls, string):
+        """Parse ``"ab,bc->ac"``-style strings.
+
+        Raises
+        ------
+        ValueError
+            For a malformed string, an index repeated inside one factor or in
+            the output, or an output index that no factor carries.
+        """
+        if isinstance(string, Model):
+            return string
+        if not isinstance(string, str):
+            raise TypeError(
+                f"The model must be a string such as 'ik,kj->ij', got {type(string).__name__}."
+            )
+        compact = "".join(string.split())
+        if not _MODEL_PATTERN.match(compact):
+            raise ValueError(
+                f"Malformed model string {string!r}: expected comma-separated factor "
+                "indices, '->' and the observed indices, each index a single letter, "
+                "e.g. 'ik,kj->ij' or 'ir,jr,kr->ijk'."
+            )
+        lhs, output = compact.split("->")
+        factors = tuple(lhs.split(","))
+        if len(factors) < 2:
+            raise ValueError(
+                f"Model {compact!r} has one factor; a factorization needs at least two "
+                "(e.g. 'ik,kj->ij')."
+            )
+        for position, factor in enumerate(factors):
+            repeated = sorted({c for c in factor if factor.count(c) > 1})
+            if repeated:
+                raise ValueError(
+                    f"Model {compact!r}: index {repeated[0]!r} is repeated inside factor "
+                    f"{position} ({factor!r}); each index may appear once per factor."
+                )
+        repeated = sorted({c for c in output if output.count(c) > 1})
+        if repeated:
+            raise ValueError(
+                f"Model {compact!r}: observed index {repeated[0]!r} is repeated in the output."
+            )
+        carried = set("".join(factors))
+        missing = [c for c in output if c not in carried]
+        if missing:
+            raise ValueError(
+                f"Model {compact!r}: observed index {missing[0]!r} is carried by no factor."
+            )
+        return cls(string=compact, factors=factors, output=output)
+
+    # ----------------------------------------------------------- properties
+    @property
+    def n_factors(self):
+        """Number of factors."""
+        return len(self.factors)
+
+    @property
+    def indices(self):
+        """All indices, observed first (in output order) then latent."""
+        return self.output + self.latent
+
+    @property
+    def latent(self):
+        """Latent indices (summed over), in order of first appearance."""
+        seen = []
+        for factor in self.factors:
+            for c in factor:
+                if c not in self.output and c not in seen:
+                    seen.append(c)
+        return "".join(seen)
+
+    @property
+    def free(self):
+        """Positions of the factors that inference updates (not fixed)."""
+        return tuple(a for a in range(self.n_factors) if a not in self.fixed)
+
+    @property
+    def observed_shape(self):
+        """Shape of the data tensor (requires a bound model)."""
+        self._require_sizes()
+        return tuple(self.sizes[c] for c in self.output)
+
+    def factor_shape(self, alpha):
+        """Shape of factor ``alpha`` (requires a bound model)."""
+        self._require_sizes()
+        return tuple(self.sizes[c] for c in self.factors[alpha])
+
+    def sample_factor(self):
+        """Position of the sample-mode factor, or ``None`` if there is none.
+
+        The sample-mode factor is the one free factor that carries the first
+        observed index (axis 0) and no other observed index, so its rows are
+        conditionally independent given the other factors (fold-in works).
+        """
+        axis0 = self.output[0]
+        carriers = [a for a, f in enumerate(self.factors) if axis0 in f]
+        if len(carriers) != 1 or carriers[0] in self.fixed:
+            return None
+        alpha = carriers[0]
+        if any(c in self.output for c in self.factors[alpha] if c != axis0):
+            return None
+        return alpha
+
+    # ------------------------------------------------------------------ bind
+    def bind(self, observed_shape, latent_sizes=None, fixed_shapes=None):
+        """Return a copy with every index size set.
+
+        Parameters
+        ----------
+        observed_shape : tuple of int
+            Shape of the data; its length must equal the number of observed
+            indices.
+        latent_sizes : int or dict, default=None
+            One int for every latent index whose size no fixed factor sets,
+            or a dict ``{index: size}``.
+        fixed_shapes : dict, default=None
+            ``{position: shape}`` of the fixed factors. Their shapes set the
+            sizes of their indices; a conflict with the data or with
+            ``latent_sizes`` raises.
+
+        Raises
+        ------
+        ValueError
+            When the data's number of dimensions does not match the model,
+            when sizes conflict, when a latent size is missing or < 1.
+        """
+        observed_shape = tuple(int(s) for s in observed_shape)
+        if len(observed_shape) != len(self.output):
+            raise ValueError(
+                f"Model {self.string!r} describes {len(self.output)}-way data "
+                f"(observed indices {self.output!r}) but the data have "
+                f"{len(observed_shape)} dimensions (shape {observed_shape})."
+            )
+        sizes = dict(zip(self.output, observed_shape))
+        fixed_shapes = dict(fixed_shapes or {})
+        for alpha, shape in sorted(fixed_shapes.items()):
+            if not isinstance(alpha, Integral) or not 0 <= alpha < self.n_factors:
+                raise ValueError(
+                    f"Model {self.string!r} has factors 0..{self.n_factors - 1}; "
+                    f"there is no factor {alpha!r} to fix."
+                )
+            factor = self.factors[alpha]
+            shape = tuple(int(s) for s in shape)
+            if len(shape) != len(factor):
+                raise ValueError(
+                    f"Fixed factor {alpha} ({factor!r}) must have {len(factor)} "
+                    f"dimensions, got shape {shape}."
+                )
+            for c, s in zip(factor, shape):
+                if sizes.setdefault(c, s) != s:
+                    where = "the data" if c in self.output else "another fixed factor"
+                    raise ValueError(
+                        f"Fixed factor {alpha} ({factor!r}) has shape {shape}: index "
+                        f"{c!r} has size {s} there but {sizes[c]} in {where}."
+                    )
+        for c in self.latent:
+            if isinstance(latent_sizes, dict):
+                if c in latent_sizes:
+                    given = _positive_size(latent_sizes[c], c)
+                    if sizes.setdefault(c, given) != given:
+                        raise ValueError(
+                            f"Latent index {c!r} is given size {given} but a fixed "
+                            f"factor sets it to {sizes[c]}."
+                        )
+            elif latent_sizes is not None and c not in sizes:
+                sizes[c] = _positive_size(latent_sizes, c)
+            if c not in sizes:
+                raise ValueError(
+                    f"Model {self.string!r}: no size for latent index {c!r}; give "
+                    "n_components as an int or a dict with every latent index."
+                )
+        return replace(self, sizes=sizes, fixed=frozenset(fixed_shapes))
+
+    def _require_sizes(self):
+        if self.sizes is None:
+            raise ValueError(f"Model {self.string!r} has no sizes yet; call bind first.")
+
+    def __str__(self):
+        return self.string
+
+
+def _positive_size(value, index):
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ValueError(f"The size of latent index {index!r} must be an int, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"The size (rank) of latent index {index!r} must be >= 1, got {value}.")
+    return int(value)
