@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import opt_einsum
 
-__all__ = ["make_contractor", "EntryList"]
+__all__ = ["make_contractor", "EntryList", "full_xhat"]
 
 # Largest number of floats in one chunk's intermediate (16 MB of float64).
 _CHUNK_FLOATS = 1 << 21
@@ -41,6 +41,13 @@ def make_contractor(model, data):
     if data.is_sparse:
         return SparseContractor(model, data)
     return DenseContractor(model, data)
+
+
+def full_xhat(model, factors):
+    """X̂ over the whole observed tensor (dense) for a bound model."""
+    planner = _Planner(model)
+    subscripts = ",".join(planner.subs(f) for f in model.factors) + "->" + planner.subs(model.output)
+    return planner.contract(subscripts, *factors)
 
 
 class _Planner:

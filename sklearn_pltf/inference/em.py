@@ -38,6 +38,13 @@ class EMState(NamedTuple):
 
     factors: tuple
 
+    @property
+    def mean(self):
+        """The point estimate, under the name the estimators read for every kernel."""
+        return self.factors
+
+    geometric = mean
+
 
 class EMInfo(NamedTuple):
     """What one step reports: the log joint density of the state it returns."""
@@ -56,9 +63,14 @@ def check_priors(priors):
 
 
 def init(rng, model, contractor, priors, given=None):
-    """Random positive free factors; ``given`` ({position: array}) for held ones."""
+    """Initial free factors (random, or constant with ``rng=None``).
+
+    ``given`` is ``{position: (value, value)}`` for held factors, the same form
+    as for :func:`sklearn_pltf.inference.vb.init` (EM reads the first).
+    """
     check_priors(priors)
-    return EMState(tuple(initial_factors(rng, model, contractor, dict(given or {}), priors.free)))
+    held = {a: value for a, (value, _) in (given or {}).items()}
+    return EMState(tuple(initial_factors(rng, model, contractor, held, priors.free)))
 
 
 def step(state, contractor, priors):

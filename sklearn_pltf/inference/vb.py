@@ -54,11 +54,13 @@ class VBInfo(NamedTuple):
 
 
 def init(rng, model, contractor, priors, given=None):
-    """Initial state: random means for the free factors, ``given`` for held ones.
+    """Initial state: means for the free factors, ``given`` for held ones.
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or None
+        Draws the free factors' initial means; None starts them at a constant
+        (the deterministic start of a fold-in).
     model : Model
         Bound model.
     contractor : DenseContractor or SparseContractor

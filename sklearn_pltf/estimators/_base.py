@@ -1,0 +1,322 @@
+"""The shared base of the Poisson–Gamma PLTF estimators.
+
+The base class owns everything but the model: input validation, one
+``numpy.random.Generator`` per fit spawned into the restarts, the convergence
+loop, keeping the best restart, fold-in of new samples, ``transform``,
+``inverse_transform``, ``score`` and entry predictions. A subclass says which
+model string, latent sizes and fixed factors it fits (:meth:`_model_spec`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import replace
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._contract import EntryList, full_xhat, make_contractor
+from .._data import as_observed_tensor
+from ..inference import em, vb
+from ..inference._common import gamma_priors
+from ..model import Model
+
+__all__ = ["BasePoissonPLTF", "as_generator"]
+
+_KERNELS = {"vb": vb, "em": em}
+
+
+def as_generator(random_state):
+    """One ``numpy.random.Generator`` from a scikit-learn ``random_state``.
+
+    ``None`` gives fresh entropy, an int a seeded generator, a ``Generator``
+    is used as it is, and a legacy ``RandomState`` seeds a new generator from
+    its stream (advancing it, as scikit-learn estimators do).
+    """
+    if random_state is None or isinstance(random_state, (Integral, np.integer)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
+    raise ValueError(f"random_state must be None, an int or a numpy generator, got {random_state!r}.")
+
+
+def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None):
+    """Step ``kernel`` until the relative change of its objective is below ``tol``.
+
+    Returns ``(state, objectives, converged)``; ``objectives[i]`` is the
+    objective after step ``i + 1``.
+    """
+    objectives = []
+    for iteration in range(1, max_iter + 1):
+        state, info = kernel.step(state, contractor, priors)
+        objectives.append(float(info[0]))
+        if report is not None:
+            report(iteration, objectives)
+        if iteration > 1 and abs(objectives[-1] - objectives[-2]) <= tol * abs(objectives[-1]):
+            return state, objectives, True
+    return state, objectives, False
+
+
+def _fit_restart(method, rng, model, data, priors, given, max_iter, tol, report):
+    kernel = _KERNELS[method]
+    contractor = make_contractor(model, data)
+    state = kernel.init(rng, model, contractor, priors, given)
+    return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
+
+
+class BasePoissonPLTF(TransformerMixin, BaseEstimator):
+    """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
+
+    _parameter_constraints: dict = {
+        "method": [StrOptions({"vb", "em"})],
+        "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
+        "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "verbose_interval": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+    }
+
+    # ------------------------------------------------------------ subclass API
+    def _model_spec(self):
+        """Return ``(model string, latent sizes, {position: fixed array})``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # ------------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, mask=None):
+        """Fit the factors to ``X`` and estimate the evidence.
+
+        Parameters
+        ----------
+        X : ndarray, pydata sparse array or scipy.sparse matrix
+            Non-negative data whose shape matches the model's observed
+            indices. NaN marks missing entries of a dense array.
+        y : None
+            Ignored.
+        mask : array-like of bool, default=None
+            True where an entry is observed (see :func:`as_observed_tensor`).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        data = as_observed_tensor(X, mask)
+        spec, sizes, fixed = self._model_spec()
+        model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
+        priors = gamma_priors(model, self.prior_shape, self.prior_rate)
+        if self.method == "em":
+            em.check_priors(priors)
+        given = {a: (f, f) for a, f in fixed.items()}
+        rng = as_generator(self.random_state)
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_restart)(
+                self.method, child, model, data, priors, given, self.max_iter, self.tol,
+                self._reporter(init) if self.verbose else None,
+            )
+            for init, child in enumerate(rng.spawn(self.n_init))
+        )
+        best = max(range(self.n_init), key=lambda i: results[i][1][-1])
+        state, objectives, converged = results[best]
+        if not converged:
+            warnings.warn(
+                f"Best of {self.n_init} initialisation(s) did not converge in "
+                f"{self.max_iter} iterations; increase max_iter, relax tol or check the data.",
+                ConvergenceWarning,
+            )
+        self.model_ = model
+        self._state = state
+        self._fixed = fixed
+        self._fingerprint = data.fingerprint
+        self.factors_ = tuple(np.array(m) for m in state.mean)
+        self.n_iter_ = len(objectives)
+        self.converged_ = converged
+        self.lower_bounds_ = np.asarray(objectives)
+        self.lower_bound_ = objectives[-1]
+        if self.method == "vb":
+            # The converged bound is the VB estimate of log p(X) (a lower bound).
+            self.log_evidence_ = self.lower_bound_
+        if len(data.shape) > 1:
+            self.n_features_in_ = data.shape[1]
+        return self
+
+    def _reporter(self, init):
+        start = time.perf_counter()
+        print(f"Initialization {init}")
+
+        def report(iteration, objectives):
+            if self.verbose >= 2 and iteration % self.verbose_interval == 0:
+                change = objectives[-1] - objectives[-2] if len(objectives) > 1 else np.nan
+                print(
+                    f"  Iteration {iteration}\t time lapse {time.perf_counter() - start:.5f}s"
+                    f"\t objective {objectives[-1]:.6g}\t change {change:.5g}"
+                )
+
+        return report
+
+    # ------------------------------------------------------------- fold-in
+    def _sample_factor(self):
+        alpha = self.model_.sample_factor()
+        if alpha is None:
+            raise ValueError(
+                f"Model {self.model_.string!r} has no sample-mode factor (one free factor "
+                "carrying axis 0 and no other observed index), so new samples cannot be "
+                "folded in."
+            )
+        return alpha
+
+    def _fold_in(self, data):
+        """Infer the sample-mode factor of new data, the other factors held at their
+        posterior. Returns ``(state, objective)``: the objective is the bound (VB)
+        or log joint (EM) of the new data with only that factor free."""
+        alpha = self._sample_factor()
+        model = self.model_
+        expected = model.observed_shape[1:]
+        if data.shape[1:] != expected:
+            raise ValueError(
+                f"X has shape {data.shape}; the estimator was fitted to data of shape "
+                f"(n_samples, {', '.join(map(str, expected))})."
+            )
+        sizes = dict(model.sizes)
+        sizes[model.output[0]] = data.shape[0]
+        new_model = replace(model, sizes=sizes)
+        priors = gamma_priors(new_model, self.prior_shape, self.prior_rate, free=(alpha,))
+        given = {
+            a: (self._state.mean[a], self._state.geometric[a])
+            for a in range(model.n_factors)
+            if a != alpha
+        }
+        kernel = _KERNELS[self.method]
+        contractor = make_contractor(new_model, data)
+        state = kernel.init(None, new_model, contractor, priors, given)
+        state, objectives, _ = run_to_convergence(
+            kernel, state, contractor, priors, self.max_iter, self.tol
+        )
+        return state, objectives[-1]
+
+    def _is_training_data(self, data):
+        return data.fingerprint == self._fingerprint
+
+    def transform(self, X, mask=None):
+        """Posterior mean of the sample-mode factor for the samples in ``X``.
+
+        For the training data this is the fitted posterior; for new samples
+        the sample-mode factor is inferred with every other factor held at its
+        posterior (fold-in), so ``fit_transform(X)`` equals ``fit(X).transform(X)``.
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        data = as_observed_tensor(X, mask)
+        alpha = self._sample_factor()
+        if self._is_training_data(data):
+            mean = self._state.mean[alpha]
+        else:
+            mean = self._fold_in(data)[0].mean[alpha]
+        return _sample_major(mean, self.model_, alpha)
+
+    def fit_transform(self, X, y=None, mask=None):
+        """Fit to ``X`` and return the posterior mean of the sample-mode factor."""
+        return self.fit(X, mask=mask).transform(X, mask=mask)
+
+    def inverse_transform(self, X):
+        """Posterior-mean reconstruction X̂ from sample-mode factor values ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_components)
+            Values of the sample-mode factor, e.g. from :meth:`transform`.
+
+        Returns
+        -------
+        X_hat : ndarray of shape (n_samples, ...)
+            Dense reconstruction with the other factors at their posterior means.
+        """
+        check_is_fitted(self)
+        alpha = self._sample_factor()
+        model = self.model_
+        W = np.asarray(X, dtype=np.float64)
+        own = model.factors[alpha]
+        latent_shape = tuple(model.sizes[c] for c in own if c != model.output[0])
+        if W.ndim != 2 or W.shape[1] != int(np.prod(latent_shape)):
+            raise ValueError(
+                f"Expected an array of shape (n_samples, {int(np.prod(latent_shape))}), got {W.shape}."
+            )
+        sizes = dict(model.sizes)
+        sizes[model.output[0]] = W.shape[0]
+        new_model = replace(model, sizes=sizes)
+        factor = np.moveaxis(W.reshape((W.shape[0],) + latent_shape), 0, own.index(model.output[0]))
+        factors = list(self._state.mean)
+        factors[alpha] = factor
+        return full_xhat(new_model, factors)
+
+    # ------------------------------------------------------- prediction, score
+    def predict_entries(self, indices):
+        """Posterior mean of X̂ at the given entries (for link prediction).
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n_entries, n_dims)
+            One row of coordinates per entry of the fitted data tensor.
+
+        Returns
+        -------
+        xhat : ndarray of shape (n_entries,)
+        """
+        check_is_fitted(self)
+        shape = self.model_.observed_shape
+        coords = np.asarray(indices)
+        if coords.ndim != 2 or coords.shape[1] != len(shape):
+            raise ValueError(f"indices must have shape (n_entries, {len(shape)}), got {coords.shape}.")
+        if not np.issubdtype(coords.dtype, np.integer):
+            raise ValueError("indices must be integers.")
+        if (coords < 0).any() or (coords >= np.asarray(shape)).any():
+            raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
+        return EntryList(self.model_, coords.T).xhat(self._state.mean)
+
+    def score(self, X, y=None, mask=None):
+        """Log evidence of ``X`` (higher is better).
+
+        - ``X`` is the training data (recognised by a fingerprint taken at
+          fit): ``log_evidence_``, the estimate of log p(X) for this model;
+        - new samples: the fold-in predictive evidence, a lower bound on
+          log p(X_new | X_train) with the new samples' factor inferred and every
+          other factor held at its posterior.
+
+        With ``method="em"`` there is no evidence: the score is the log joint
+        density at the MAP estimate, which grows with the rank and must not be
+        used to choose it.
+        """
+        check_is_fitted(self)
+        data = as_observed_tensor(X, mask)
+        if self._is_training_data(data):
+            return float(self.lower_bound_)
+        return float(self._fold_in(data)[1])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+
+def _sample_major(mean, model, alpha):
+    """The sample-mode factor as (n_samples, prod of its latent sizes)."""
+    axis = model.factors[alpha].index(model.output[0])
+    moved = np.moveaxis(mean, axis, 0)
+    return np.ascontiguousarray(moved.reshape(moved.shape[0], -1))

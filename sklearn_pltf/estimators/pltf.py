@@ -1,0 +1,157 @@
+"""PLTF: Poisson–Gamma factorization for any model string."""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from ..model import Model
+from ._base import BasePoissonPLTF
+
+
+class PLTF(BasePoissonPLTF):
+    """Bayesian Poisson–Gamma factorization of any model written as a string.
+
+    The data are modelled as ``X(v0) ~ Poisson(Σ_{v̄0} Π_α Z_α(v_α))`` with
+    independent ``Gamma(prior_shape, prior_rate)`` factors (Cemgil 2009;
+    Yılmaz, Cemgil & Şimşekli 2011), fitted by variational Bayes (which also
+    bounds the log evidence, so the rank can be chosen by :meth:`score`) or by
+    EM for the posterior mode.
+
+    Parameters
+    ----------
+    model : str, default="ir,jr,kr->ijk"
+        The factorization as an einsum-like string: factor indices, ``->``, the
+        observed indices in the data's axis order. ``"ik,kj->ij"`` is NMF,
+        ``"ir,jr,kr->ijk"`` CP, ``"ip,jq,kr,pqr->ijk"`` Tucker, ``"r,d,dtr->t"``
+        deconvolution with the third factor fixed, ``"fi,ik,kt->ft"``
+        hierarchical NMF with the first factor fixed.
+    n_components : int, dict or None, default=None
+        Size of the latent indices: one int for every latent index whose size
+        no fixed factor sets, or a dict ``{index: size}``. None is allowed when
+        the fixed factors set every latent size.
+    method : {"vb", "em"}, default="vb"
+        ``"vb"``: variational Bayes, ``q(Z_α) = Gamma``; its bound is the log
+        evidence estimate. ``"em"``: the posterior mode (needs ``prior_shape >= 1``);
+        no evidence.
+    prior_shape, prior_rate : float, array-like or dict, default=1.0
+        Gamma(shape, rate) prior of every free factor: a scalar, an array
+        broadcastable to every free factor, or ``{position: value}``. A prior
+        given as mean ``m`` and shape ``a`` has rate ``a / m``.
+    fixed_factors : dict or None, default=None
+        ``{position or factor index string: array}``: factors that are given,
+        never updated and have no prior (e.g. a known dictionary).
+    max_iter : int, default=1000
+        Iterations per initialisation (one iteration updates every free factor).
+    tol : float, default=1e-6
+        Convergence threshold on the relative change of the objective.
+    n_init : int, default=1
+        Initialisations; the one with the highest final objective is kept.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the one generator of a fit, spawned into the initialisations.
+    verbose : int, default=0
+        1 prints each initialisation; 2 also the objective every
+        ``verbose_interval`` iterations.
+    verbose_interval : int, default=10
+    n_jobs : int or None, default=None
+        Initialisations run in parallel through joblib (same result as serial).
+
+    Attributes
+    ----------
+    model_ : Model
+        The parsed model with every index size.
+    factors_ : tuple of ndarray
+        Posterior means (VB) or modes (EM) of the factors, in model order
+        (fixed factors as given).
+    n_iter_ : int
+        Iterations of the best initialisation.
+    converged_ : bool
+        Whether it converged within ``max_iter``.
+    lower_bounds_ : ndarray of shape (n_iter_,)
+        Objective after each iteration of the best initialisation: the
+        variational bound (VB) or the log joint density (EM).
+    lower_bound_ : float
+        Its final value.
+    log_evidence_ : float
+        VB only: the log evidence estimate of the training data (the bound).
+    n_features_in_ : int
+        Size of axis 1 of the training data (when it has one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pltf import PLTF
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(3.0, size=(20, 10, 5))
+    >>> est = PLTF("ir,jr,kr->ijk", n_components=2, random_state=0).fit(X)
+    >>> est.transform(X).shape
+    (20, 2)
+    """
+
+    _parameter_constraints: dict = {
+        **BasePoissonPLTF._parameter_constraints,
+        "model": [str],
+        "n_components": [Interval(Integral, 1, None, closed="left"), dict, None],
+        "fixed_factors": [dict, None],
+    }
+
+    def __init__(
+        self,
+        model="ir,jr,kr->ijk",
+        n_components=None,
+        *,
+        method="vb",
+        prior_shape=1.0,
+        prior_rate=1.0,
+        fixed_factors=None,
+        max_iter=1000,
+        tol=1e-6,
+        n_init=1,
+        random_state=None,
+        verbose=0,
+        verbose_interval=10,
+        n_jobs=None,
+    ):
+        self.model = model
+        self.n_components = n_components
+        self.method = method
+        self.prior_shape = prior_shape
+        self.prior_rate = prior_rate
+        self.fixed_factors = fixed_factors
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.verbose = verbose
+        self.verbose_interval = verbose_interval
+        self.n_jobs = n_jobs
+
+    def _model_spec(self):
+        model = Model.parse(self.model)
+        return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
+
+
+def _fixed_by_position(model, fixed_factors):
+    """``{position: float array}`` from keys given as positions or index strings."""
+    fixed = {}
+    for key, value in (fixed_factors or {}).items():
+        if isinstance(key, str):
+            matches = [a for a, f in enumerate(model.factors) if f == key]
+            if len(matches) != 1:
+                raise ValueError(
+                    f"fixed_factors key {key!r} must name exactly one factor of "
+                    f"{model.string!r} (factors: {', '.join(model.factors)})."
+                )
+            key = matches[0]
+        elif not isinstance(key, Integral) or not 0 <= key < model.n_factors:
+            raise ValueError(
+                f"fixed_factors key {key!r} is neither a factor position 0..{model.n_factors - 1} "
+                "nor a factor's index string."
+            )
+        array = np.asarray(value, dtype=np.float64)
+        if not np.all(np.isfinite(array)) or (array < 0).any():
+            raise ValueError(f"Fixed factor {key} must be finite and non-negative.")
+        fixed[int(key)] = array
+    return fixed
