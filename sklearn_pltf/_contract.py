@@ -242,11 +242,16 @@ class EntryList:
         ops, subs = zip(*(self._operand(a, f, chunk) for a, f in enumerate(factors) if a != alpha))
         carried = set("".join(self.model.factors[a] for a in range(len(factors)) if a != alpha))
         present = "".join(c for c in latent if c in carried)
-        result = p.contract(",".join(subs) + "->" + p.batch + p.subs(present), *ops)
-        if not any(p.batch in s for s in subs):  # every other factor is entry-free
-            result = np.broadcast_to(result, (chunk.stop - chunk.start,) + result.shape)
+        batched = any(p.batch in s for s in subs)
+        result = p.contract(
+            ",".join(subs) + "->" + (p.batch if batched else "") + p.subs(present), *ops
+        )
+        n = chunk.stop - chunk.start
+        if not batched:  # no other factor carries an observed index: same for every entry
+            result = np.broadcast_to(result, (n,) + result.shape)
+        # "#" stands for the batch axis, which is never a model index.
         sizes = tuple(self.model.sizes[c] for c in latent)
-        return expand_to_factor(result, "#" + present, "#" + latent, (result.shape[0],) + sizes)
+        return expand_to_factor(result, "#" + present, "#" + latent, (n,) + sizes)
 
     def delta(self, alpha, factors, weights=None, ratio_of=None):
         """Δ_α over the listed entries.

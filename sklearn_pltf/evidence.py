@@ -176,8 +176,8 @@ def exact_log_evidence(
     >>> import numpy as np
     >>> from sklearn_pltf.evidence import exact_log_evidence
     >>> X = np.array([[1, 0], [2, 1]])
-    >>> round(exact_log_evidence(X, 2, prior_shape=1.0, prior_rate=1.0), 6)
-    ... # doctest: +SKIP
+    >>> round(exact_log_evidence(X, n_components=2), 6)
+    -5.748528
     """
     X = _validate_counts(X)
     n_rows, n_columns = X.shape
@@ -580,11 +580,13 @@ def _log_t_integral(power, decay, offset, exponents):
 
 
 def _bracket_sign_change(func, start, direction=None):
-    """Find ``(a, b)`` with ``func(a) > 0 > func(b)`` or the reverse.
+    """Return ``lo < hi`` such that `func` changes sign on ``[lo, hi]``.
 
-    ``direction=None`` looks for the root of a decreasing function around
-    `start`; ``-1``/``+1`` search only left/right of `start`, where
-    ``func(start) > 0``, by doubling the step.
+    With ``direction=None``, `func` is decreasing and the bracket around
+    `start` has ``func(lo) > 0 > func(hi)``.  With ``direction=-1`` (``+1``)
+    `func` is positive at `start` and the search goes left (right) only,
+    doubling the step until `func` is no longer positive; `start` is then
+    one end of the bracket.
     """
     step = 1.0
     if direction is None:

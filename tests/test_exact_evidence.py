@@ -162,7 +162,9 @@ def test_t_integral_matches_direct_quadrature(power, decay, offset, exponents):
     mode = grid[np.argmax([integrand(t) for t in grid])]
     scale = integrand(mode)
     pieces = [
-        integrate.quad(lambda t: integrand(t) / scale, a, b, epsabs=0.0, epsrel=1e-13, limit=500)[0]
+        integrate.quad(
+            lambda t: integrand(t) / scale, a, b, epsabs=0.0, epsrel=1e-13, limit=500
+        )[0]
         for a, b in [(0.0, mode), (mode, np.inf)]
     ]
     reference = math.log(scale) + math.log(sum(pieces))
@@ -322,11 +324,17 @@ def test_bad_counts_raise(X, match):
         ({"n_components": 2, "prior_shape": 0.0}, "prior_shape must be finite and > 0"),
         ({"n_components": 2, "prior_rate": (1.0, -1.0)}, "prior_rate must be finite and > 0"),
         ({"n_components": 2, "prior_rate": (1.0, 2.0, 3.0)}, "prior_rate must be a scalar or"),
-        ({"n_components": 3, "fixed_factors": {0: np.ones((2, 2))}}, "disagrees with the fixed factor"),
+        (
+            {"n_components": 3, "fixed_factors": {0: np.ones((2, 2))}},
+            "disagrees with the fixed factor",
+        ),
         ({"fixed_factors": {0: np.ones((3, 2))}}, r"W \(fixed_factors\[0\]\) must have shape"),
         ({"fixed_factors": {1: np.ones((2, 5))}}, r"H \(fixed_factors\[1\]\) must have shape"),
         ({"fixed_factors": {0: -np.ones((2, 2))}}, r"W \(fixed_factors\[0\]\) contains negative"),
-        ({"fixed_factors": {1: np.full((2, 2), np.nan)}}, r"H \(fixed_factors\[1\]\) contains NaN"),
+        (
+            {"fixed_factors": {1: np.full((2, 2), np.nan)}},
+            r"H \(fixed_factors\[1\]\) contains NaN",
+        ),
         ({"fixed_factors": {0: np.ones((2, 2)), 1: np.ones((3, 2))}}, "disagree on the number"),
         ({"fixed_factors": {2: np.ones((2, 2))}}, "keys must be 0"),
         ({"n_components": 2, "fixed_factors": [np.ones((2, 2))]}, "must be None or a dict"),

@@ -82,7 +82,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
         "verbose_interval": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],

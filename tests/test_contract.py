@@ -1,0 +1,107 @@
+"""The dense path, the sparse path and a naive loop give the same X̂ and Δ."""
+
+import itertools
+
+import numpy as np
+import sparse
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_pltf._contract import EntryList, make_contractor
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.model import Model
+
+
+def naive_xhat(model, factors):
+    """X̂ by its definition: a loop over every index configuration."""
+    xhat = np.zeros(model.observed_shape)
+    indices = model.indices
+    for values in itertools.product(*(range(model.sizes[c]) for c in indices)):
+        at = dict(zip(indices, values))
+        term = np.prod([z[tuple(at[c] for c in f)] for z, f in zip(factors, model.factors)])
+        xhat[tuple(at[c] for c in model.output)] += term
+    return xhat
+
+
+def naive_delta(model, factors, alpha, weights):
+    """Δ_α(Q) by its definition."""
+    delta = np.zeros(model.factor_shape(alpha))
+    indices = model.indices
+    for values in itertools.product(*(range(model.sizes[c]) for c in indices)):
+        at = dict(zip(indices, values))
+        term = weights[tuple(at[c] for c in model.output)]
+        for a, (z, f) in enumerate(zip(factors, model.factors)):
+            if a != alpha:
+                term *= z[tuple(at[c] for c in f)]
+        delta[tuple(at[c] for c in model.factors[alpha])] += term
+    return delta
+
+
+@st.composite
+def models(draw):
+    """Random model strings over a few letters: 1-3 observed indices, 2-4 factors."""
+    letters = "abcde"
+    n_factors = draw(st.integers(2, 4))
+    factors = [
+        "".join(draw(st.lists(st.sampled_from(letters), min_size=1, max_size=3, unique=True)))
+        for _ in range(n_factors)
+    ]
+    carried = sorted(set("".join(factors)))
+    output = "".join(
+        draw(st.lists(st.sampled_from(carried), min_size=1, max_size=min(3, len(carried)), unique=True))
+    )
+    sizes = {c: draw(st.integers(1, 3)) for c in carried}
+    model = Model.parse(",".join(factors) + "->" + output)
+    return model.bind([sizes[c] for c in output], {c: sizes[c] for c in model.latent})
+
+
+@settings(max_examples=100, deadline=None)
+@given(model=models(), seed=st.integers(0, 2**32 - 1), missing_rate=st.sampled_from([0.0, 0.3, 0.7]))
+def test_dense_sparse_and_naive_paths_agree(model, seed, missing_rate):
+    rng = np.random.default_rng(seed)
+    factors = [rng.gamma(1.0, size=model.factor_shape(a)) for a in range(model.n_factors)]
+    X = rng.poisson(2.0, size=model.observed_shape).astype(float)
+    mask = rng.random(X.shape) >= missing_rate
+    mask.flat[0] = True  # at least one observed entry
+    dense = make_contractor(model, as_observed_tensor(X, mask))
+    sparse_ = make_contractor(model, as_observed_tensor(sparse.COO.from_numpy(X), mask))
+
+    xhat = naive_xhat(model, factors)
+    observed_x = np.where(mask, X, 0.0)
+    ratio = np.divide(observed_x, xhat, out=np.zeros_like(xhat), where=observed_x > 0)
+    expected_loglik = np.sum(observed_x[observed_x > 0] * np.log(xhat[observed_x > 0]))
+    for contractor in (dense, sparse_):
+        np.testing.assert_allclose(contractor.masked_total(factors), np.sum(mask * xhat), rtol=1e-10)
+        np.testing.assert_allclose(contractor.data_loglik(factors), expected_loglik, rtol=1e-10, atol=1e-12)
+        for alpha in range(model.n_factors):
+            np.testing.assert_allclose(
+                contractor.ratio_delta(alpha, factors),
+                naive_delta(model, factors, alpha, ratio),
+                rtol=1e-10, atol=1e-12,
+            )
+            np.testing.assert_allclose(
+                contractor.masked_delta(alpha, factors),
+                naive_delta(model, factors, alpha, mask.astype(float)),
+                rtol=1e-10, atol=1e-12,
+            )
+
+
+def test_entry_list_chunks_agree_with_one_pass(rng):
+    """Chunked gathers and scatter-adds give the same result as a single chunk."""
+    model = Model.parse("ip,jq,kr,pqr->ijk").bind((7, 6, 5), {"p": 2, "q": 3, "r": 2})
+    factors = [rng.gamma(1.0, size=model.factor_shape(a)) for a in range(4)]
+    coords = np.vstack(np.unravel_index(rng.choice(7 * 6 * 5, 150, replace=False), (7, 6, 5)))
+    weights = rng.random(150)
+    whole = EntryList(model, coords)
+    chunked = EntryList(model, coords)
+    chunked.chunk = 16
+    np.testing.assert_allclose(chunked.xhat(factors), whole.xhat(factors), rtol=1e-12)
+    for alpha in range(4):
+        np.testing.assert_allclose(
+            chunked.delta(alpha, factors, weights), whole.delta(alpha, factors, weights), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            chunked.delta(alpha, factors, ratio_of=weights),
+            whole.delta(alpha, factors, ratio_of=weights),
+            rtol=1e-12,
+        )

@@ -1,0 +1,113 @@
+"""Input normalisation: every accepted form, and each bad input's message."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sparse
+
+from sklearn_pltf._data import as_observed_tensor
+
+
+def test_dense_nan_is_missing_and_user_array_is_untouched():
+    X = np.array([[1.0, np.nan], [0.0, 3.0]])
+    before = X.copy()
+    data = as_observed_tensor(X)
+    np.testing.assert_array_equal(X, before)
+    assert data.n_missing == 1 and data.n_observed == 3
+    assert data.total == 4.0
+
+
+def test_dense_mask_combines_with_nan():
+    X = np.array([[1.0, np.nan], [2.0, 3.0]])
+    data = as_observed_tensor(X, mask=np.array([[True, True], [False, True]]))
+    assert data.n_missing == 2 and data.total == 4.0
+
+
+@pytest.mark.parametrize("form", ["pydata", "gcxs", "scipy"])
+def test_sparse_forms_give_the_same_entries(form):
+    X = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 5.0]])
+    converted = {
+        "pydata": sparse.COO.from_numpy(X),
+        "gcxs": sparse.GCXS.from_numpy(X),
+        "scipy": sp.csr_matrix(X),
+    }[form]
+    data = as_observed_tensor(converted)
+    assert data.is_sparse and data.shape == (2, 3)
+    dense = np.zeros(data.shape)
+    dense[tuple(data.coords)] = data.values
+    np.testing.assert_array_equal(dense, X)
+
+
+def test_sparse_duplicates_are_summed_and_zeros_dropped():
+    coords = np.array([[0, 0, 1, 1], [1, 1, 0, 2]])
+    X = sparse.COO(coords, np.array([1.0, 2.0, 0.0, 4.0]), shape=(2, 3), has_duplicates=False, sorted=True)
+    data = as_observed_tensor(X)
+    assert data.coords.shape[1] == 2
+    assert sorted(data.values) == [3.0, 4.0]
+
+
+def test_sparse_mask_with_fill_value_true_lists_missing_entries():
+    X = sparse.COO.from_numpy(np.array([[0.0, 2.0], [1.0, 3.0]]))
+    mask = sparse.COO(np.array([[0, 1], [1, 1]]), np.array([False, False]), shape=(2, 2), fill_value=True)
+    data = as_observed_tensor(X, mask)
+    assert data.n_missing == 2
+    assert data.values.tolist() == [1.0]  # the 2 and the 3 are missing
+
+
+def test_dense_mask_for_sparse_data_and_nan_in_sparse_values():
+    X = sparse.COO(np.array([[0, 1], [1, 0]]), np.array([np.nan, 3.0]), shape=(2, 2))
+    data = as_observed_tensor(X, mask=np.array([[True, True], [True, False]]))
+    assert data.n_missing == 2 and data.total == 3.0
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        (np.array([[1.0, -1.0]]), "negative values"),
+        (np.array([[1.0, np.inf]]), "infinite values"),
+        (np.array([["a", "b"]]), "real numbers"),
+        (np.array([[1 + 1j]]), "real numbers"),
+        (np.zeros((0, 3)), "empty"),
+        (np.array(2.0), "empty"),
+        (np.full((2, 2), np.nan), "All entries of the data are missing"),
+        (sparse.COO.from_numpy(np.array([[0.0, -2.0]])), "negative values"),
+        (sp.csr_matrix(np.array([[0.0, np.inf]])), "infinite values"),
+        (sparse.COO.from_numpy(np.ones((2, 2)), fill_value=1.0), "fill value 0"),
+    ],
+)
+def test_bad_data_raise(X, message):
+    with pytest.raises(ValueError, match=message):
+        as_observed_tensor(X)
+
+
+@pytest.mark.parametrize(
+    "X, mask, message",
+    [
+        (np.ones((2, 2)), np.ones((3, 2), bool), "mask has shape"),
+        (np.ones((2, 2)), np.full((2, 2), 2), "boolean"),
+        (np.ones((2, 2)), np.zeros((2, 2), bool), "All entries of the data are missing"),
+        (sparse.COO.from_numpy(np.ones((2, 2))), sparse.COO.from_numpy(np.eye(2, dtype=bool)), "fill_value=True"),
+        (sparse.COO.from_numpy(np.ones((2, 2))), sp.eye(2, format="csr", dtype=bool), "scipy.sparse mask"),
+        (sparse.COO.from_numpy(np.ones((2, 2))), np.ones((2, 3), bool), "mask has shape"),
+    ],
+)
+def test_bad_masks_raise(X, mask, message):
+    with pytest.raises(ValueError, match=message):
+        as_observed_tensor(X, mask)
+
+
+def test_integer_check_for_samplers():
+    assert as_observed_tensor(np.array([[1.0, 2.0]])).is_integer
+    data = as_observed_tensor(np.array([[1.5, 2.0]]))
+    with pytest.raises(ValueError, match="non-integer"):
+        data.require_integer()
+
+
+def test_fingerprint_tells_data_apart():
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    a, b = as_observed_tensor(X), as_observed_tensor(X.copy())
+    Y = X.copy()
+    Y[0, 0] = 2.0
+    assert a.fingerprint == b.fingerprint
+    assert a.fingerprint != as_observed_tensor(Y).fingerprint
+    assert a.fingerprint != as_observed_tensor(X, mask=np.array([[True, False], [True, True]])).fingerprint

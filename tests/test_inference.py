@@ -1,0 +1,56 @@
+"""EM and VB: objectives never decrease; dense and sparse data give the same fit."""
+
+import numpy as np
+import pytest
+import sparse
+
+from sklearn_pltf import PLTF
+
+# (model, data shape, latent sizes, {position: fixed factor shape})
+MODELS = {
+    "nmf": ("ik,kj->ij", (20, 15), 3, {}),
+    "cp3": ("ir,jr,kr->ijk", (8, 7, 6), 3, {}),
+    "cp4": ("ir,jr,kr,lr->ijkl", (5, 4, 4, 3), 2, {}),
+    "tucker": ("ip,jq,kr,pqr->ijk", (8, 7, 6), {"p": 2, "q": 3, "r": 2}, {}),
+    "convolutive": ("r,d,dtr->t", (40,), {"r": 2}, {2: (4, 40, 2)}),
+    "hierarchical": ("fi,ik,kt->ft", (12, 15), {"k": 3}, {0: (12, 5)}),
+}
+
+
+def make_problem(name, missing, seed=0):
+    model, shape, sizes, fixed_shapes = MODELS[name]
+    rng = np.random.default_rng(seed)
+    fixed = {a: rng.gamma(1.0, size=s) for a, s in fixed_shapes.items()}
+    X = rng.poisson(3.0, size=shape).astype(float)
+    mask = rng.random(shape) >= (0.3 if missing else 0.0)
+    return model, sizes, fixed, X, mask
+
+
+def fit_trajectory(name, method, layout, missing, n_iter=40):
+    model, sizes, fixed, X, mask = make_problem(name, missing)
+    data = sparse.COO.from_numpy(X) if layout == "sparse" else X
+    est = PLTF(model, sizes, method=method, fixed_factors=fixed, max_iter=n_iter, tol=0.0,
+               prior_shape=1.5 if method == "em" else 1.0, random_state=0)
+    return est.fit(data, mask=mask).lower_bounds_
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("missing", [False, True], ids=["observed", "missing"])
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("method", ["vb", "em"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_objective_never_decreases(name, method, layout, missing):
+    trajectory = fit_trajectory(name, method, layout, missing)
+    steps = np.diff(trajectory)
+    # Coordinate ascent (VB) and EM are monotone; allow only rounding error.
+    assert np.all(steps >= -1e-9 * np.abs(trajectory[:-1])), steps.min()
+    assert trajectory[-1] > trajectory[0]  # and the fit actually moved
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("missing", [False, True], ids=["observed", "missing"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_dense_and_sparse_give_the_same_trajectory(name, missing):
+    dense = fit_trajectory(name, "vb", "dense", missing)
+    sparse_ = fit_trajectory(name, "vb", "sparse", missing)
+    np.testing.assert_allclose(sparse_, dense, rtol=1e-8)

@@ -1,0 +1,190 @@
+"""The PLTF estimator: transform, fold-in, score, predictions, reproducibility."""
+
+import pickle
+
+import numpy as np
+import pytest
+import sparse
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_pltf import PLTF
+
+
+@pytest.fixture
+def cp_data():
+    rng = np.random.default_rng(0)
+    A, B, C = (rng.gamma(2.0, 1.0, size=(n, 3)) for n in (25, 12, 8))
+    return rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C)).astype(float)
+
+
+def fit(X, **params):
+    params = {"model": "ir,jr,kr->ijk", "n_components": 3, "random_state": 0, **params}
+    return PLTF(**params).fit(X)
+
+
+def test_fitted_attributes(cp_data):
+    est = fit(cp_data)
+    assert [f.shape for f in est.factors_] == [(25, 3), (12, 3), (8, 3)]
+    assert est.converged_ and est.n_iter_ == len(est.lower_bounds_)
+    assert est.log_evidence_ == est.lower_bound_ == est.lower_bounds_[-1]
+    assert est.n_features_in_ == 12
+    assert est.model_.sizes == {"i": 25, "j": 12, "k": 8, "r": 3}
+
+
+def test_fit_transform_equals_transform_and_inverse_transform_reconstructs(cp_data):
+    est = fit(cp_data)
+    W = est.fit_transform(cp_data)
+    np.testing.assert_allclose(W, est.transform(cp_data), rtol=1e-6)
+    np.testing.assert_array_equal(W, est.factors_[0])
+    xhat = est.inverse_transform(W)
+    np.testing.assert_allclose(xhat, np.einsum("ir,jr,kr->ijk", *est.factors_), rtol=1e-12)
+    entries = np.array([[0, 0, 0], [24, 11, 7], [3, 5, 2]])
+    np.testing.assert_allclose(est.predict_entries(entries), xhat[tuple(entries.T)], rtol=1e-12)
+
+
+def test_fold_in_recovers_the_fitted_rows(cp_data):
+    """Folding in training rows (new data to the estimator) gives their posterior
+    means back: with the other factors held, each row's optimum is unique.
+
+    The multiplicative updates converge linearly, so both the joint fit and the
+    fold-in run to a fixed point (tol=0); at 2000 iterations they still differ
+    by 7e-5, at 8000 by 4e-7.
+    """
+    est = fit(cp_data, tol=0.0, max_iter=8000)
+    W = est.transform(cp_data[:10])
+    np.testing.assert_allclose(W, est.factors_[0][:10], rtol=1e-5)
+
+
+def test_fold_in_with_missing_entries(cp_data):
+    est = fit(cp_data)
+    X = cp_data[:5].copy()
+    X[:, :6, :] = np.nan
+    W = est.transform(X)
+    assert W.shape == (5, 3) and np.all(np.isfinite(W)) and np.all(W > 0)
+
+
+def test_score_is_log_evidence_on_training_data_and_predictive_on_new(cp_data):
+    est = fit(cp_data[:20])
+    assert est.score(cp_data[:20]) == est.log_evidence_
+    new = est.score(cp_data[20:])
+    assert np.isfinite(new) and new < 0
+    # the predictive evidence of more samples is lower (it is a log probability)
+    assert est.score(cp_data[18:]) < new
+
+
+def test_em_has_no_evidence_and_scores_the_log_joint(cp_data):
+    est = fit(cp_data, method="em", prior_shape=1.0)
+    assert not hasattr(est, "log_evidence_")
+    assert est.score(cp_data) == est.lower_bound_
+    with pytest.raises(ValueError, match="posterior mode, which does not exist"):
+        fit(cp_data, method="em", prior_shape=0.5)
+
+
+def test_same_random_state_same_numbers_and_clone_and_pickle(cp_data):
+    est = fit(cp_data, n_init=2)
+    again = clone(est).fit(cp_data)
+    np.testing.assert_array_equal(est.lower_bounds_, again.lower_bounds_)
+    for a, b in zip(est.factors_, again.factors_):
+        np.testing.assert_array_equal(a, b)
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.transform(cp_data[:3]), est.transform(cp_data[:3]))
+    assert restored.score(cp_data) == est.score(cp_data)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_random_state_forms(cp_data):
+    seeded = fit(cp_data, random_state=np.random.RandomState(3), max_iter=5, tol=0)
+    generator = fit(cp_data, random_state=np.random.default_rng(3), max_iter=5, tol=0)
+    assert np.isfinite(seeded.lower_bound_) and np.isfinite(generator.lower_bound_)
+
+
+def test_parallel_restarts_equal_serial(cp_data):
+    serial = fit(cp_data, n_init=3)
+    parallel = fit(cp_data, n_init=3, n_jobs=2)
+    np.testing.assert_array_equal(serial.lower_bounds_, parallel.lower_bounds_)
+
+
+def test_restarts_keep_the_best_bound(cp_data):
+    """Each restart runs on its own spawned generator; the best final bound is kept."""
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.estimators._base import _fit_restart
+    from sklearn_pltf.inference._common import gamma_priors
+
+    best = fit(cp_data, n_init=4, random_state=1)
+    priors = gamma_priors(best.model_, 1.0, 1.0)
+    data = as_observed_tensor(cp_data)
+    finals = [
+        _fit_restart("vb", child, best.model_, data, priors, {}, 1000, 1e-6, None)[1][-1]
+        for child in np.random.default_rng(1).spawn(4)
+    ]
+    assert len(set(finals)) == 4  # the restarts differ
+    assert best.lower_bound_ == max(finals)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_convergence_warning(cp_data):
+    with pytest.warns(ConvergenceWarning, match="did not converge in 3 iterations"):
+        fit(cp_data, max_iter=3)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_verbose_prints_progress(cp_data, capsys):
+    fit(cp_data, verbose=2, verbose_interval=5, max_iter=10, tol=0)
+    out = capsys.readouterr().out
+    assert "Initialization 0" in out and "Iteration 10" in out
+
+
+def test_sparse_input_matches_dense(cp_data):
+    dense = fit(cp_data)
+    from_sparse = fit(sparse.COO.from_numpy(cp_data))
+    np.testing.assert_allclose(from_sparse.lower_bounds_, dense.lower_bounds_, rtol=1e-8)
+    np.testing.assert_allclose(
+        from_sparse.transform(sparse.COO.from_numpy(cp_data[:4])), dense.transform(cp_data[:4]), rtol=1e-8
+    )
+
+
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        (np.array([[0, 0]]), "shape \\(n_entries, 3\\)"),
+        (np.array([[0.0, 0.0, 0.0]]), "integers"),
+        (np.array([[0, 12, 0]]), "outside"),
+        (np.array([[-1, 0, 0]]), "outside"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_predict_entries_errors(cp_data, entries, message):
+    est = fit(cp_data, max_iter=5, tol=0)
+    with pytest.raises(ValueError, match=message):
+        est.predict_entries(entries)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_transform_errors(cp_data):
+    est = fit(cp_data, max_iter=5)
+    with pytest.raises(ValueError, match="fitted to data of shape"):
+        est.transform(cp_data[:, :5])
+    with pytest.raises(ValueError, match="Expected an array of shape"):
+        est.inverse_transform(np.ones((2, 4)))
+    rng = np.random.default_rng(0)
+    hier = PLTF("fi,ik,kt->ft", {"k": 2}, fixed_factors={0: rng.gamma(1.0, size=(6, 3))}, max_iter=5)
+    hier.fit(rng.poisson(2.0, size=(6, 9)).astype(float))
+    with pytest.raises(ValueError, match="no sample-mode factor"):
+        hier.transform(np.ones((6, 9)))
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"method": "gibbs"}, "method"),
+        ({"tol": -1.0}, "tol"),
+        ({"prior_shape": 0.0}, "prior_shape"),
+        ({"prior_rate": {0: 1.0}}, "prior_rate has no entry for factor 1"),
+        ({"prior_rate": np.ones(4)}, "does not broadcast"),
+        ({"n_init": 0}, "n_init"),
+    ],
+)
+def test_parameter_errors(cp_data, params, message):
+    with pytest.raises(ValueError, match=message):
+        fit(cp_data, **params)
