@@ -30,10 +30,15 @@ from __future__ import annotations
 import numpy as np
 import opt_einsum
 
+from . import _kernels
+
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
 
 # Largest number of floats in one chunk's intermediate (16 MB of float64).
 _CHUNK_FLOATS = 1 << 21
+# Up to this many configurations of all latent indices, the sparse path
+# enumerates them per entry in a numba kernel; beyond, it contracts with einsum.
+_MAX_ENUMERATED_CONFIGS = 512
 
 
 def make_contractor(model, data):
@@ -180,20 +185,36 @@ class EntryList:
         Coordinates of the listed entries.
     planner : _Planner, default=None
         Shared expression cache.
+    engine : {"auto", "numba", "einsum"}, default="auto"
+        ``"numba"`` enumerates the latent configurations per entry in one fused
+        pass (:mod:`sklearn_pltf._kernels`); ``"einsum"`` contracts chunks of
+        entries with opt_einsum; ``"auto"`` takes numba unless the latent
+        configurations are too many to enumerate.
     """
 
-    def __init__(self, model, coords, planner=None):
+    def __init__(self, model, coords, planner=None, engine="auto"):
         self.model = model
         self.coords = np.asarray(coords, dtype=np.intp)
         self.n_entries = self.coords.shape[1]
         self._planner = planner or _Planner(model)
-        width = max(
-            [int(np.prod(model.factor_shape(a), dtype=np.int64)) for a in range(model.n_factors)]
-        )
-        self.chunk = max(1024, _CHUNK_FLOATS // max(width, 1))
         self._layout = [self._factor_layout(a) for a in range(model.n_factors)]
-        # Row of each entry in each factor's observed-index block, for the scatter-add.
-        self._rows = [self._scatter_rows(a) for a in range(model.n_factors)]
+        latent_widths = [
+            int(np.prod([model.sizes[c] for c in self._layout[a][1]], dtype=np.int64))
+            for a in range(model.n_factors)
+        ]
+        self._widths = np.array(latent_widths, dtype=np.int64)
+        n_configs = int(np.prod([model.sizes[c] for c in model.latent], dtype=np.int64))
+        if engine == "auto":
+            engine = "numba" if n_configs <= _MAX_ENUMERATED_CONFIGS else "einsum"
+        self.engine = engine
+        self.chunk = max(1024, _CHUNK_FLOATS // max(n_configs, 1))
+        # Row of each entry in each factor's observed-index block (0 for a factor
+        # without observed indices), for gathers and scatter-adds.
+        self._rows = np.array(
+            [self._scatter_rows(a) for a in range(model.n_factors)], dtype=np.int64
+        ).reshape(model.n_factors, self.n_entries)
+        if engine == "numba":
+            self._cols = self._config_columns()
 
     def _factor_layout(self, alpha):
         """(observed indices, latent indices, axis permutation putting observed first)."""
@@ -206,10 +227,41 @@ class EntryList:
     def _scatter_rows(self, alpha):
         observed = self._layout[alpha][0]
         if not observed:
-            return None
+            return np.zeros(self.n_entries, dtype=np.int64)
         sizes = tuple(self.model.sizes[c] for c in observed)
         axes = [self.model.output.index(c) for c in observed]
         return np.ravel_multi_index(tuple(self.coords[axes]), sizes)
+
+    def _config_columns(self):
+        """cols[α, l]: column of latent configuration ``l`` in factor α's table."""
+        latent = self.model.latent
+        sizes = [self.model.sizes[c] for c in latent]
+        # (n latent, n configs); a model without latent indices has one configuration
+        configs = np.indices(sizes).reshape(len(sizes), -1) if sizes else np.zeros((0, 1), np.int64)
+        cols = []
+        for alpha in range(self.model.n_factors):
+            own = self._layout[alpha][1]
+            if not own:
+                cols.append(np.zeros(configs.shape[1], dtype=np.int64))
+                continue
+            values = tuple(configs[latent.index(c)] for c in own)
+            cols.append(np.ravel_multi_index(values, [self.model.sizes[c] for c in own]))
+        return np.array(cols, dtype=np.int64).reshape(self.model.n_factors, -1)
+
+    def _tables(self, factors):
+        """Every factor as (observed block x latent block), packed in one buffer."""
+        tables = [
+            np.transpose(f, self._layout[a][2]).reshape(-1, self._widths[a])
+            for a, f in enumerate(factors)
+        ]
+        offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
+        return np.concatenate([t.ravel() for t in tables]), offsets
+
+    def _from_table(self, alpha, flat):
+        """Factor α's flat table back to the factor's own axis order."""
+        observed, latent, permutation = self._layout[alpha]
+        block = flat.reshape(tuple(self.model.sizes[c] for c in observed + latent))
+        return np.transpose(block, np.argsort(permutation))
 
     def _chunks(self):
         for start in range(0, self.n_entries, self.chunk):
@@ -221,14 +273,19 @@ class EntryList:
         p = self._planner
         if not observed:
             return factor, p.subs(latent)
-        axes = [self.model.output.index(c) for c in observed]
-        gathered = np.transpose(factor, permutation)[tuple(self.coords[axes, chunk])]
-        return gathered, p.batch + p.subs(latent)
+        table = np.transpose(factor, permutation).reshape(-1, self._widths[alpha])
+        gathered = np.take(table, self._rows[alpha][chunk], axis=0)
+        latent_shape = tuple(self.model.sizes[c] for c in latent)
+        return gathered.reshape((-1,) + latent_shape), p.batch + p.subs(latent)
 
     def xhat(self, factors):
         """X̂ at every listed entry."""
-        p = self._planner
         out = np.empty(self.n_entries)
+        if self.engine == "numba":
+            buffer, offsets = self._tables(factors)
+            _kernels.entry_xhat(buffer, offsets, self._widths, self._rows, self._cols, out)
+            return out
+        p = self._planner
         for chunk in self._chunks():
             ops, subs = zip(*(self._operand(a, f, chunk) for a, f in enumerate(factors)))
             out[chunk] = p.contract(",".join(subs) + "->" + p.batch, *ops)
@@ -262,9 +319,18 @@ class EntryList:
         """
         observed, latent, permutation = self._layout[alpha]
         sizes = self.model.sizes
-        latent_size = int(np.prod([sizes[c] for c in latent], dtype=np.int64))
+        latent_size = int(self._widths[alpha])
         n_rows = int(np.prod([sizes[c] for c in observed], dtype=np.int64))
         total = np.zeros(n_rows * latent_size)
+        if self.engine == "numba":
+            buffer, offsets = self._tables(factors)
+            use_ratio = ratio_of is not None
+            w = ratio_of if use_ratio else (np.ones(self.n_entries) if weights is None else weights)
+            _kernels.entry_delta(
+                buffer, offsets, self._widths, self._rows, self._cols, alpha,
+                np.ascontiguousarray(w, dtype=np.float64), use_ratio, total,
+            )
+            return self._from_table(alpha, total)
         for chunk in self._chunks():
             others = self._others(alpha, factors, chunk).reshape(chunk.stop - chunk.start, -1)
             if ratio_of is not None:
@@ -280,8 +346,7 @@ class EntryList:
                 total += np.bincount(flat, contribution.ravel(), minlength=total.size)
             else:
                 total += contribution.sum(axis=0)
-        block = total.reshape(tuple(sizes[c] for c in observed + latent))
-        return np.transpose(block, np.argsort(permutation))
+        return self._from_table(alpha, total)
 
 
 class SparseContractor:

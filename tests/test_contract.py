@@ -86,14 +86,44 @@ def test_dense_sparse_and_naive_paths_agree(model, seed, missing_rate):
             )
 
 
+@settings(max_examples=60, deadline=None)
+@given(model=models(), seed=st.integers(0, 2**32 - 1))
+def test_numba_and_einsum_entry_engines_agree_with_naive(model, seed):
+    rng = np.random.default_rng(seed)
+    factors = [rng.gamma(1.0, size=model.factor_shape(a)) for a in range(model.n_factors)]
+    shape = model.observed_shape
+    n = int(rng.integers(1, np.prod(shape) + 1))
+    flat = rng.choice(int(np.prod(shape)), size=n, replace=False)
+    coords = np.vstack(np.unravel_index(flat, shape))
+    weights = rng.random(n)
+    x = rng.poisson(2.0, size=n) + 1.0
+    xhat = naive_xhat(model, factors)
+    weight_tensor = np.zeros(shape)
+    weight_tensor[tuple(coords)] = weights
+    ratio_tensor = np.zeros(shape)
+    ratio_tensor[tuple(coords)] = x / xhat[tuple(coords)]
+    for engine in ("numba", "einsum"):
+        entries = EntryList(model, coords, engine=engine)
+        np.testing.assert_allclose(entries.xhat(factors), xhat[tuple(coords)], rtol=1e-10)
+        for alpha in range(model.n_factors):
+            np.testing.assert_allclose(
+                entries.delta(alpha, factors, weights),
+                naive_delta(model, factors, alpha, weight_tensor), rtol=1e-10, atol=1e-12,
+            )
+            np.testing.assert_allclose(
+                entries.delta(alpha, factors, ratio_of=x),
+                naive_delta(model, factors, alpha, ratio_tensor), rtol=1e-10, atol=1e-12,
+            )
+
+
 def test_entry_list_chunks_agree_with_one_pass(rng):
     """Chunked gathers and scatter-adds give the same result as a single chunk."""
     model = Model.parse("ip,jq,kr,pqr->ijk").bind((7, 6, 5), {"p": 2, "q": 3, "r": 2})
     factors = [rng.gamma(1.0, size=model.factor_shape(a)) for a in range(4)]
     coords = np.vstack(np.unravel_index(rng.choice(7 * 6 * 5, 150, replace=False), (7, 6, 5)))
     weights = rng.random(150)
-    whole = EntryList(model, coords)
-    chunked = EntryList(model, coords)
+    whole = EntryList(model, coords, engine="einsum")
+    chunked = EntryList(model, coords, engine="einsum")
     chunked.chunk = 16
     np.testing.assert_allclose(chunked.xhat(factors), whole.xhat(factors), rtol=1e-12)
     for alpha in range(4):
