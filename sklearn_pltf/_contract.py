@@ -127,16 +127,26 @@ class DenseContractor:
     def __init__(self, model, data):
         self.model, self.data = model, data
         self._planner = _Planner(model)
-        self._x = data.dense
-        self._nonzero = np.flatnonzero(self._x)
-        self._x_nonzero = self._x.ravel()[self._nonzero]
+        self._x = data.dense  # zero at missing entries, so X / X̂ is too
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
+        self._last = ((), None)
 
     def xhat(self, factors):
-        """X̂ over the whole tensor."""
+        """X̂ over the whole tensor.
+
+        The last result is kept with the factor arrays it came from: inference
+        never modifies a factor array in place, so the same arrays mean the same
+        X̂ (the bound's X̂ serves the next step's first update).
+        """
+        last_factors, last_xhat = self._last
+        if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
+            return last_xhat
         p, m = self._planner, self.model
         subscripts = ",".join(p.subs(f) for f in m.factors) + "->" + p.subs(m.output)
-        return p.contract(subscripts, *factors)
+        xhat = p.contract(subscripts, *factors)
+        np.maximum(xhat, _kernels.TINY, out=xhat)
+        self._last = (tuple(factors), xhat)
+        return xhat
 
     def _delta(self, alpha, factors, weights):
         p, m = self._planner, self.model
@@ -153,10 +163,7 @@ class DenseContractor:
         return expand_to_factor(result, present, own, m.factor_shape(alpha))
 
     def ratio_delta(self, alpha, factors):
-        xhat = self.xhat(factors).ravel()
-        ratio = np.zeros(self._x.size)
-        ratio[self._nonzero] = self._x_nonzero / xhat[self._nonzero]
-        return self._delta(alpha, factors, ratio.reshape(self._x.shape))
+        return self._delta(alpha, factors, self._x / self.xhat(factors))
 
     def masked_delta(self, alpha, factors):
         if self._mask is None:
@@ -169,8 +176,7 @@ class DenseContractor:
         return float(np.vdot(self._mask, self.xhat(factors)))
 
     def data_loglik(self, factors):
-        xhat = self.xhat(factors).ravel()[self._nonzero]
-        return float(np.dot(self._x_nonzero, np.log(xhat)))
+        return float(np.vdot(self._x, np.log(self.xhat(factors))))
 
 
 # --------------------------------------------------------------------- sparse
@@ -328,7 +334,8 @@ class EntryList:
             w = ratio_of if use_ratio else (np.ones(self.n_entries) if weights is None else weights)
             _kernels.entry_delta(
                 buffer, offsets, self._widths, self._rows, self._cols, alpha,
-                np.ascontiguousarray(w, dtype=np.float64), use_ratio, total,
+                np.ascontiguousarray(w, dtype=np.float64), use_ratio,
+                _kernels.thread_blocks(self.n_entries), total,
             )
             return self._from_table(alpha, total)
         for chunk in self._chunks():

@@ -19,19 +19,26 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["entry_xhat", "entry_delta"]
+__all__ = ["entry_xhat", "entry_delta", "thread_blocks"]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
 # EM) is floored so that a ratio X / X̂ stays finite.
 TINY = np.finfo(np.float64).tiny
 
 
-@numba.njit(cache=True, nogil=True)
+def thread_blocks(n_entries):
+    """Fixed contiguous blocks of entries, one per numba thread: the partial sums
+    and the order they are added in depend only on the thread count, so results
+    are reproducible run to run."""
+    return np.linspace(0, n_entries, numba.get_num_threads() + 1).astype(np.int64)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
 def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - compiled
     """X̂ at every listed entry: out[n] = Σ_l Π_α table_α[rows[α, n], cols[α, l]]."""
     n_factors, n_entries = rows.shape
     n_configs = cols.shape[1]
-    for n in range(n_entries):
+    for n in numba.prange(n_entries):
         total = 0.0
         for l in range(n_configs):
             term = 1.0
@@ -41,31 +48,38 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
         out[n] = total
 
 
-@numba.njit(cache=True, nogil=True)
-def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, out):  # pragma: no cover
+@numba.njit(cache=True, nogil=True, parallel=True)
+def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, bounds, out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
     With ``use_ratio`` the entry weight is ``weights[n] / X̂(n)`` (X̂ from the
-    same tables), otherwise ``weights[n]``.
+    same tables), otherwise ``weights[n]``. Block ``b`` of entries
+    (``bounds[b]:bounds[b + 1]``, see :func:`thread_blocks`) is scatter-added
+    into its own copy of ``out``; the copies are summed in order.
     """
-    n_factors, n_entries = rows.shape
+    n_factors = rows.shape[0]
     n_configs = cols.shape[1]
-    others = np.empty(n_configs)
     width = widths[alpha]
-    for n in range(n_entries):
-        own_base = offsets[alpha] + rows[alpha, n] * width
-        xhat = 0.0
-        for l in range(n_configs):
-            term = 1.0
-            for a in range(n_factors):
-                if a != alpha:
-                    term *= buffer[offsets[a] + rows[a, n] * widths[a] + cols[a, l]]
-            others[l] = term
-            xhat += term * buffer[own_base + cols[alpha, l]]
-        if use_ratio:
-            w = weights[n] / max(xhat, TINY)
-        else:
-            w = weights[n]
-        out_base = rows[alpha, n] * width
-        for l in range(n_configs):
-            out[out_base + cols[alpha, l]] += w * others[l]
+    n_blocks = bounds.size - 1
+    partial = np.zeros((n_blocks, out.size))
+    for b in numba.prange(n_blocks):
+        others = np.empty(n_configs)
+        for n in range(bounds[b], bounds[b + 1]):
+            own_base = offsets[alpha] + rows[alpha, n] * width
+            xhat = 0.0
+            for l in range(n_configs):
+                term = 1.0
+                for a in range(n_factors):
+                    if a != alpha:
+                        term *= buffer[offsets[a] + rows[a, n] * widths[a] + cols[a, l]]
+                others[l] = term
+                xhat += term * buffer[own_base + cols[alpha, l]]
+            if use_ratio:
+                w = weights[n] / max(xhat, TINY)
+            else:
+                w = weights[n]
+            out_base = rows[alpha, n] * width
+            for l in range(n_configs):
+                partial[b, out_base + cols[alpha, l]] += w * others[l]
+    for b in range(n_blocks):
+        out += partial[b]

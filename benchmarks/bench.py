@@ -1,0 +1,210 @@
+"""Time sklearn_pltf side by side with its peers on the same data, as ratios.
+
+Usage, from the repository root, with the ``bench`` extra installed
+(``python -m pip install -e ".[bench]"``)::
+
+    python benchmarks/bench.py nmf      # (a) dense Poisson NMF vs scikit-learn
+    python benchmarks/bench.py sparse   # (b) sparse 1000^3 CP: VB vs pyttb cp_apr
+    python benchmarks/bench.py oslo     # (c) Oslo city-bike 5-way counts
+    python benchmarks/bench.py all
+
+Each workload prints one JSON line per measurement and a summary with the
+ratios (ours / peer; below 1 means we are faster). Every timing is the median
+of ``--repeats`` runs in the same process and session as the peer's. Peak
+memory is measured in a fresh process (:func:`peers.measure_peak_memory`).
+
+pyttb's CP-APR spends its time in numba-parallel ``numpy_groupies`` code that
+is about 3x slower on 2 cores than with one thread; this script sets
+``NUMBA_NUM_THREADS=1`` for the pyttb measurements' processes unless
+``--peer-numba-threads`` says otherwise, so the peer runs at its best here.
+Our own kernels use every core numba gives them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+import warnings
+
+import numpy as np
+from scipy.special import gammaln, xlogy
+
+import peers
+import workloads
+from sklearn_pltf import PLTF
+
+
+def _line(**fields):
+    print(json.dumps(fields, default=float), flush=True)
+
+
+def _median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _fit_quietly(estimator, X, **fit_params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fixed iteration counts do not converge
+        return estimator.fit(X, **fit_params)
+
+
+# ------------------------------------------------------------------ (a) NMF
+def bench_nmf(repeats, n_iter):
+    """Dense Poisson NMF 2000 x 1000, rank 20: seconds per iteration."""
+    X = workloads.dense_poisson_nmf(2000, 1000, 20, random_state=0)
+    ours = _median_time(
+        lambda: _fit_quietly(PLTF("ik,kj->ij", 20, max_iter=n_iter, tol=0.0, random_state=0), X),
+        repeats,
+    ) / n_iter
+    theirs = _median_time(lambda: peers.sklearn_nmf_kl(X, 20, n_iter), repeats) / n_iter
+    _line(workload="a", what="VB s/iter", ours=ours, sklearn_kl_mu=theirs, ratio=ours / theirs)
+    return {"(a) dense NMF VB / sklearn KL-MU, s per iteration": ours / theirs}
+
+
+# --------------------------------------------------------------- (b) sparse
+def _ours_sparse(X, rank, n_iter):
+    """Module-level (picklable) fit for the peak-memory subprocess."""
+    est = PLTF("ir,jr,kr->ijk", rank, max_iter=n_iter, tol=0.0, random_state=0)
+    start = time.perf_counter()
+    _fit_quietly(est, X)
+    return {"seconds_per_iteration": (time.perf_counter() - start) / n_iter}
+
+
+def bench_sparse(repeats, n_iter, peer_threads):
+    """1000^3 tensor, ~10^6 non-zeros, rank 10: one VB iteration vs cp_apr."""
+    X = workloads.sparse_poisson_cp((1000, 1000, 1000), 10, 1_000_000, random_state=0)
+    _line(workload="b", nnz=X.nnz, total=float(X.data.sum()))
+    ours, ours_mb = [], None
+    for _ in range(repeats):
+        result, ours_mb = peers.measure_peak_memory(_ours_sparse, X, 10, n_iter)
+        ours.append(result["seconds_per_iteration"])
+    os.environ["NUMBA_NUM_THREADS"] = str(peer_threads)  # inherited by the spawned process
+    try:
+        theirs, theirs_mb = [], None
+        for _ in range(repeats):
+            result, theirs_mb = peers.measure_peak_memory(peers.pyttb_cp_apr, X, 10, 2, 10, "mu")
+            theirs.append(result["seconds_per_inner_iteration"])
+    finally:
+        del os.environ["NUMBA_NUM_THREADS"]
+    ours, theirs = statistics.median(ours), statistics.median(theirs)
+    ratio = ours / (3 * theirs)
+    _line(workload="b", what="s/iter", ours_vb_iteration=ours, cp_apr_inner_iteration=theirs,
+          ratio_vs_three_inner=ratio, ours_peak_mb=ours_mb, cp_apr_peak_mb=theirs_mb,
+          peer_numba_threads=peer_threads)
+    return {
+        "(b) VB iteration / 3 cp_apr inner iterations": ratio,
+        "(b) peak MB, ours / cp_apr": ours_mb / theirs_mb,
+    }
+
+
+# ----------------------------------------------------------------- (c) Oslo
+def _loglik_per_entry(x, xhat):
+    xhat = np.maximum(xhat, 1e-10)  # the Frobenius fit can put exact zeros
+    return float(np.mean(xlogy(x, xhat) - xhat - gammaln(x + 1.0)))
+
+
+def _cp_full(weights, factors):
+    return np.einsum("r,ar,br,cr,dr,er->abcde", weights, *factors)
+
+
+def bench_oslo(rank, tol, cp_apr_outer, tensorly_iter, gcp_iter, peer_threads):
+    """Time to converge and log-likelihoods per entry on the Oslo bike tensor."""
+    import sparse
+
+    X = np.asarray(workloads.oslo_city_bike(), dtype=np.float64)
+    held_out = np.random.default_rng(0).random(X.shape) < 0.1
+    train = np.where(held_out, np.nan, X)
+    model = "ar,br,cr,dr,er->abcde"
+    rows = {}
+
+    def ours(data, **fit_params):
+        est = PLTF(model, rank, tol=tol, max_iter=5000, random_state=0)
+        start = time.perf_counter()
+        _fit_quietly(est, data, **fit_params)
+        xhat = _cp_full(np.ones(rank), est.factors_)
+        return time.perf_counter() - start, est, xhat
+
+    seconds, est, xhat = ours(X)
+    _, _, xhat_train = ours(train)
+    rows["sklearn_pltf VB"] = {
+        "seconds": seconds, "iterations": est.n_iter_, "converged": est.converged_,
+        "loglik": _loglik_per_entry(X, xhat),
+        "heldout": _loglik_per_entry(X[held_out], xhat_train[held_out]),
+    }
+    _line(workload="c", method="sklearn_pltf VB", **rows["sklearn_pltf VB"])
+
+    result = peers.tensorly_nn_parafac(X, rank, tensorly_iter)
+    masked = peers.tensorly_nn_parafac(X, rank, tensorly_iter, mask=~held_out)
+    rows["TensorLy non_negative_parafac"] = {
+        "seconds": result["seconds"], "iterations": tensorly_iter,
+        "loglik": _loglik_per_entry(X, _cp_full(result["weights"], result["factors"])),
+        "heldout": _loglik_per_entry(
+            X[held_out], _cp_full(masked["weights"], masked["factors"])[held_out]),
+    }
+    _line(workload="c", method="TensorLy", **rows["TensorLy non_negative_parafac"])
+
+    os.environ["NUMBA_NUM_THREADS"] = str(peer_threads)
+    try:
+        result, _ = peers.measure_peak_memory(
+            peers.pyttb_cp_apr, sparse.COO.from_numpy(X), rank, cp_apr_outer, 10, "mu")
+    finally:
+        del os.environ["NUMBA_NUM_THREADS"]
+    rows["pyttb cp_apr"] = {
+        "seconds": result["seconds"], "iterations": result["iterations"],
+        "loglik": _loglik_per_entry(X, _cp_full(result["weights"], result["factors"])),
+    }
+    _line(workload="c", method="pyttb cp_apr", **rows["pyttb cp_apr"])
+
+    result = peers.pyttb_gcp_poisson(X, rank, gcp_iter, mask=~held_out)
+    rows["pyttb gcp_opt (Poisson)"] = {
+        "seconds": result["seconds"], "iterations": result["iterations"],
+        "heldout": _loglik_per_entry(
+            X[held_out], _cp_full(result["weights"], result["factors"])[held_out]),
+    }
+    _line(workload="c", method="pyttb gcp_opt", **rows["pyttb gcp_opt (Poisson)"])
+
+    ours_row, tensorly = rows["sklearn_pltf VB"], rows["TensorLy non_negative_parafac"]
+    return {
+        "(c) time to converge, ours / TensorLy": ours_row["seconds"] / tensorly["seconds"],
+        "(c) held-out loglik per entry, ours - TensorLy": ours_row["heldout"] - tensorly["heldout"],
+        "(c) held-out loglik per entry, ours - gcp_opt":
+            ours_row["heldout"] - rows["pyttb gcp_opt (Poisson)"]["heldout"],
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "all"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--nmf-iter", type=int, default=200)
+    parser.add_argument("--sparse-iter", type=int, default=5)
+    parser.add_argument("--oslo-rank", type=int, default=10)
+    parser.add_argument("--oslo-tol", type=float, default=1e-4)
+    parser.add_argument("--cp-apr-outer", type=int, default=200)
+    parser.add_argument("--tensorly-iter", type=int, default=100)
+    parser.add_argument("--gcp-iter", type=int, default=1000)
+    parser.add_argument("--peer-numba-threads", type=int, default=1)
+    args = parser.parse_args()
+    summary = {}
+    if args.workload in ("nmf", "all"):
+        summary.update(bench_nmf(args.repeats, args.nmf_iter))
+    if args.workload in ("sparse", "all"):
+        summary.update(bench_sparse(args.repeats, args.sparse_iter, args.peer_numba_threads))
+    if args.workload in ("oslo", "all"):
+        summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
+                                  args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))
+    print("\nsummary (ours / peer unless stated)")
+    for key, value in summary.items():
+        print(f"  {key:60s} {value:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
