@@ -69,7 +69,7 @@ class PLTF(BasePoissonPLTF):
         Iterations of the best initialisation.
     converged_ : bool
         Whether it converged within ``max_iter``.
-    lower_bounds_ : ndarray of shape (n_iter_,)
+    lower_bounds_ : ndarray of shape (n_iterations,)
         Objective after each iteration of the best initialisation: the
         variational bound (VB) or the log joint density (EM).
     lower_bound_ : float
