@@ -50,9 +50,7 @@ def make_contractor(model, data):
 
 def full_xhat(model, factors):
     """X̂ over the whole observed tensor (dense) for a bound model."""
-    planner = _Planner(model)
-    subscripts = ",".join(planner.subs(f) for f in model.factors) + "->" + planner.subs(model.output)
-    return planner.contract(subscripts, *factors)
+    return _Planner(model).full_xhat(factors)
 
 
 class _Planner:
@@ -75,6 +73,11 @@ class _Planner:
             expression = opt_einsum.contract_expression(subscripts, *key[1])
             self._expressions[key] = expression
         return expression(*operands)
+
+    def full_xhat(self, factors):
+        """X̂ over the whole observed tensor."""
+        m = self.model
+        return self.contract(",".join(self.subs(f) for f in m.factors) + "->" + self.subs(m.output), *factors)
 
     def contract_presummed(self, operands, indices, output):
         """Contract after summing each operand over indices no other operand or the
@@ -141,9 +144,7 @@ class DenseContractor:
         last_factors, last_xhat = self._last
         if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
             return last_xhat
-        p, m = self._planner, self.model
-        subscripts = ",".join(p.subs(f) for f in m.factors) + "->" + p.subs(m.output)
-        xhat = p.contract(subscripts, *factors)
+        xhat = self._planner.full_xhat(factors)
         np.maximum(xhat, _kernels.TINY, out=xhat)
         self._last = (tuple(factors), xhat)
         return xhat

@@ -58,6 +58,11 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
     for iteration in range(1, max_iter + 1):
         state, info = kernel.step(state, contractor, priors)
         objectives.append(float(info[0]))
+        if not np.isfinite(objectives[-1]):
+            raise FloatingPointError(
+                f"The objective became {objectives[-1]} at iteration {iteration}; check "
+                "the priors and the scale of the data (no evidence is returned)."
+            )
         if report is not None:
             report(iteration, objectives)
         if iteration > 1 and abs(objectives[-1] - objectives[-2]) <= tol * abs(objectives[-1]):

@@ -104,11 +104,10 @@ def step(state, contractor, priors):
 def bound(state, contractor, priors):
     """The variational lower bound on log p(X) (module docstring), as a float."""
     data = contractor.data
-    value = (
-        contractor.data_loglik(state.geometric)
-        - contractor.masked_total(state.mean)
-        - data.log_factorial_total
-    )
+    # masked_total first: a dense contractor keeps its last X̂, and the next
+    # step's first update needs X̂ of the geometric means.
+    value = -contractor.masked_total(state.mean) - data.log_factorial_total
+    value += contractor.data_loglik(state.geometric)
     for alpha in priors.free:
         a, r = priors.shape[alpha], priors.rate[alpha]
         c, d = state.shape[alpha], state.scale[alpha]
