@@ -113,6 +113,13 @@ class _Planner:
         return float(self.contract_presummed(list(factors), list(model.factors), ""))
 
 
+def _sum_of_products(a, b):
+    """Σ a·b by numpy's pairwise summation, not BLAS ``dot``: BLAS splits the sum
+    over its threads, so its result depends on the thread count (and differs
+    in joblib workers, whose BLAS threads are limited)."""
+    return float(np.sum(a * b))
+
+
 def expand_to_factor(array, present, own, shape):
     """Broadcast ``array`` (axes ``present``) to a factor with axes ``own``."""
     if present == own:
@@ -174,10 +181,10 @@ class DenseContractor:
     def masked_total(self, factors):
         if self._mask is None:
             return self._planner.all_observed_total(factors)
-        return float(np.vdot(self._mask, self.xhat(factors)))
+        return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        return float(np.vdot(self._x, np.log(self.xhat(factors))))
+        return _sum_of_products(self._x, np.log(self.xhat(factors)))
 
 
 # --------------------------------------------------------------------- sparse
@@ -222,6 +229,7 @@ class EntryList:
         ).reshape(model.n_factors, self.n_entries)
         if engine == "numba":
             self._cols = self._config_columns()
+            self._blocks = [_kernels.row_blocks(r) for r in self._rows]
 
     def _factor_layout(self, alpha):
         """(observed indices, latent indices, axis permutation putting observed first)."""
@@ -335,8 +343,7 @@ class EntryList:
             w = ratio_of if use_ratio else (np.ones(self.n_entries) if weights is None else weights)
             _kernels.entry_delta(
                 buffer, offsets, self._widths, self._rows, self._cols, alpha,
-                np.ascontiguousarray(w, dtype=np.float64), use_ratio,
-                _kernels.thread_blocks(self.n_entries), total,
+                np.ascontiguousarray(w, dtype=np.float64), use_ratio, *self._blocks[alpha], total,
             )
             return self._from_table(alpha, total)
         for chunk in self._chunks():
@@ -385,4 +392,4 @@ class SparseContractor:
     def data_loglik(self, factors):
         if self._x.size == 0:
             return 0.0
-        return float(np.dot(self._x, np.log(self._nonzeros.xhat(factors))))
+        return _sum_of_products(self._x, np.log(self._nonzeros.xhat(factors)))

@@ -19,18 +19,33 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["entry_xhat", "entry_delta", "thread_blocks"]
+__all__ = ["entry_xhat", "entry_delta", "row_blocks"]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
 # EM) is floored so that a ratio X / X̂ stays finite.
 TINY = np.finfo(np.float64).tiny
 
 
-def thread_blocks(n_entries):
-    """Fixed contiguous blocks of entries, one per numba thread: the partial sums
-    and the order they are added in depend only on the thread count, so results
-    are reproducible run to run."""
-    return np.linspace(0, n_entries, numba.get_num_threads() + 1).astype(np.int64)
+# Entries are split into this many blocks for the parallel scatter-add: a fixed
+# number, so the split (and every sum) is the same whatever the thread count.
+N_BLOCKS = 64
+
+
+def row_blocks(rows):
+    """Entries ordered by ``rows`` and cut into blocks that never split a row.
+
+    Returns ``(order, bounds)``: block ``b`` is ``order[bounds[b]:bounds[b + 1]]``.
+    Each output row is then summed by one thread, over its entries in a fixed
+    order, so results do not depend on the number of threads.
+    """
+    order = np.argsort(rows, kind="stable")
+    if rows.size == 0:
+        return order.astype(np.int64), np.zeros(1, dtype=np.int64)  # no blocks
+    ordered = rows[order]
+    targets = np.linspace(0, rows.size, N_BLOCKS + 1).astype(np.int64)[1:-1]
+    cuts = np.searchsorted(ordered, ordered[np.minimum(targets, rows.size - 1)], side="left")
+    bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).astype(np.int64)
+    return order.astype(np.int64), bounds
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -49,22 +64,21 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, bounds, out):  # pragma: no cover
+def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, order, bounds, out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
     With ``use_ratio`` the entry weight is ``weights[n] / X̂(n)`` (X̂ from the
-    same tables), otherwise ``weights[n]``. Block ``b`` of entries
-    (``bounds[b]:bounds[b + 1]``, see :func:`thread_blocks`) is scatter-added
-    into its own copy of ``out``; the copies are summed in order.
+    same tables), otherwise ``weights[n]``. ``order`` and ``bounds`` come from
+    :func:`row_blocks` on ``rows[alpha]``: blocks own disjoint rows of ``out``,
+    so threads never write to the same place.
     """
     n_factors = rows.shape[0]
     n_configs = cols.shape[1]
     width = widths[alpha]
-    n_blocks = bounds.size - 1
-    partial = np.zeros((n_blocks, out.size))
-    for b in numba.prange(n_blocks):
+    for b in numba.prange(bounds.size - 1):
         others = np.empty(n_configs)
-        for n in range(bounds[b], bounds[b + 1]):
+        for i in range(bounds[b], bounds[b + 1]):
+            n = order[i]
             own_base = offsets[alpha] + rows[alpha, n] * width
             xhat = 0.0
             for l in range(n_configs):
@@ -80,6 +94,4 @@ def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, 
                 w = weights[n]
             out_base = rows[alpha, n] * width
             for l in range(n_configs):
-                partial[b, out_base + cols[alpha, l]] += w * others[l]
-    for b in range(n_blocks):
-        out += partial[b]
+                out[out_base + cols[alpha, l]] += w * others[l]

@@ -99,10 +99,31 @@ def test_random_state_forms(cp_data):
     assert np.isfinite(seeded.lower_bound_) and np.isfinite(generator.lower_bound_)
 
 
-def test_parallel_restarts_equal_serial(cp_data):
-    serial = fit(cp_data, n_init=3)
-    parallel = fit(cp_data, n_init=3, n_jobs=2)
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_parallel_restarts_equal_serial(cp_data, layout):
+    """joblib workers run with fewer BLAS and numba threads than this process;
+    the sparse kernels' sums do not depend on thread counts, so the result is
+    identical (dense BLAS products may differ in the last bits on large data)."""
+    X = sparse.COO.from_numpy(cp_data) if layout == "sparse" else cp_data
+    serial = fit(X, n_init=3)
+    parallel = fit(X, n_init=3, n_jobs=2)
     np.testing.assert_array_equal(serial.lower_bounds_, parallel.lower_bounds_)
+
+
+def test_sparse_results_do_not_depend_on_thread_counts(cp_data):
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    X = sparse.COO.from_numpy(cp_data)
+    reference = fit(X).lower_bounds_
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            single = fit(X).lower_bounds_
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(single, reference)
 
 
 def test_restarts_keep_the_best_bound(cp_data):
@@ -188,3 +209,17 @@ def test_transform_errors(cp_data):
 def test_parameter_errors(cp_data, params, message):
     with pytest.raises(ValueError, match=message):
         fit(cp_data, **params)
+
+
+def test_a_non_finite_objective_raises_instead_of_reaching_score(cp_data, monkeypatch):
+    from sklearn_pltf.inference import vb
+
+    real_step = vb.step
+
+    def step_reporting_nan(state, contractor, priors):
+        state, _ = real_step(state, contractor, priors)
+        return state, vb.VBInfo(bound=float("nan"))
+
+    monkeypatch.setattr(vb, "step", step_reporting_nan)
+    with pytest.raises(FloatingPointError, match="objective became nan"):
+        fit(cp_data)

@@ -56,7 +56,11 @@ class PLTF(BasePoissonPLTF):
         ``verbose_interval`` iterations.
     verbose_interval : int, default=10
     n_jobs : int or None, default=None
-        Initialisations run in parallel through joblib (same result as serial).
+        Initialisations run in parallel through joblib. Each initialisation
+        has its own generator, so the result is that of a serial run: exactly
+        for sparse data, whose sums do not depend on thread counts; for dense
+        data up to the last bits of BLAS products, which depend on the BLAS
+        thread count (lower in joblib workers).
 
     Attributes
     ----------
