@@ -143,7 +143,6 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator):
             )
         self.model_ = model
         self._state = state
-        self._fixed = fixed
         self._fingerprint = data.fingerprint
         self.factors_ = tuple(np.array(m) for m in state.mean)
         self.n_iter_ = len(objectives)
