@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from abc import ABCMeta, abstractmethod
 from dataclasses import replace
 from numbers import Integral, Real
 
@@ -77,7 +78,7 @@ def _fit_restart(method, rng, model, data, priors, given, max_iter, tol, report)
     return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
 
 
-class BasePoissonPLTF(TransformerMixin, BaseEstimator):
+class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
     _parameter_constraints: dict = {
@@ -94,9 +95,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator):
     }
 
     # ------------------------------------------------------------ subclass API
+    @abstractmethod
     def _model_spec(self):
         """Return ``(model string, latent sizes, {position: fixed array})``."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
     # ------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
