@@ -76,16 +76,15 @@ def init(rng, model, contractor, priors, given=None):
 
 def state_from_means(means, priors, given):
     """A state whose free factors are Gamma(_INITIAL_SHAPE) around ``means``."""
-    shape, scale, mean, geometric = [], [], [], []
+    factors = []
     for alpha, m in enumerate(means):
-        if priors.shape[alpha] is None:
-            e, l = given[alpha]
-            shape.append(None), scale.append(None), mean.append(e), geometric.append(l)
+        if priors.shape[alpha] is None:  # held: no q, its E and L as given
+            factors.append((None, None) + tuple(given[alpha]))
         else:
             c = np.full(m.shape, _INITIAL_SHAPE)
             d = m / _INITIAL_SHAPE
-            shape.append(c), scale.append(d), mean.append(c * d), geometric.append(np.exp(digamma(c)) * d)
-    return VBState(tuple(shape), tuple(scale), tuple(mean), tuple(geometric))
+            factors.append((c, d, c * d, np.exp(digamma(c)) * d))
+    return VBState(*(tuple(column) for column in zip(*factors)))
 
 
 def step(state, contractor, priors):
