@@ -31,6 +31,7 @@ from ..model import Model
 __all__ = ["BasePoissonPLTF", "as_generator"]
 
 _KERNELS = {"vb": vb, "em": em}
+_OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
 
 
 def as_generator(random_state):
@@ -143,13 +144,26 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 ConvergenceWarning,
             )
         self.model_ = model
+        final_objective = objectives[-1]
+        alpha = model.sample_factor()
+        if alpha is not None:
+            # Final fold-in: the sample-mode factor re-inferred exactly as
+            # transform does, so fit_transform(X) equals fit(X).transform(X).
+            axis = model.factors[alpha].index(model.output[0])
+            self._sample_start = state.mean[alpha].mean(axis=axis, keepdims=True)
+            folded, _ = self._fold_in(data, state)
+            state = type(state)(*(
+                tuple(f_fold[a] if a == alpha else f_fit[a] for a in range(model.n_factors))
+                for f_fold, f_fit in zip(folded, state)
+            ))
+            final_objective = _OBJECTIVES[self.method](state, make_contractor(model, data), priors)
         self._state = state
         self._fingerprint = data.fingerprint
         self.factors_ = tuple(np.array(m) for m in state.mean)
         self.n_iter_ = len(objectives)
         self.converged_ = converged
         self.lower_bounds_ = np.asarray(objectives)
-        self.lower_bound_ = objectives[-1]
+        self.lower_bound_ = final_objective
         if self.method == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
             self.log_evidence_ = self.lower_bound_
@@ -182,34 +196,59 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         return alpha
 
-    def _fold_in(self, data):
-        """Infer the sample-mode factor of new data, the other factors held at their
-        posterior. Returns ``(state, objective)``: the objective is the bound (VB)
-        or log joint (EM) of the new data with only that factor free."""
+    def _fold_in(self, data, held_state):
+        """Infer the sample-mode factor of ``data``, every other factor held at
+        its value in ``held_state``. Returns ``(state, objective)``: the objective
+        is the bound (VB) or log joint (EM) of ``data`` with only that factor free.
+
+        Samples are conditionally independent given the held factors, and each is
+        treated on its own, as scikit-learn's LDA does per document: every sample
+        starts from the same values (the fitted factor's mean over samples) and
+        stops updating once its own entries change by less than ``tol``
+        (relative). A sample's result so depends on its data alone, not on the
+        other samples in the batch or their order.
+        """
         alpha = self._sample_factor()
         model = self.model_
-        expected = model.observed_shape[1:]
-        if data.shape[1:] != expected:
-            raise ValueError(
-                f"X has shape {data.shape}; the estimator was fitted to data of shape "
-                f"(n_samples, {', '.join(map(str, expected))})."
-            )
         sizes = dict(model.sizes)
         sizes[model.output[0]] = data.shape[0]
         new_model = replace(model, sizes=sizes)
         priors = gamma_priors(new_model, self.prior_shape, self.prior_rate, free=(alpha,))
         given = {
-            a: (self._state.mean[a], self._state.geometric[a])
+            a: (held_state.mean[a], held_state.geometric[a])
             for a in range(model.n_factors)
             if a != alpha
         }
         kernel = _KERNELS[self.method]
         contractor = make_contractor(new_model, data)
-        state = kernel.init(None, new_model, contractor, priors, given)
-        state, objectives, _ = run_to_convergence(
-            kernel, state, contractor, priors, self.max_iter, self.tol
-        )
-        return state, objectives[-1]
+        means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
+        means[alpha] = np.broadcast_to(self._sample_start, new_model.factor_shape(alpha)).copy()
+        state = kernel.state_from_means(means, priors, given)
+        axis = model.factors[alpha].index(model.output[0])
+        others = tuple(a for a in range(means[alpha].ndim) if a != axis)
+        active = np.ones(data.shape[0], dtype=bool)
+        for _ in range(self.max_iter):
+            new, _ = kernel.step(state, contractor, priors)
+            old_mean, new_mean = state.mean[alpha], new.mean[alpha]
+            change = np.max(np.abs(new_mean - old_mean) / np.maximum(old_mean, 1e-300), axis=others)
+            keep = np.expand_dims(active, others)
+            state = type(state)(*(
+                tuple(np.where(keep, f_new[a], f_old[a]) if a == alpha else f_old[a]
+                      for a in range(model.n_factors))
+                for f_new, f_old in zip(new, state)
+            ))
+            active &= change > self.tol
+            if not active.any():
+                break
+        return state, _OBJECTIVES[self.method](state, contractor, priors)
+
+    def _check_sample_shape(self, data):
+        expected = self.model_.observed_shape[1:]
+        if data.shape[1:] != expected:
+            raise ValueError(
+                f"X has shape {data.shape}; the estimator was fitted to data of shape "
+                f"(n_samples, {', '.join(map(str, expected))})."
+            )
 
     def _is_training_data(self, data):
         return data.fingerprint == self._fingerprint
@@ -217,9 +256,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     def transform(self, X, mask=None):
         """Posterior mean of the sample-mode factor for the samples in ``X``.
 
-        For the training data this is the fitted posterior; for new samples
-        the sample-mode factor is inferred with every other factor held at its
-        posterior (fold-in), so ``fit_transform(X)`` equals ``fit(X).transform(X)``.
+        The sample-mode factor is inferred with every other factor held at its
+        posterior (fold-in), each sample on its own; ``fit`` ends with the same
+        fold-in, so ``fit_transform(X)`` equals ``fit(X).transform(X)``.
 
         Returns
         -------
@@ -228,11 +267,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         data = as_observed_tensor(X, mask)
         alpha = self._sample_factor()
-        if self._is_training_data(data):
-            mean = self._state.mean[alpha]
-        else:
-            mean = self._fold_in(data)[0].mean[alpha]
-        return _sample_major(mean, self.model_, alpha)
+        self._check_sample_shape(data)
+        return _sample_major(self._fold_in(data, self._state)[0].mean[alpha], self.model_, alpha)
 
     def fit_transform(self, X, y=None, mask=None):
         """Fit to ``X`` and return the posterior mean of the sample-mode factor."""
@@ -310,7 +346,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         data = as_observed_tensor(X, mask)
         if self._is_training_data(data):
             return float(self.lower_bound_)
-        return float(self._fold_in(data)[1])
+        self._check_sample_shape(data)
+        return float(self._fold_in(data, self._state)[1])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

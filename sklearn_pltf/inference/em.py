@@ -30,7 +30,7 @@ from scipy.special import gammaln, xlogy
 
 from ._common import initial_factors
 
-__all__ = ["EMState", "EMInfo", "init", "step", "log_joint", "check_priors"]
+__all__ = ["EMState", "EMInfo", "init", "state_from_means", "step", "log_joint", "check_priors"]
 
 
 class EMState(NamedTuple):
@@ -69,8 +69,16 @@ def init(rng, model, contractor, priors, given=None):
     as for :func:`sklearn_pltf.inference.vb.init` (EM reads the first).
     """
     check_priors(priors)
-    held = {a: value for a, (value, _) in (given or {}).items()}
-    return EMState(tuple(initial_factors(rng, model, contractor, held, priors.free)))
+    given = dict(given or {})
+    held = {a: value for a, (value, _) in given.items()}
+    return state_from_means(initial_factors(rng, model, contractor, held, priors.free), priors, given)
+
+
+def state_from_means(means, priors, given):
+    """The state at ``means`` (held factors from ``given``, as in :func:`init`)."""
+    return EMState(
+        tuple(given[a][0] if priors.shape[a] is None else m for a, m in enumerate(means))
+    )
 
 
 def step(state, contractor, priors):
