@@ -1,7 +1,7 @@
 """Bayesian matrix and tensor factorization as scikit-learn estimators."""
 
-from .estimators import PLTF
+from .estimators import PLTF, BayesianNMF, PoissonCP, TuckerVB
 from .model import Model
 
-__all__ = ["PLTF", "Model"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "Model"]
 __version__ = "0.1.0.dev0"

@@ -282,6 +282,6 @@ def _check_values(finite_candidates):
         raise ValueError("The data contain infinite values; use NaN to mark missing entries.")
     if (finite_candidates < 0).any():
         raise ValueError(
-            "The data contain negative values; a Poisson model needs non-negative data "
+            "Negative values in data: a Poisson model needs non-negative counts "
             f"(smallest value {finite_candidates.min():g})."
         )

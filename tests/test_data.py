@@ -63,14 +63,14 @@ def test_dense_mask_for_sparse_data_and_nan_in_sparse_values():
 @pytest.mark.parametrize(
     "X, message",
     [
-        (np.array([[1.0, -1.0]]), "negative values"),
+        (np.array([[1.0, -1.0]]), "Negative values in data"),
         (np.array([[1.0, np.inf]]), "infinite values"),
         (np.array([["a", "b"]]), "real numbers"),
         (np.array([[1 + 1j]]), "real numbers"),
         (np.zeros((0, 3)), "empty"),
         (np.array(2.0), "empty"),
         (np.full((2, 2), np.nan), "All entries of the data are missing"),
-        (sparse.COO.from_numpy(np.array([[0.0, -2.0]])), "negative values"),
+        (sparse.COO.from_numpy(np.array([[0.0, -2.0]])), "Negative values in data"),
         (sp.csr_matrix(np.array([[0.0, np.inf]])), "infinite values"),
         (sparse.COO.from_numpy(np.ones((2, 2)), fill_value=1.0), "fill value 0"),
     ],

@@ -188,8 +188,10 @@ def test_predict_entries_errors(cp_data, entries, message):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_transform_errors(cp_data):
     est = fit(cp_data, max_iter=5)
-    with pytest.raises(ValueError, match="fitted to data of shape"):
+    with pytest.raises(ValueError, match="X has 5 features, but PLTF is expecting 12"):
         est.transform(cp_data[:, :5])
+    with pytest.raises(ValueError, match="fitted to data of shape"):
+        est.transform(cp_data[:, :, :4])
     with pytest.raises(ValueError, match="Expected an array of shape"):
         est.inverse_transform(np.ones((2, 4)))
     rng = np.random.default_rng(0)

@@ -1,5 +1,8 @@
 """scikit-learn estimators on the PLTF engine."""
 
+from .cp import PoissonCP
+from .nmf import BayesianNMF
 from .pltf import PLTF
+from .tucker import TuckerVB
 
-__all__ = ["PLTF"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB"]

@@ -20,9 +20,11 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
+import sparse
+
 from .._data import as_observed_tensor
 from ..inference import em, vb
 from ..inference._common import gamma_priors
@@ -84,6 +86,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     _parameter_constraints: dict = {
         "method": [StrOptions({"vb", "em"})],
+        "evidence": [StrOptions({"vb"})],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -97,8 +100,37 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------ subclass API
     @abstractmethod
-    def _model_spec(self):
-        """Return ``(model string, latent sizes, {position: fixed array})``."""
+    def _model_spec(self, ndim):
+        """Return ``(model string, latent sizes, {position: fixed array})`` for
+        data with ``ndim`` dimensions."""
+
+    def _min_ndim(self):
+        """Fewest data dimensions the estimator accepts (2: a sample axis and more)."""
+        return 2
+
+    def _observed(self, X, mask, reset):
+        """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`.
+
+        Dense arrays and scipy.sparse matrices go through scikit-learn's
+        ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
+        array is checked here, since ``validate_data`` would densify it.
+        """
+        if isinstance(X, sparse.SparseArray):
+            if X.ndim < self._min_ndim():
+                raise ValueError(f"Expected a {self._min_ndim()}-D or larger array, got {X.ndim}-D.")
+            if reset:
+                self.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
+            elif X.ndim > 1 and X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
+        else:
+            X = validate_data(
+                self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
+                ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=self._min_ndim() >= 2,
+            )
+        return as_observed_tensor(X, mask)
 
     # ------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -120,8 +152,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self : object
             The fitted estimator.
         """
-        data = as_observed_tensor(X, mask)
-        spec, sizes, fixed = self._model_spec()
+        data = self._observed(X, mask, reset=True)
+        spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
         if self.method == "em":
@@ -167,8 +199,6 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if self.method == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
             self.log_evidence_ = self.lower_bound_
-        if len(data.shape) > 1:
-            self.n_features_in_ = data.shape[1]
         return self
 
     def _reporter(self, init):
@@ -265,7 +295,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         W : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        data = as_observed_tensor(X, mask)
+        data = self._observed(X, mask, reset=False)
         alpha = self._sample_factor()
         self._check_sample_shape(data)
         return _sample_major(self._fold_in(data, self._state)[0].mean[alpha], self.model_, alpha)
@@ -343,7 +373,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         used to choose it.
         """
         check_is_fitted(self)
-        data = as_observed_tensor(X, mask)
+        data = self._observed(X, mask, reset=False)
         if self._is_training_data(data):
             return float(self.lower_bound_)
         self._check_sample_shape(data)

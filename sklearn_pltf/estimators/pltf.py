@@ -36,6 +36,9 @@ class PLTF(BasePoissonPLTF):
         ``"vb"``: variational Bayes, ``q(Z_α) = Gamma``; its bound is the log
         evidence estimate. ``"em"``: the posterior mode (needs ``prior_shape >= 1``);
         no evidence.
+    evidence : {"vb"}, default="vb"
+        How ``log_evidence_`` is estimated: ``"vb"``, the variational bound
+        (with ``method="vb"``; EM gives no evidence).
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every free factor: a scalar, an array
         broadcastable to every free factor, or ``{position: value}``. A prior
@@ -107,6 +110,7 @@ class PLTF(BasePoissonPLTF):
         n_components=None,
         *,
         method="vb",
+        evidence="vb",
         prior_shape=1.0,
         prior_rate=1.0,
         fixed_factors=None,
@@ -121,6 +125,7 @@ class PLTF(BasePoissonPLTF):
         self.model = model
         self.n_components = n_components
         self.method = method
+        self.evidence = evidence
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
         self.fixed_factors = fixed_factors
@@ -132,9 +137,12 @@ class PLTF(BasePoissonPLTF):
         self.verbose_interval = verbose_interval
         self.n_jobs = n_jobs
 
-    def _model_spec(self):
+    def _model_spec(self, ndim):
         model = Model.parse(self.model)
         return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
+
+    def _min_ndim(self):
+        return min(2, len(Model.parse(self.model).output))
 
 
 def _fixed_by_position(model, fixed_factors):

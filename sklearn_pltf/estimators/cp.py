@@ -1,0 +1,36 @@
+"""PoissonCP: Poisson–Gamma CP (PARAFAC) factorization of N-way count tensors."""
+
+from ._named import NamedPoissonPLTF, fill_doc, mode_letters
+
+
+@fill_doc
+class PoissonCP(NamedPoissonPLTF):
+    """Bayesian Poisson CP (PARAFAC) factorization of N-way count tensors.
+
+    ``X(i, j, k, ...) ~ Poisson(Σ_r A_ir B_jr C_kr ...)`` with Gamma priors on
+    every factor matrix, fitted by variational Bayes (the model string is
+    ``"az,bz,cz->abc"`` for 3-way data, and so on). Axis 0 is the sample axis:
+    :meth:`transform` returns the posterior mean of its factor.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        The CP rank.
+%(shared_parameters)s
+
+    Attributes
+    ----------
+%(shared_attributes)s
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pltf import PoissonCP
+    >>> X = np.random.default_rng(0).poisson(2.0, size=(20, 6, 5))
+    >>> PoissonCP(n_components=2, random_state=0).fit(X).factors_[2].shape
+    (5, 2)
+    """
+
+    def _model_spec(self, ndim):
+        modes = mode_letters(ndim)
+        return ",".join(m + "z" for m in modes) + "->" + modes, self.n_components, {}

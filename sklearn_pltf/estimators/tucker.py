@@ -1,0 +1,60 @@
+"""TuckerVB: Poisson–Gamma Tucker factorization of N-way count tensors."""
+
+from numbers import Integral
+
+from sklearn.utils._param_validation import Interval
+
+from ._named import NamedPoissonPLTF, fill_doc, mode_letters
+
+
+@fill_doc
+class TuckerVB(NamedPoissonPLTF):
+    """Bayesian Poisson Tucker factorization of N-way count tensors.
+
+    ``X(i, j, k) ~ Poisson(Σ_pqr A_ip B_jq C_kr G_pqr)`` with Gamma priors on
+    the factor matrices and the core, fitted by variational Bayes (model string
+    ``"aA,bB,cC,ABC->abc"`` for 3-way data). Axis 0 is the sample axis.
+
+    Parameters
+    ----------
+    n_components : int or tuple of int, default=2
+        The core's size: one rank for every mode, or one per mode.
+%(shared_parameters)s
+
+    Attributes
+    ----------
+    core_ : ndarray
+        Posterior mean of the core tensor.
+%(shared_attributes)s
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pltf import TuckerVB
+    >>> X = np.random.default_rng(0).poisson(2.0, size=(20, 6, 5))
+    >>> TuckerVB(n_components=(2, 3, 2), random_state=0).fit(X).core_.shape
+    (2, 3, 2)
+    """
+
+    _parameter_constraints: dict = {
+        **NamedPoissonPLTF._parameter_constraints,
+        "n_components": [Interval(Integral, 1, None, closed="left"), tuple, list],
+    }
+
+    def _model_spec(self, ndim):
+        modes = mode_letters(ndim)
+        latent = modes.upper()
+        ranks = self.n_components
+        if isinstance(ranks, Integral):
+            ranks = (ranks,) * ndim
+        if len(ranks) != ndim:
+            raise ValueError(
+                f"n_components has {len(ranks)} ranks but the data have {ndim} modes; "
+                "give one rank per mode or a single int."
+            )
+        spec = ",".join(m + l for m, l in zip(modes, latent)) + "," + latent + "->" + modes
+        return spec, dict(zip(latent, ranks)), {}
+
+    @property
+    def core_(self):
+        return self.factors_[-1]
