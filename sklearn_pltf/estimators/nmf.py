@@ -37,6 +37,9 @@ class BayesianNMF(NamedPoissonPLTF):
     def _model_spec(self, ndim):
         return "ik,kj->ij", self.n_components, {}
 
+    def _accepts_tensors(self):
+        return False
+
     @property
     def components_(self):
         return self.factors_[1]

@@ -144,6 +144,9 @@ class PLTF(BasePoissonPLTF):
     def _min_ndim(self):
         return min(2, len(Model.parse(self.model).output))
 
+    def _accepts_tensors(self):
+        return len(Model.parse(self.model).output) > 2
+
 
 def _fixed_by_position(model, fixed_factors):
     """``{position: float array}`` from keys given as positions or index strings."""

@@ -1,0 +1,87 @@
+"""The named estimators: same results from every input layout, reproducible,
+cloneable, picklable, and tags that tell the truth."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sparse
+from sklearn.base import clone
+
+from sklearn_pltf import PLTF, BayesianNMF, PoissonCP, TuckerVB
+
+
+@pytest.fixture
+def counts():
+    rng = np.random.default_rng(3)
+    W, H = rng.gamma(1.0, 1.0, size=(40, 3)), rng.gamma(1.0, 1.0, size=(3, 15))
+    return rng.poisson(W @ H).astype(float)
+
+
+@pytest.fixture
+def tensor():
+    rng = np.random.default_rng(4)
+    return rng.poisson(2.0, size=(15, 6, 5)).astype(float)
+
+
+def test_dense_pydata_and_scipy_inputs_give_the_same_fit(counts):
+    fits = [
+        BayesianNMF(3, random_state=0).fit(X)
+        for X in (counts, sparse.COO.from_numpy(counts), sp.csr_matrix(counts), sp.csc_matrix(counts))
+    ]
+    for other in fits[1:]:
+        np.testing.assert_allclose(other.lower_bounds_, fits[0].lower_bounds_, rtol=1e-8)
+        np.testing.assert_allclose(other.components_, fits[0].components_, rtol=1e-8)
+        np.testing.assert_allclose(other.transform(counts[:5]), fits[0].transform(counts[:5]), rtol=1e-8)
+
+
+def test_nmf_attributes_and_reconstruction(counts):
+    est = BayesianNMF(3, random_state=0).fit(counts)
+    W = est.transform(counts)
+    assert est.components_.shape == (3, 15)
+    np.testing.assert_allclose(est.inverse_transform(W), W @ est.components_, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: PoissonCP(2, random_state=0), lambda: TuckerVB((2, 2, 3), random_state=0)],
+    ids=["cp", "tucker"],
+)
+def test_tensor_estimators_reproducible_cloneable_picklable(tensor, make):
+    est = make().fit(tensor)
+    again = clone(est).fit(tensor)
+    np.testing.assert_array_equal(est.lower_bounds_, again.lower_bounds_)
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.transform(tensor[:4]), est.transform(tensor[:4]))
+    np.testing.assert_allclose(est.fit_transform(tensor), est.transform(tensor), rtol=1e-6)
+    parallel = make().set_params(n_init=2, n_jobs=2).fit(tensor)
+    serial = make().set_params(n_init=2).fit(tensor)
+    np.testing.assert_array_equal(parallel.lower_bounds_, serial.lower_bounds_)
+
+
+def test_tucker_core_and_rank_errors(tensor):
+    est = TuckerVB((2, 3, 2), random_state=0).fit(tensor)
+    assert est.core_.shape == (2, 3, 2)
+    assert [f.shape for f in est.factors_[:3]] == [(15, 2), (6, 3), (5, 2)]
+    with pytest.raises(ValueError, match="n_components has 2 ranks but the data have 3 modes"):
+        TuckerVB((2, 3)).fit(tensor)
+
+
+def test_tags_tell_the_truth():
+    for est in (BayesianNMF(), PoissonCP(), TuckerVB(), PLTF("ik,kj->ij", 2), PLTF("ir,jr,kr->ijk", 2)):
+        tags = est.__sklearn_tags__().input_tags
+        assert tags.positive_only and tags.allow_nan and tags.sparse
+    assert not BayesianNMF().__sklearn_tags__().input_tags.three_d_array
+    assert not PLTF("ik,kj->ij", 2).__sklearn_tags__().input_tags.three_d_array
+    for est in (PoissonCP(), TuckerVB(), PLTF("ir,jr,kr->ijk", 2)):
+        assert est.__sklearn_tags__().input_tags.three_d_array
+
+
+def test_the_tags_are_honoured(tensor):
+    """3-D input, NaN as missing and sparse input all fit (the tags' promises)."""
+    X = tensor.copy()
+    X[0, 0, 0] = np.nan
+    assert np.isfinite(PoissonCP(2, random_state=0).fit(X).lower_bound_)
+    with pytest.raises(ValueError, match="Negative values in data"):
+        PoissonCP(2).fit(-tensor - 1)
