@@ -85,3 +85,23 @@ def test_the_tags_are_honoured(tensor):
     assert np.isfinite(PoissonCP(2, random_state=0).fit(X).lower_bound_)
     with pytest.raises(ValueError, match="Negative values in data"):
         PoissonCP(2).fit(-tensor - 1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_nmf_features_in_a_pipeline_classify_digits():
+    """Digits are counts 0-16; 16 part weights per image, folded in for the test
+    images, carry most of the class information (chance is 0.1)."""
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+    pipeline = make_pipeline(
+        BayesianNMF(16, max_iter=100, tol=1e-4, random_state=0), StandardScaler(),
+        LogisticRegression(max_iter=2000),
+    )
+    accuracy = pipeline.fit(X_train, y_train).score(X_test, y_test)
+    assert accuracy > 0.9, accuracy
