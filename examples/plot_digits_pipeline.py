@@ -1,6 +1,6 @@
 """
 NMF features in a pipeline: digits, with the rank chosen by the evidence
-=======================================================================
+========================================================================
 
 scikit-learn's digits are 8 x 8 images of integer counts 0-16: Poisson data.
 ``BayesianNMF`` turns each image into ``k`` non-negative part weights (its
