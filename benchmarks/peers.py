@@ -192,9 +192,10 @@ def sklearn_nmf_kl(X, n_components, n_iter, random_state=0):
         W = model.fit_transform(X)
         seconds = time.perf_counter() - start
     H = model.components_
+    dense = isinstance(X, np.ndarray)  # W @ H of a large sparse X would not fit in memory
     return {"seconds": seconds, "iterations": model.n_iter_,
             "seconds_per_iteration": seconds / model.n_iter_,
-            "W": W, "H": H, "loglik": poisson_loglik(X, W @ H)}
+            "W": W, "H": H, "loglik": poisson_loglik(X, W @ H) if dense else None}
 
 
 def pyttb_cp_apr(X, rank, n_outer, n_inner=10, algorithm="mu",
@@ -365,3 +366,25 @@ def pyttb_gcp_poisson(X, rank, n_iter, mask=None, random_state=0):
     return {"seconds": seconds, "iterations": iterations,
             "weights": model.weights, "factors": model.factor_matrices,
             "loglik": loglik}
+
+
+def hpfrec_hpf(X, k, random_state=0):
+    """Fit hpfrec's hierarchical Poisson factorization (VB) to a count matrix.
+
+    Calls ``hpfrec.HPF(k=k, random_seed=random_state, verbose=False,
+    stop_crit="train-llk").fit(X)`` on a ``scipy.sparse.coo_matrix``; HPF sees
+    every entry not listed as an observed zero.
+
+    Returns
+    -------
+    result : dict
+        ``seconds`` and the fitted ``model`` (``model.predict(rows, cols)``
+        gives expected counts).
+    """
+    from hpfrec import HPF
+
+    model = HPF(k=k, random_seed=random_state, verbose=False, stop_crit="train-llk",
+                maxiter=1000, produce_dicts=False, keep_data=False)
+    start = time.perf_counter()
+    model.fit(X)
+    return {"seconds": time.perf_counter() - start, "model": model}

@@ -235,8 +235,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         treated on its own, as scikit-learn's LDA does per document: every sample
         starts from the same values (the fitted factor's mean over samples) and
         stops updating once its own entries change by less than ``tol``
-        (relative). A sample's result so depends on its data alone, not on the
-        other samples in the batch or their order.
+        relative to its largest entry. A sample's result so depends on its data
+        alone, not on the other samples in the batch or their order.
         """
         alpha = self._sample_factor()
         model = self.model_
@@ -258,9 +258,13 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         others = tuple(a for a in range(means[alpha].ndim) if a != axis)
         active = np.ones(data.shape[0], dtype=bool)
         for _ in range(self.max_iter):
-            new, _ = kernel.step(state, contractor, priors)
+            new, _ = kernel.step(state, contractor, priors, with_objective=False)
             old_mean, new_mean = state.mean[alpha], new.mean[alpha]
-            change = np.max(np.abs(new_mean - old_mean) / np.maximum(old_mean, 1e-300), axis=others)
+            # Change relative to the sample's largest entry: entries near zero
+            # (common under sparse priors) would never settle relative to themselves.
+            change = np.max(np.abs(new_mean - old_mean), axis=others) / np.maximum(
+                np.max(old_mean, axis=others), 1e-300
+            )
             keep = np.expand_dims(active, others)
             state = type(state)(*(
                 tuple(np.where(keep, f_new[a], f_old[a]) if a == alpha else f_old[a]

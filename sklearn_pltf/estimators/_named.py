@@ -24,7 +24,8 @@ SHARED_PARAMETERS = """\
         Iterations per initialisation (one iteration updates every factor).
     tol : float, default=1e-6
         Convergence threshold on the relative change of the objective; in the
-        fold-in of :meth:`transform`, on each sample's relative change.
+        fold-in of :meth:`transform`, on the change of each sample's factor
+        relative to its largest entry.
     n_init : int, default=1
         Initialisations; the one with the highest final objective is kept.
     random_state : int, Generator, RandomState or None, default=None

@@ -47,7 +47,8 @@ class EMState(NamedTuple):
 
 
 class EMInfo(NamedTuple):
-    """What one step reports: the log joint density of the state it returns."""
+    """What one step reports: the log joint density of the state it returns
+    (None when the step was asked not to compute it)."""
 
     log_joint: float
 
@@ -81,15 +82,18 @@ def state_from_means(means, priors, given):
     )
 
 
-def step(state, contractor, priors):
-    """One sweep of EM updates over the free factors."""
+def step(state, contractor, priors, with_objective=True):
+    """One sweep of EM updates over the free factors.
+
+    ``with_objective=False`` skips the log joint (a fold-in does not need it).
+    """
     factors = list(state.factors)
     for alpha in priors.free:
         numerator = priors.shape[alpha] - 1.0 + factors[alpha] * contractor.ratio_delta(alpha, factors)
         denominator = priors.rate[alpha] + contractor.masked_delta(alpha, factors)
         factors[alpha] = np.maximum(numerator, 0.0) / denominator
     new = EMState(tuple(factors))
-    return new, EMInfo(log_joint=log_joint(new, contractor, priors))
+    return new, EMInfo(log_joint=log_joint(new, contractor, priors) if with_objective else None)
 
 
 def log_joint(state, contractor, priors):

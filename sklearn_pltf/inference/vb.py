@@ -48,7 +48,8 @@ class VBState(NamedTuple):
 
 
 class VBInfo(NamedTuple):
-    """What one step reports: the bound of the state it returns."""
+    """What one step reports: the bound of the state it returns (None when the
+    step was asked not to compute it)."""
 
     bound: float
 
@@ -87,8 +88,11 @@ def state_from_means(means, priors, given):
     return VBState(*(tuple(column) for column in zip(*factors)))
 
 
-def step(state, contractor, priors):
-    """One sweep of coordinate-ascent updates over the free factors."""
+def step(state, contractor, priors, with_objective=True):
+    """One sweep of coordinate-ascent updates over the free factors.
+
+    ``with_objective=False`` skips the bound (a fold-in does not need it).
+    """
     shape, scale = list(state.shape), list(state.scale)
     mean, geometric = list(state.mean), list(state.geometric)
     for alpha in priors.free:
@@ -97,7 +101,7 @@ def step(state, contractor, priors):
         shape[alpha], scale[alpha] = c, d
         mean[alpha], geometric[alpha] = c * d, np.exp(digamma(c)) * d
     new = VBState(tuple(shape), tuple(scale), tuple(mean), tuple(geometric))
-    return new, VBInfo(bound=bound(new, contractor, priors))
+    return new, VBInfo(bound=bound(new, contractor, priors) if with_objective else None)
 
 
 def bound(state, contractor, priors):
