@@ -229,7 +229,13 @@ class EntryList:
         ).reshape(model.n_factors, self.n_entries)
         if engine == "numba":
             self._cols = self._config_columns()
+            # For each factor, the entries in its row-block order, so the
+            # kernel reads them sequentially (int32 rows where they fit).
             self._blocks = [_kernels.row_blocks(r) for r in self._rows]
+            row_type = np.int32 if self._rows.size and self._rows.max() < 2**31 else np.int64
+            self._rows_by_factor = [
+                np.ascontiguousarray(self._rows[:, order], dtype=row_type) for order, _ in self._blocks
+            ]
 
     def _factor_layout(self, alpha):
         """(observed indices, latent indices, axis permutation putting observed first)."""
@@ -340,10 +346,12 @@ class EntryList:
         if self.engine == "numba":
             buffer, offsets = self._tables(factors)
             use_ratio = ratio_of is not None
-            w = ratio_of if use_ratio else (np.ones(self.n_entries) if weights is None else weights)
+            order, bounds = self._blocks[alpha]
+            w = ratio_of if use_ratio else weights
+            w = np.ones(self.n_entries) if w is None else np.asarray(w, dtype=np.float64)[order]
             _kernels.entry_delta(
-                buffer, offsets, self._widths, self._rows, self._cols, alpha,
-                np.ascontiguousarray(w, dtype=np.float64), use_ratio, *self._blocks[alpha], total,
+                buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
+                w, use_ratio, bounds, total,
             )
             return self._from_table(alpha, total)
         for chunk in self._chunks():

@@ -54,38 +54,44 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
     n_factors, n_entries = rows.shape
     n_configs = cols.shape[1]
     for n in numba.prange(n_entries):
+        bases = np.empty(n_factors, dtype=np.int64)  # each factor's row, found once
+        for a in range(n_factors):
+            bases[a] = offsets[a] + rows[a, n] * widths[a]
         total = 0.0
         for l in range(n_configs):
             term = 1.0
             for a in range(n_factors):
-                term *= buffer[offsets[a] + rows[a, n] * widths[a] + cols[a, l]]
+                term *= buffer[bases[a] + cols[a, l]]
             total += term
         out[n] = total
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, order, bounds, out):  # pragma: no cover
+def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, bounds, out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
-    With ``use_ratio`` the entry weight is ``weights[n] / X̂(n)`` (X̂ from the
-    same tables), otherwise ``weights[n]``. ``order`` and ``bounds`` come from
-    :func:`row_blocks` on ``rows[alpha]``: blocks own disjoint rows of ``out``,
-    so threads never write to the same place.
+    ``rows`` and ``weights`` list the entries in the order of :func:`row_blocks`
+    for factor α (so they are read sequentially), and ``bounds`` cuts them into
+    blocks that own disjoint rows of ``out``: threads never write to the same
+    place. With ``use_ratio`` the entry weight is ``weights[n] / X̂(n)`` (X̂
+    from the same tables), otherwise ``weights[n]``.
     """
     n_factors = rows.shape[0]
     n_configs = cols.shape[1]
     width = widths[alpha]
     for b in numba.prange(bounds.size - 1):
         others = np.empty(n_configs)
-        for i in range(bounds[b], bounds[b + 1]):
-            n = order[i]
-            own_base = offsets[alpha] + rows[alpha, n] * width
+        bases = np.empty(n_factors, dtype=np.int64)
+        for n in range(bounds[b], bounds[b + 1]):
+            for a in range(n_factors):  # each factor's row, found once per entry
+                bases[a] = offsets[a] + rows[a, n] * widths[a]
+            own_base = bases[alpha]
             xhat = 0.0
             for l in range(n_configs):
                 term = 1.0
                 for a in range(n_factors):
                     if a != alpha:
-                        term *= buffer[offsets[a] + rows[a, n] * widths[a] + cols[a, l]]
+                        term *= buffer[bases[a] + cols[a, l]]
                 others[l] = term
                 xhat += term * buffer[own_base + cols[alpha, l]]
             if use_ratio:
