@@ -9,8 +9,10 @@ from sklearn.utils._param_validation import Interval
 
 from ..model import Model
 from ._base import BasePoissonPLTF
+from ._named import fill_doc
 
 
+@fill_doc
 class PLTF(BasePoissonPLTF):
     """Bayesian Poisson–Gamma factorization of any model written as a string.
 
@@ -32,59 +34,20 @@ class PLTF(BasePoissonPLTF):
         Size of the latent indices: one int for every latent index whose size
         no fixed factor sets, or a dict ``{index: size}``. None is allowed when
         the fixed factors set every latent size.
-    method : {"vb", "em"}, default="vb"
-        ``"vb"``: variational Bayes, ``q(Z_α) = Gamma``; its bound is the log
-        evidence estimate. ``"em"``: the posterior mode (needs ``prior_shape >= 1``);
-        no evidence.
-    evidence : {"vb"}, default="vb"
-        How ``log_evidence_`` is estimated: ``"vb"``, the variational bound
-        (with ``method="vb"``; EM gives no evidence).
-    prior_shape, prior_rate : float, array-like or dict, default=1.0
-        Gamma(shape, rate) prior of every free factor: a scalar, an array
-        broadcastable to every free factor, or ``{position: value}``. A prior
-        given as mean ``m`` and shape ``a`` has rate ``a / m``.
     fixed_factors : dict or None, default=None
         ``{position or factor index string: array}``: factors that are given,
         never updated and have no prior (e.g. a known dictionary).
-    max_iter : int, default=1000
-        Iterations per initialisation (one iteration updates every free factor).
-    tol : float, default=1e-6
-        Convergence threshold on the relative change of the objective.
-    n_init : int, default=1
-        Initialisations; the one with the highest final objective is kept.
-    random_state : int, Generator, RandomState or None, default=None
-        Seeds the one generator of a fit, spawned into the initialisations.
-    verbose : int, default=0
-        1 prints each initialisation; 2 also the objective every
-        ``verbose_interval`` iterations.
-    verbose_interval : int, default=10
-    n_jobs : int or None, default=None
-        Initialisations run in parallel through joblib. Each initialisation
-        has its own generator, so the result is that of a serial run: exactly
-        for sparse data, whose sums do not depend on thread counts; for dense
-        data up to the last bits of BLAS products, which depend on the BLAS
-        thread count (lower in joblib workers).
+%(shared_parameters)s
 
     Attributes
     ----------
-    model_ : Model
-        The parsed model with every index size.
-    factors_ : tuple of ndarray
-        Posterior means (VB) or modes (EM) of the factors, in model order
-        (fixed factors as given).
-    n_iter_ : int
-        Iterations of the best initialisation.
-    converged_ : bool
-        Whether it converged within ``max_iter``.
-    lower_bounds_ : ndarray of shape (n_iterations,)
-        Objective after each iteration of the best initialisation: the
-        variational bound (VB) or the log joint density (EM).
-    lower_bound_ : float
-        Its final value.
-    log_evidence_ : float
-        VB only: the log evidence estimate of the training data (the bound).
-    n_features_in_ : int
-        Size of axis 1 of the training data (when it has one).
+%(shared_attributes)s
+
+    Notes
+    -----
+    ``factors_`` includes the fixed factors as given. ``transform`` needs a
+    sample-mode factor: one free factor carrying axis 0 and no other observed
+    index (``"fi,ik,kt->ft"`` with the dictionary fixed has none).
 
     Examples
     --------
