@@ -25,4 +25,6 @@ def test_every_exported_estimator_is_checked():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible_estimator(estimator, check):
+    """Each of scikit-learn's check_* functions asserts (raises AssertionError or
+    an informative error) when the estimator breaks its contract."""
     check(estimator)
