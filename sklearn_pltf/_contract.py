@@ -79,6 +79,14 @@ class _Planner:
         m = self.model
         return self.contract(",".join(self.subs(f) for f in m.factors) + "->" + self.subs(m.output), *factors)
 
+    def others_of(self, alpha, with_output=False):
+        """The other factors' positions, and α's indices that they (or, with
+        ``with_output``, the observed indices) carry, in α's order."""
+        model = self.model
+        others = [a for a in range(model.n_factors) if a != alpha]
+        carried = set(model.output if with_output else "").union(*(model.factors[a] for a in others))
+        return others, "".join(c for c in model.factors[alpha] if c in carried)
+
     def contract_presummed(self, operands, indices, output):
         """Contract after summing each operand over indices no other operand or the
         output carries, so e.g. ``ir,jr->r`` costs O((I+J)R), not O(IJR)."""
@@ -96,10 +104,8 @@ class _Planner:
     def all_observed_delta(self, alpha, factors):
         """Δ_α(1): the product of the other factors summed over every index not in α."""
         model = self.model
-        others = [a for a in range(model.n_factors) if a != alpha]
         own = model.factors[alpha]
-        carried = set("".join(model.factors[a] for a in others))
-        present = "".join(c for c in own if c in carried)
+        others, present = self.others_of(alpha)
         result = self.contract_presummed(
             [factors[a] for a in others], [model.factors[a] for a in others], present
         )
@@ -158,10 +164,8 @@ class DenseContractor:
 
     def _delta(self, alpha, factors, weights):
         p, m = self._planner, self.model
-        others = [a for a in range(m.n_factors) if a != alpha]
         own = m.factors[alpha]
-        carried = set(m.output).union(*(m.factors[a] for a in others))
-        present = "".join(c for c in own if c in carried)
+        others, present = p.others_of(alpha, with_output=True)
         subscripts = (
             ",".join([p.subs(m.output)] + [p.subs(m.factors[a]) for a in others])
             + "->"
@@ -317,8 +321,8 @@ class EntryList:
         summed over every latent index α does not carry."""
         p = self._planner
         latent = self._layout[alpha][1]
-        ops, subs = zip(*(self._operand(a, f, chunk) for a, f in enumerate(factors) if a != alpha))
-        carried = set("".join(self.model.factors[a] for a in range(len(factors)) if a != alpha))
+        others, carried = p.others_of(alpha)
+        ops, subs = zip(*(self._operand(a, factors[a], chunk) for a in others))
         present = "".join(c for c in latent if c in carried)
         batched = any(p.batch in s for s in subs)
         result = p.contract(
@@ -359,7 +363,8 @@ class EntryList:
             if ratio_of is not None:
                 own, _ = self._operand(alpha, factors[alpha], chunk)
                 own = own.reshape(-1, latent_size) if observed else own.reshape(1, -1)
-                w = ratio_of[chunk] / np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
+                xhat = np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
+                w = ratio_of[chunk] / np.maximum(xhat, _kernels.TINY)
             else:
                 w = 1.0 if weights is None else weights[chunk]
             contribution = others * (w[:, None] if np.ndim(w) else w)
@@ -400,4 +405,4 @@ class SparseContractor:
     def data_loglik(self, factors):
         if self._x.size == 0:
             return 0.0
-        return _sum_of_products(self._x, np.log(self._nonzeros.xhat(factors)))
+        return _sum_of_products(self._x, np.log(np.maximum(self._nonzeros.xhat(factors), _kernels.TINY)))

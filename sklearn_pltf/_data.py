@@ -21,6 +21,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 import sparse
+from scipy.special import gammaln
 
 __all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input"]
 
@@ -83,8 +84,6 @@ class ObservedTensor:
     @cached_property
     def log_factorial_total(self):
         """Σ over observed entries of log Γ(X + 1): the constant of the Poisson likelihood."""
-        from scipy.special import gammaln
-
         return float(gammaln(self.observed_values + 1.0).sum())
 
     @cached_property

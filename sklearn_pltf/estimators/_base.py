@@ -16,6 +16,7 @@ from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
+import sparse
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -23,8 +24,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
-import sparse
-
 from .._data import as_observed_tensor
 from ..inference import em, vb
 from ..inference._common import gamma_priors
@@ -72,6 +71,16 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
         if iteration > 1 and abs(objectives[-1] - objectives[-2]) <= tol * abs(objectives[-1]):
             return state, objectives, True
     return state, objectives, False
+
+
+def _with_factor(state, alpha, source, combine):
+    """``state`` with every field's entry for factor α set to
+    ``combine(source's entry, state's entry)``; the other factors untouched."""
+    return type(state)(*(
+        tuple(combine(from_source[alpha], own[alpha]) if a == alpha else own[a]
+              for a in range(len(own)))
+        for from_source, own in zip(source, state)
+    ))
 
 
 def _fit_restart(method, rng, model, data, priors, given, max_iter, tol, report):
@@ -183,12 +192,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             # transform does, so fit_transform(X) equals fit(X).transform(X).
             axis = model.factors[alpha].index(model.output[0])
             self._sample_start = state.mean[alpha].mean(axis=axis, keepdims=True)
-            folded, _ = self._fold_in(data, state)
-            state = type(state)(*(
-                tuple(f_fold[a] if a == alpha else f_fit[a] for a in range(model.n_factors))
-                for f_fold, f_fit in zip(folded, state)
-            ))
-            final_objective = _OBJECTIVES[self.method](state, make_contractor(model, data), priors)
+            folded, contractor, _ = self._fold_in(data, state)
+            state = _with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
+            final_objective = _OBJECTIVES[self.method](state, contractor, priors)
         self._state = state
         self._fingerprint = data.fingerprint
         self.factors_ = tuple(np.array(m) for m in state.mean)
@@ -226,10 +232,17 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
         return alpha
 
+    def _resized_model(self, n_samples):
+        """The fitted model with axis 0 of size ``n_samples``."""
+        sizes = dict(self.model_.sizes)
+        sizes[self.model_.output[0]] = n_samples
+        return replace(self.model_, sizes=sizes)
+
     def _fold_in(self, data, held_state):
         """Infer the sample-mode factor of ``data``, every other factor held at
-        its value in ``held_state``. Returns ``(state, objective)``: the objective
-        is the bound (VB) or log joint (EM) of ``data`` with only that factor free.
+        its value in ``held_state``. Returns ``(state, contractor, priors)``: the
+        contractor for ``data``, and priors with only that factor free (the
+        objective of the new data is the kernel's objective of these three).
 
         Samples are conditionally independent given the held factors, and each is
         treated on its own, as scikit-learn's LDA does per document: every sample
@@ -240,9 +253,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """
         alpha = self._sample_factor()
         model = self.model_
-        sizes = dict(model.sizes)
-        sizes[model.output[0]] = data.shape[0]
-        new_model = replace(model, sizes=sizes)
+        new_model = self._resized_model(data.shape[0])
         priors = gamma_priors(new_model, self.prior_shape, self.prior_rate, free=(alpha,))
         given = {
             a: (held_state.mean[a], held_state.geometric[a])
@@ -266,15 +277,11 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 np.max(old_mean, axis=others), 1e-300
             )
             keep = np.expand_dims(active, others)
-            state = type(state)(*(
-                tuple(np.where(keep, f_new[a], f_old[a]) if a == alpha else f_old[a]
-                      for a in range(model.n_factors))
-                for f_new, f_old in zip(new, state)
-            ))
+            state = _with_factor(state, alpha, new, lambda updated, old: np.where(keep, updated, old))
             active &= change > self.tol
             if not active.any():
                 break
-        return state, _OBJECTIVES[self.method](state, contractor, priors)
+        return state, contractor, priors
 
     def _check_sample_shape(self, data):
         expected = self.model_.observed_shape[1:]
@@ -331,9 +338,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 f"Expected an array of shape (n_samples, {int(np.prod(latent_shape))}), got {W.shape}."
             )
-        sizes = dict(model.sizes)
-        sizes[model.output[0]] = W.shape[0]
-        new_model = replace(model, sizes=sizes)
+        new_model = self._resized_model(W.shape[0])
         factor = np.moveaxis(W.reshape((W.shape[0],) + latent_shape), 0, own.index(model.output[0]))
         factors = list(self._state.mean)
         factors[alpha] = factor
@@ -381,7 +386,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if self._is_training_data(data):
             return float(self.lower_bound_)
         self._check_sample_shape(data)
-        return float(self._fold_in(data, self._state)[1])
+        return float(_OBJECTIVES[self.method](*self._fold_in(data, self._state)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

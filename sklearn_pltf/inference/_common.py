@@ -76,17 +76,11 @@ def data_scale(model, contractor, factors, free):
 
 
 def initial_factors(rng, model, contractor, given, free):
-    """Free factors around the data's scale; ``given`` ({position: array}) as they are.
-
-    With a generator, free factors are ``s * Gamma(1, 1)`` draws (exponential:
-    broad enough to break the symmetry between components). With ``rng=None``
-    they are the constant ``s``: the deterministic start of a fold-in, where
-    the held factors already break the symmetry.
-    """
+    """Random free factors around the data's scale; ``given`` ({position: array})
+    as they are. Free factors are ``s * Gamma(1, 1)`` draws (exponential: broad
+    enough to break the symmetry between components)."""
     factors = [given.get(a) for a in range(model.n_factors)]
     scale = data_scale(model, contractor, factors, free)
     for alpha in free:
-        shape = model.factor_shape(alpha)
-        noise = np.ones(shape) if rng is None else rng.standard_gamma(1.0, size=shape)
-        factors[alpha] = scale * noise
+        factors[alpha] = scale * rng.standard_gamma(1.0, size=model.factor_shape(alpha))
     return factors

@@ -64,7 +64,7 @@ def check_priors(priors):
 
 
 def init(rng, model, contractor, priors, given=None):
-    """Initial free factors (random, or constant with ``rng=None``).
+    """Random initial free factors.
 
     ``given`` is ``{position: (value, value)}`` for held factors, the same form
     as for :func:`sklearn_pltf.inference.vb.init` (EM reads the first).

@@ -59,9 +59,8 @@ def init(rng, model, contractor, priors, given=None):
 
     Parameters
     ----------
-    rng : numpy.random.Generator or None
-        Draws the free factors' initial means; None starts them at a constant
-        (the deterministic start of a fold-in).
+    rng : numpy.random.Generator
+        Draws the free factors' initial means.
     model : Model
         Bound model.
     contractor : DenseContractor or SparseContractor
