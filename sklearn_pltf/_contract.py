@@ -208,12 +208,18 @@ class EntryList:
         pass (:mod:`sklearn_pltf._kernels`); ``"einsum"`` contracts chunks of
         entries with opt_einsum; ``"auto"`` takes numba unless the latent
         configurations are too many to enumerate.
+    values : ndarray of shape (n_entries,), default=None
+        A value per entry (the data at the non-zeros); None for ones. These are
+        the weights of :meth:`delta`.
     """
 
-    def __init__(self, model, coords, planner=None, engine="auto"):
+    def __init__(self, model, coords, planner=None, engine="auto", values=None):
         self.model = model
         self.coords = np.asarray(coords, dtype=np.intp)
         self.n_entries = self.coords.shape[1]
+        self.values = (
+            np.ones(self.n_entries) if values is None else np.asarray(values, dtype=np.float64)
+        )
         self._planner = planner or _Planner(model)
         self._layout = [self._factor_layout(a) for a in range(model.n_factors)]
         latent_widths = [
@@ -231,8 +237,14 @@ class EntryList:
         self._rows = np.array(
             [self._scatter_rows(a) for a in range(model.n_factors)], dtype=np.int64
         ).reshape(model.n_factors, self.n_entries)
+        # Two factors whose latent blocks are both every latent index, in the
+        # same order (NMF and the like): the vectorised pair kernels serve them.
+        self._pair = False
         if engine == "numba":
             self._cols = self._config_columns()
+            self._pair = model.n_factors == 2 and bool(
+                np.all(self._cols == np.arange(n_configs)) and np.all(self._widths == n_configs)
+            )
             # For each factor, the entries in its row-block order, so the
             # kernel reads them sequentially (int32 rows where they fit).
             self._blocks = [_kernels.row_blocks(r) for r in self._rows]
@@ -240,6 +252,7 @@ class EntryList:
             self._rows_by_factor = [
                 np.ascontiguousarray(self._rows[:, order], dtype=row_type) for order, _ in self._blocks
             ]
+            self._values_by_factor = [self.values[order] for order, _ in self._blocks]
 
     def _factor_layout(self, alpha):
         """(observed indices, latent indices, axis permutation putting observed first)."""
@@ -273,12 +286,14 @@ class EntryList:
             cols.append(np.ravel_multi_index(values, [self.model.sizes[c] for c in own]))
         return np.array(cols, dtype=np.int64).reshape(self.model.n_factors, -1)
 
+    def _table(self, alpha, factor):
+        """Factor α as a C-contiguous (observed block x latent block) table."""
+        table = np.transpose(factor, self._layout[alpha][2]).reshape(-1, self._widths[alpha])
+        return np.ascontiguousarray(table)
+
     def _tables(self, factors):
         """Every factor as (observed block x latent block), packed in one buffer."""
-        tables = [
-            np.transpose(f, self._layout[a][2]).reshape(-1, self._widths[a])
-            for a, f in enumerate(factors)
-        ]
+        tables = [self._table(a, f) for a, f in enumerate(factors)]
         offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
         return np.concatenate([t.ravel() for t in tables]), offsets
 
@@ -306,6 +321,9 @@ class EntryList:
     def xhat(self, factors):
         """X̂ at every listed entry."""
         out = np.empty(self.n_entries)
+        if self._pair:
+            _kernels.pair_xhat(*(self._table(a, f) for a, f in enumerate(factors)), self._rows, out)
+            return out
         if self.engine == "numba":
             buffer, offsets = self._tables(factors)
             _kernels.entry_xhat(buffer, offsets, self._widths, self._rows, self._cols, out)
@@ -335,12 +353,12 @@ class EntryList:
         sizes = tuple(self.model.sizes[c] for c in latent)
         return expand_to_factor(result, "#" + present, "#" + latent, (n,) + sizes)
 
-    def delta(self, alpha, factors, weights=None, ratio_of=None):
-        """Δ_α over the listed entries.
+    def delta(self, alpha, factors, ratio=False):
+        """Δ_α over the listed entries, weighted by their ``values``.
 
-        With ``weights`` (or None for ones) this is Δ_α(w). With ``ratio_of=x`` it
-        is Δ_α(x / X̂), X̂ computed from ``factors`` on the way (one contraction of
-        the other factors per chunk serves both).
+        This is Δ_α(values), or with ``ratio=True`` Δ_α(values / X̂), X̂ computed
+        from ``factors`` on the way (one contraction of the other factors per
+        entry, or per chunk, serves both).
         """
         observed, latent, permutation = self._layout[alpha]
         sizes = self.model.sizes
@@ -348,26 +366,28 @@ class EntryList:
         n_rows = int(np.prod([sizes[c] for c in observed], dtype=np.int64))
         total = np.zeros(n_rows * latent_size)
         if self.engine == "numba":
-            buffer, offsets = self._tables(factors)
-            use_ratio = ratio_of is not None
-            order, bounds = self._blocks[alpha]
-            w = ratio_of if use_ratio else weights
-            w = np.ones(self.n_entries) if w is None else np.asarray(w, dtype=np.float64)[order]
-            _kernels.entry_delta(
-                buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
-                w, use_ratio, bounds, total,
-            )
+            bounds = self._blocks[alpha][1]
+            rows, w = self._rows_by_factor[alpha], self._values_by_factor[alpha]
+            if self._pair:
+                tables = [self._table(a, f) for a, f in enumerate(factors)]
+                _kernels.pair_delta(
+                    *tables, rows, alpha, w, ratio, bounds, total.reshape(n_rows, latent_size)
+                )
+            else:
+                buffer, offsets = self._tables(factors)
+                _kernels.entry_delta(
+                    buffer, offsets, self._widths, rows, self._cols, alpha, w, ratio, bounds, total
+                )
             return self._from_table(alpha, total)
         for chunk in self._chunks():
             others = self._others(alpha, factors, chunk).reshape(chunk.stop - chunk.start, -1)
-            if ratio_of is not None:
+            w = self.values[chunk]
+            if ratio:
                 own, _ = self._operand(alpha, factors[alpha], chunk)
                 own = own.reshape(-1, latent_size) if observed else own.reshape(1, -1)
                 xhat = np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
-                w = ratio_of[chunk] / np.maximum(xhat, _kernels.TINY)
-            else:
-                w = 1.0 if weights is None else weights[chunk]
-            contribution = others * (w[:, None] if np.ndim(w) else w)
+                w = w / np.maximum(xhat, _kernels.TINY)
+            contribution = others * w[:, None]
             if observed:
                 rows = self._rows[alpha][chunk]
                 flat = (rows[:, None] * latent_size + np.arange(latent_size)).ravel()
@@ -383,12 +403,12 @@ class SparseContractor:
     def __init__(self, model, data):
         self.model, self.data = model, data
         self._planner = _Planner(model)
-        self._nonzeros = EntryList(model, data.coords, self._planner)
+        self._nonzeros = EntryList(model, data.coords, self._planner, values=data.values)
         self._missing = EntryList(model, data.missing, self._planner) if data.n_missing else None
         self._x = data.values
 
     def ratio_delta(self, alpha, factors):
-        return self._nonzeros.delta(alpha, factors, ratio_of=self._x)
+        return self._nonzeros.delta(alpha, factors, ratio=True)
 
     def masked_delta(self, alpha, factors):
         delta = self._planner.all_observed_delta(alpha, factors)

@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pytest
 import sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -103,15 +104,16 @@ def test_numba_and_einsum_entry_engines_agree_with_naive(model, seed):
     ratio_tensor = np.zeros(shape)
     ratio_tensor[tuple(coords)] = x / xhat[tuple(coords)]
     for engine in ("numba", "einsum"):
-        entries = EntryList(model, coords, engine=engine)
-        np.testing.assert_allclose(entries.xhat(factors), xhat[tuple(coords)], rtol=1e-10)
+        weighted = EntryList(model, coords, engine=engine, values=weights)
+        counts = EntryList(model, coords, engine=engine, values=x)
+        np.testing.assert_allclose(weighted.xhat(factors), xhat[tuple(coords)], rtol=1e-10)
         for alpha in range(model.n_factors):
             np.testing.assert_allclose(
-                entries.delta(alpha, factors, weights),
+                weighted.delta(alpha, factors),
                 naive_delta(model, factors, alpha, weight_tensor), rtol=1e-10, atol=1e-12,
             )
             np.testing.assert_allclose(
-                entries.delta(alpha, factors, ratio_of=x),
+                counts.delta(alpha, factors, ratio=True),
                 naive_delta(model, factors, alpha, ratio_tensor), rtol=1e-10, atol=1e-12,
             )
 
@@ -122,16 +124,55 @@ def test_entry_list_chunks_agree_with_one_pass(rng):
     factors = [rng.gamma(1.0, size=model.factor_shape(a)) for a in range(4)]
     coords = np.vstack(np.unravel_index(rng.choice(7 * 6 * 5, 150, replace=False), (7, 6, 5)))
     weights = rng.random(150)
-    whole = EntryList(model, coords, engine="einsum")
-    chunked = EntryList(model, coords, engine="einsum")
+    whole = EntryList(model, coords, engine="einsum", values=weights)
+    chunked = EntryList(model, coords, engine="einsum", values=weights)
     chunked.chunk = 16
     np.testing.assert_allclose(chunked.xhat(factors), whole.xhat(factors), rtol=1e-12)
     for alpha in range(4):
         np.testing.assert_allclose(
-            chunked.delta(alpha, factors, weights), whole.delta(alpha, factors, weights), rtol=1e-12
+            chunked.delta(alpha, factors), whole.delta(alpha, factors), rtol=1e-12
         )
         np.testing.assert_allclose(
-            chunked.delta(alpha, factors, ratio_of=weights),
-            whole.delta(alpha, factors, ratio_of=weights),
+            chunked.delta(alpha, factors, ratio=True),
+            whole.delta(alpha, factors, ratio=True),
             rtol=1e-12,
+        )
+
+
+@pytest.mark.parametrize(
+    "spec, sizes, pair",
+    [
+        ("ik,kj->ij", {"k": 4}, True),  # NMF
+        ("ik,jk->ij", {"k": 4}, True),
+        ("ijk,kl->ijl", {"k": 3}, True),  # a factor with two observed indices
+        ("ikl,jkl->ij", {"k": 2, "l": 3}, True),  # two latent indices, same order
+        ("ikl,jlk->ij", {"k": 2, "l": 3}, False),  # ... in another order: general kernel
+        ("ik,jk,lk->ijl", {"k": 3}, False),  # three factors: general kernel
+    ],
+)
+def test_pair_kernels_agree_with_naive(spec, sizes, pair, rng):
+    """Two factors sharing the latent block take the vectorised pair kernels,
+    which agree with the definitions (and so with the general kernels)."""
+    n_out = len(spec.split("->")[1])
+    model = Model.parse(spec).bind((7, 6, 5)[:n_out], sizes)
+    shape = model.observed_shape
+    factors = [rng.gamma(1.0, size=model.factor_shape(a)) for a in range(model.n_factors)]
+    n = int(np.prod(shape)) // 2
+    coords = np.vstack(np.unravel_index(rng.choice(int(np.prod(shape)), n, replace=False), shape))
+    x = rng.poisson(2.0, size=n) + 1.0
+    entries = EntryList(model, coords, values=x)
+    assert entries._pair is pair
+    xhat = naive_xhat(model, factors)
+    ratio = np.zeros(shape)
+    ratio[tuple(coords)] = x / xhat[tuple(coords)]
+    counts = np.zeros(shape)
+    counts[tuple(coords)] = x
+    np.testing.assert_allclose(entries.xhat(factors), xhat[tuple(coords)], rtol=1e-12)
+    for alpha in range(model.n_factors):
+        np.testing.assert_allclose(
+            entries.delta(alpha, factors, ratio=True), naive_delta(model, factors, alpha, ratio),
+            rtol=1e-12,
+        )
+        np.testing.assert_allclose(
+            entries.delta(alpha, factors), naive_delta(model, factors, alpha, counts), rtol=1e-12
         )

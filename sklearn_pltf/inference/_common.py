@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import gammaln
 
 
 class GammaPriors(NamedTuple):
@@ -16,6 +17,9 @@ class GammaPriors(NamedTuple):
 
     shape: tuple
     rate: tuple
+    #: Σ (A log R - log Γ(A)) over each factor's elements: the prior's
+    #: normalising constant, which the bound and the log joint add.
+    log_normalizer: tuple
 
     @property
     def free(self):
@@ -42,7 +46,11 @@ def gamma_priors(model, prior_shape, prior_rate, free=None):
     for alpha in free:
         shapes[alpha] = _per_factor(prior_shape, alpha, model, "prior_shape")
         rates[alpha] = _per_factor(prior_rate, alpha, model, "prior_rate")
-    return GammaPriors(tuple(shapes), tuple(rates))
+    normalizers = [
+        None if a is None else float(np.sum(a * np.log(r) - gammaln(a)))
+        for a, r in zip(shapes, rates)
+    ]
+    return GammaPriors(tuple(shapes), tuple(rates), tuple(normalizers))
 
 
 def _per_factor(value, alpha, model, name):
@@ -61,7 +69,8 @@ def _per_factor(value, alpha, model, name):
         ) from None
     if not np.all(np.isfinite(array)) or np.any(array <= 0):
         raise ValueError(f"{name} must be finite and > 0 for factor {alpha}.")
-    return array
+    # Contiguous (not a broadcast view): the compiled kernels read it flat.
+    return np.ascontiguousarray(array)
 
 
 def data_scale(model, contractor, factors, free):

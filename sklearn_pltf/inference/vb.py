@@ -27,9 +27,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
 from ._common import initial_factors
+from ._gamma import gamma_bound_term, gamma_moments
 
 __all__ = ["VBState", "VBInfo", "init", "step", "bound"]
 
@@ -39,12 +39,14 @@ _INITIAL_SHAPE = 10.0
 
 
 class VBState(NamedTuple):
-    """Variational parameters. ``shape[α]``/``scale[α]`` are None for held factors."""
+    """Variational parameters and the moments they imply. ``shape[α]``,
+    ``scale[α]`` and ``digamma[α]`` are None for held factors."""
 
     shape: tuple
     scale: tuple
     mean: tuple
     geometric: tuple
+    digamma: tuple  # ψ(shape), kept for the bound
 
 
 class VBInfo(NamedTuple):
@@ -79,11 +81,11 @@ def state_from_means(means, priors, given):
     factors = []
     for alpha, m in enumerate(means):
         if priors.shape[alpha] is None:  # held: no q, its E and L as given
-            factors.append((None, None) + tuple(given[alpha]))
+            factors.append((None, None) + tuple(given[alpha]) + (None,))
         else:
             c = np.full(m.shape, _INITIAL_SHAPE)
             d = m / _INITIAL_SHAPE
-            factors.append((c, d, c * d, np.exp(digamma(c)) * d))
+            factors.append((c, d) + gamma_moments(c, d))
     return VBState(*(tuple(column) for column in zip(*factors)))
 
 
@@ -93,13 +95,13 @@ def step(state, contractor, priors, with_objective=True):
     ``with_objective=False`` skips the bound (a fold-in does not need it).
     """
     shape, scale = list(state.shape), list(state.scale)
-    mean, geometric = list(state.mean), list(state.geometric)
+    mean, geometric, psi = list(state.mean), list(state.geometric), list(state.digamma)
     for alpha in priors.free:
         c = priors.shape[alpha] + geometric[alpha] * contractor.ratio_delta(alpha, geometric)
         d = 1.0 / (priors.rate[alpha] + contractor.masked_delta(alpha, mean))
         shape[alpha], scale[alpha] = c, d
-        mean[alpha], geometric[alpha] = c * d, np.exp(digamma(c)) * d
-    new = VBState(tuple(shape), tuple(scale), tuple(mean), tuple(geometric))
+        mean[alpha], geometric[alpha], psi[alpha] = gamma_moments(c, d)
+    new = VBState(*(tuple(field) for field in (shape, scale, mean, geometric, psi)))
     return new, VBInfo(bound=bound(new, contractor, priors) if with_objective else None)
 
 
@@ -111,13 +113,8 @@ def bound(state, contractor, priors):
     value = -contractor.masked_total(state.mean) - data.log_factorial_total
     value += contractor.data_loglik(state.geometric)
     for alpha in priors.free:
-        a, r = priors.shape[alpha], priors.rate[alpha]
-        c, d = state.shape[alpha], state.scale[alpha]
-        psi, log_d = digamma(c), np.log(d)
-        value += float(
-            np.sum(
-                (a - 1.0) * (psi + log_d) - r * c * d + a * np.log(r) - gammaln(a)
-                + c + log_d + gammaln(c) + (1.0 - c) * psi
-            )
+        value += gamma_bound_term(
+            priors.shape[alpha], priors.rate[alpha], state.shape[alpha], state.scale[alpha],
+            state.digamma[alpha], priors.log_normalizer[alpha],
         )
     return value

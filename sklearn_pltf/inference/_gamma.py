@@ -1,0 +1,142 @@
+"""Element-wise work on Gamma distributions, compiled: moments and bound terms.
+
+Every VB step needs ``exp(ψ(C))`` for each free factor and every bound needs
+``log Γ(C)``; with scipy these two special functions cost more than the
+contractions on sparse data (25 ns an element each). The kernels here run them
+in parallel, fused with the arithmetic around them, over a fixed split of the
+elements so sums do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+
+__all__ = ["digamma", "gamma_moments", "gamma_bound_term"]
+
+# Below this many elements the kernels run on one thread: starting threads
+# costs more than it saves, and on dense data OpenBLAS's threads are still
+# spinning from the last contraction, so numba's threads would wait for a core
+# (8x slower on 1797 x 24 digits factors, measured on 2 cores).
+_PARALLEL_FROM = 1 << 17
+
+# Elements are summed in this many fixed blocks (then the block sums in order),
+# so a sum is the same whatever the number of threads.
+_N_BLOCKS = 64
+
+# ψ is shifted up to at least this argument before its asymptotic series; the
+# first omitted term, 3617 / (8160 x^16), is then below 5e-17.
+_SERIES_FROM = 10.0
+
+
+@contextmanager
+def _threads_for(n_elements):
+    """One numba thread for small arrays (see ``_PARALLEL_FROM``), all otherwise.
+    ``numba.set_num_threads`` is per calling thread, so this is thread-safe."""
+    if n_elements >= _PARALLEL_FROM:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _digamma(x):  # pragma: no cover - compiled
+    # Recurrence ψ(x) = ψ(x + 1) - 1/x (Abramowitz & Stegun 6.3.5), then the
+    # asymptotic series ψ(x) ~ ln x - 1/(2x) - Σ B_2n / (2n x^2n) (A&S 6.3.18).
+    shift = 0.0
+    while x < _SERIES_FROM:
+        shift -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (
+        1.0 / 132 - f * (691.0 / 32760 - f / 12.0))))))
+    return shift + math.log(x) - 0.5 / x - series
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _digamma_into(x, out):  # pragma: no cover - compiled
+    for i in numba.prange(x.size):
+        out[i] = _digamma(x[i])
+
+
+def digamma(x):
+    """ψ(x) = d log Γ(x) / dx for positive ``x`` (any shape), in parallel.
+
+    Agrees with :func:`scipy.special.digamma` to about 1e-15 relative on
+    (0, ∞) (``tests/test_inference.py`` checks 1e-8 to 1e8).
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty(x.size)
+    with _threads_for(x.size):
+        _digamma_into(x.reshape(-1), out)
+    return out.reshape(x.shape)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _moments_into(shape, scale, mean, geometric, psi):  # pragma: no cover - compiled
+    for i in numba.prange(shape.size):
+        psi[i] = _digamma(shape[i])
+        mean[i] = shape[i] * scale[i]
+        geometric[i] = math.exp(psi[i]) * scale[i]
+
+
+def gamma_moments(shape, scale):
+    """Mean ``C D``, geometric mean ``exp(ψ(C)) D`` and ``ψ(C)`` of Gamma(C, scale D).
+
+    ``ψ(C)`` is returned for the bound (:func:`gamma_bound_term`), which would
+    otherwise evaluate it again.
+    """
+    shape = np.ascontiguousarray(shape, dtype=np.float64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    mean, geometric, psi = np.empty(shape.size), np.empty(shape.size), np.empty(shape.size)
+    with _threads_for(shape.size):
+        _moments_into(shape.reshape(-1), scale.reshape(-1), mean, geometric, psi)
+    return tuple(v.reshape(shape.shape) for v in (mean, geometric, psi))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _bound_term(prior_shape, prior_rate, shape, scale, psi):  # pragma: no cover - compiled
+    n = shape.size
+    edges = np.linspace(0, n, _N_BLOCKS + 1).astype(np.int64)
+    partial = np.zeros(_N_BLOCKS)
+    for b in numba.prange(_N_BLOCKS):
+        total = 0.0
+        for i in range(edges[b], edges[b + 1]):
+            a, c, d = prior_shape[i], shape[i], scale[i]
+            total += (a - c) * psi[i] + a * math.log(d) - prior_rate[i] * c * d + c + math.lgamma(c)
+        partial[b] = total
+    result = 0.0
+    for b in range(_N_BLOCKS):  # in order: partial.sum() here would be a parallel reduction
+        result += partial[b]
+    return result
+
+
+def gamma_bound_term(prior_shape, prior_rate, shape, scale, psi, log_normalizer):
+    """One factor's term of the VB bound: E_q[log p(Z)] - E_q[log q(Z)].
+
+    For a Gamma(A, rate R) prior and q = Gamma(C, scale D) each element
+    contributes
+
+    .. math::
+
+        (A-1)(\\psi(C) + \\log D) - R C D + A \\log R - \\log\\Gamma(A)
+        + C + \\log D + \\log\\Gamma(C) + (1-C)\\psi(C)
+        = (A - C)\\psi(C) + A \\log D - R C D + C + \\log\\Gamma(C)
+        + A \\log R - \\log\\Gamma(A).
+
+    ``psi`` is ψ(C), as :func:`gamma_moments` returned it. The last two terms
+    do not depend on q: their sum over the factor is computed once per fit and
+    passed in as ``log_normalizer``.
+    """
+    arrays = [np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
+              for v in (prior_shape, prior_rate, shape, scale, psi)]
+    with _threads_for(arrays[0].size):
+        return float(_bound_term(*arrays)) + log_normalizer
