@@ -107,6 +107,28 @@ class ObservedTensor:
             h.update(b"|")
         return h.hexdigest()
 
+    def take_samples(self, rows):
+        """The data of the samples ``rows`` (increasing positions along axis 0),
+        renumbered from 0, in the same layout and entry order."""
+        rows = np.asarray(rows, dtype=np.intp)
+        shape = (rows.size,) + tuple(self.shape[1:])
+        if not self.is_sparse:
+            mask = None if self.mask is None else self.mask[rows]
+            return ObservedTensor(shape=shape, dense=self.dense[rows], mask=mask)
+        position = np.full(self.shape[0], -1, dtype=np.intp)
+        position[rows] = np.arange(rows.size)
+
+        def restrict(coords):
+            new_rows = position[coords[0]]
+            kept = new_rows >= 0
+            taken = coords[:, kept]  # a copy: fancy indexing
+            taken[0] = new_rows[kept]
+            return taken, kept
+
+        coords, kept = restrict(self.coords)
+        missing, _ = restrict(self.missing)
+        return ObservedTensor(shape=shape, coords=coords, values=self.values[kept], missing=missing)
+
     def require_integer(self, who="This sampler"):
         """Raise unless every observed value is a non-negative integer count."""
         if not self.is_integer:

@@ -111,3 +111,15 @@ def test_fingerprint_tells_data_apart():
     assert a.fingerprint == b.fingerprint
     assert a.fingerprint != as_observed_tensor(Y).fingerprint
     assert a.fingerprint != as_observed_tensor(X, mask=np.array([[True, False], [True, True]])).fingerprint
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_take_samples_is_the_data_of_those_samples(layout, rng):
+    X = rng.poisson(0.7, size=(9, 4, 3)).astype(float)
+    mask = rng.random(X.shape) > 0.3
+    as_input = sparse.COO.from_numpy if layout == "sparse" else np.asarray
+    rows = np.array([0, 2, 3, 7])
+    taken = as_observed_tensor(as_input(X), mask).take_samples(rows)
+    direct = as_observed_tensor(as_input(X[rows]), mask[rows])
+    assert taken.shape == direct.shape == (4, 4, 3)
+    assert taken.fingerprint == direct.fingerprint  # same values, missing entries and order

@@ -83,6 +83,20 @@ def _with_factor(state, alpha, source, combine):
     ))
 
 
+def _put_samples(state, sub_state, alpha, axis, rows):
+    """``state`` with factor α's entries for samples ``rows`` (along ``axis``)
+    taken from ``sub_state``, which holds just those samples."""
+
+    def placed(part, whole):
+        whole = whole.copy()
+        index = [slice(None)] * whole.ndim
+        index[axis] = rows
+        whole[tuple(index)] = part
+        return whole
+
+    return _with_factor(state, alpha, sub_state, placed)
+
+
 def _fit_restart(method, rng, model, data, priors, given, max_iter, tol, report):
     kernel = _KERNELS[method]
     contractor = make_contractor(model, data)
@@ -249,38 +263,60 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         starts from the same values (the fitted factor's mean over samples) and
         stops updating once its own entries change by less than ``tol``
         relative to its largest entry. A sample's result so depends on its data
-        alone, not on the other samples in the batch or their order.
+        alone, not on the other samples in the batch or their order. That is
+        also why, once half of the samples still updating have stopped, the
+        rest go on with a contractor over their own entries only: the same
+        numbers, at a cost that follows the samples still moving.
         """
         alpha = self._sample_factor()
         model = self.model_
-        new_model = self._resized_model(data.shape[0])
-        priors = gamma_priors(new_model, self.prior_shape, self.prior_rate, free=(alpha,))
+        kernel = _KERNELS[self.method]
         given = {
             a: (held_state.mean[a], held_state.geometric[a])
             for a in range(model.n_factors)
             if a != alpha
         }
-        kernel = _KERNELS[self.method]
-        contractor = make_contractor(new_model, data)
-        means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
-        means[alpha] = np.broadcast_to(self._sample_start, new_model.factor_shape(alpha)).copy()
-        state = kernel.state_from_means(means, priors, given)
         axis = model.factors[alpha].index(model.output[0])
+
+        def problem(sub_data):
+            sub_model = self._resized_model(sub_data.shape[0])
+            priors = gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
+            return make_contractor(sub_model, sub_data), priors
+
+        contractor, priors = problem(data)
+        means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
+        means[alpha] = np.broadcast_to(
+            self._sample_start, contractor.model.factor_shape(alpha)
+        ).copy()
+        state = kernel.state_from_means(means, priors, given)
         others = tuple(a for a in range(means[alpha].ndim) if a != axis)
-        active = np.ones(data.shape[0], dtype=bool)
+
+        rows = np.arange(data.shape[0])  # the samples in the current problem
+        sub_state, sub_contractor, sub_priors = state, contractor, priors
+        active = np.ones(rows.size, dtype=bool)
         for _ in range(self.max_iter):
-            new, _ = kernel.step(state, contractor, priors, with_objective=False)
-            old_mean, new_mean = state.mean[alpha], new.mean[alpha]
+            new, _ = kernel.step(sub_state, sub_contractor, sub_priors, with_objective=False)
+            old_mean, new_mean = sub_state.mean[alpha], new.mean[alpha]
             # Change relative to the sample's largest entry: entries near zero
             # (common under sparse priors) would never settle relative to themselves.
             change = np.max(np.abs(new_mean - old_mean), axis=others) / np.maximum(
                 np.max(old_mean, axis=others), 1e-300
             )
             keep = np.expand_dims(active, others)
-            state = _with_factor(state, alpha, new, lambda updated, old: np.where(keep, updated, old))
+            sub_state = _with_factor(sub_state, alpha, new, lambda updated, old: np.where(keep, updated, old))
             active &= change > self.tol
             if not active.any():
                 break
+            if 2 * np.count_nonzero(active) <= active.size:
+                state = _put_samples(state, sub_state, alpha, axis, rows)
+                local = np.flatnonzero(active)
+                rows = rows[local]
+                sub_contractor, sub_priors = problem(data.take_samples(rows))
+                sub_state = _with_factor(
+                    sub_state, alpha, sub_state, lambda value, _: np.take(value, local, axis=axis)
+                )
+                active = np.ones(rows.size, dtype=bool)
+        state = _put_samples(state, sub_state, alpha, axis, rows)
         return state, contractor, priors
 
     def _check_sample_shape(self, data):
