@@ -10,7 +10,8 @@ Usage, from the repository root, with the ``bench`` extra installed
 
 Each workload prints one JSON line per measurement and a summary with the
 ratios (ours / peer; below 1 means we are faster). Every timing is the median
-of ``--repeats`` runs in the same process and session as the peer's. Peak
+of ``--repeats`` runs in the same session as the peer's; the NMF per-iteration
+timings run each in a fresh process, ours and scikit-learn's alternately. Peak
 memory is measured in a fresh process (:func:`peers.measure_peak_memory`).
 
 pyttb's CP-APR spends its time in numba-parallel ``numpy_groupies`` code that
@@ -47,6 +48,32 @@ def _median_time(fn, repeats):
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def _ours_nmf_per_iteration(X, rank, n_iter):
+    return _seconds_per_iteration(BayesianNMF(rank), X, n_iter)
+
+
+def _sklearn_nmf_per_iteration(X, rank, n_iter):
+    return _median_time(lambda: peers.sklearn_nmf_kl(X, rank, n_iter), 1) / n_iter
+
+
+def _per_iteration_vs_sklearn(X, rank, n_iter, repeats):
+    """Median seconds per iteration of ``BayesianNMF(rank)`` and of scikit-learn's
+    KL multiplicative-update NMF.
+
+    Each timing runs in a fresh process, ours and theirs alternately: in one
+    process, scikit-learn's NMF ran up to 2x faster after our fit had run than
+    before it (the allocator's state, it seems), which made any order unfair.
+    """
+    import multiprocessing
+
+    ours, theirs = [], []
+    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
+        for _ in range(repeats):
+            ours.append(pool.apply(_ours_nmf_per_iteration, (X, rank, n_iter)))
+            theirs.append(pool.apply(_sklearn_nmf_per_iteration, (X, rank, n_iter)))
+    return statistics.median(ours), statistics.median(theirs)
 
 
 def _seconds_per_iteration(estimator, X, n_iter):
@@ -86,10 +113,7 @@ def _fit_quietly(estimator, X, **fit_params):
 def bench_nmf(repeats, n_iter):
     """Dense Poisson NMF 2000 x 1000, rank 20: seconds per iteration."""
     X = workloads.dense_poisson_nmf(2000, 1000, 20, random_state=0)
-    ours = statistics.median(
-        _seconds_per_iteration(BayesianNMF(20), X, n_iter) for _ in range(repeats)
-    )
-    theirs = _median_time(lambda: peers.sklearn_nmf_kl(X, 20, n_iter), repeats) / n_iter
+    ours, theirs = _per_iteration_vs_sklearn(X, 20, n_iter, repeats)
     _line(workload="a", what="VB s/iter", ours=ours, sklearn_kl_mu=theirs, ratio=ours / theirs)
     return {"(a) dense NMF VB / sklearn KL-MU, s per iteration": ours / theirs}
 
@@ -111,38 +135,55 @@ def _held_out_entries(X, fraction, rng):
     return rows, cols, np.asarray(X[rows, cols]).ravel()
 
 
-def bench_sparse_nmf(repeats, n_iter):
+def bench_sparse_nmf(repeats, n_iter, hpfrec_runs=5):
     """20000 x 5000 counts, 0.5% non-zeros, rank 20: s/iter vs scikit-learn; held-out
-    log-likelihood vs hpfrec's HPF."""
+    log-likelihood vs hpfrec's HPF (and the generating intensity's)."""
     import scipy.sparse as sp
     import sparse
 
-    T = workloads.sparse_poisson_cp((20000, 5000), 20, 500_000, random_state=0)
+    T, intensity = workloads.sparse_poisson_cp(
+        (20000, 5000), 20, 500_000, random_state=0, return_model=True
+    )
     X = sp.csr_matrix((T.data, tuple(T.coords)), shape=T.shape)
     _line(workload="d", nnz=X.nnz, density=X.nnz / np.prod(X.shape))
-    ours = statistics.median(
-        _seconds_per_iteration(BayesianNMF(20), X, n_iter) for _ in range(repeats)
-    )
-    theirs = _median_time(lambda: peers.sklearn_nmf_kl(X, 20, n_iter), repeats) / n_iter
-    _line(workload="d", what="s/iter", ours=ours, sklearn_kl_mu=theirs, ratio=ours / theirs)
+    ours_per_iteration, theirs = _per_iteration_vs_sklearn(X, 20, n_iter, repeats)
+    _line(workload="d", what="s/iter", ours=ours_per_iteration, sklearn_kl_mu=theirs,
+          ratio=ours_per_iteration / theirs)
 
     rows, cols, values = _held_out_entries(X, 0.05, np.random.default_rng(0))
-    missing = sparse.COO(np.vstack([rows, cols]), np.zeros(rows.size, dtype=bool),
-                         shape=X.shape, fill_value=True)
-    # HPF's priors have shape 0.3 (sparse factors); ours the same shape, rate 0.3.
-    start = time.perf_counter()
-    est = _fit_quietly(BayesianNMF(20, prior_shape=0.3, prior_rate=0.3, random_state=0), X, mask=missing)
-    ours_seconds = time.perf_counter() - start
-    ours_ll = _loglik_per_entry(values, est.predict_entries(np.column_stack([rows, cols])))
+    held_out = np.vstack([rows, cols])
+    missing = sparse.COO(held_out, np.zeros(rows.size, dtype=bool), shape=X.shape, fill_value=True)
+    # Prior shape 0.3 as HPF's; rate 1.0, which the evidence prefers to 0.3.
+    # VB stops in local optima whose held-out scores differ by up to 0.03 nats
+    # per entry here, and the better bound goes with the better held-out score:
+    # one fit, then the best bound of 8 restarts.
+    ours = {}
+    for n_init in (1, 8):
+        start = time.perf_counter()
+        est = _fit_quietly(
+            BayesianNMF(20, prior_shape=0.3, prior_rate=1.0, n_init=n_init, random_state=0),
+            X, mask=missing,
+        )
+        seconds = time.perf_counter() - start
+        ours[n_init] = _loglik_per_entry(values, est.predict_entries(held_out.T))
+        _line(workload="d", what="ours held-out log-lik / entry", n_init=n_init, loglik=ours[n_init],
+              bound=est.lower_bound_, iterations=est.n_iter_, seconds=seconds)
+    truth_ll = _loglik_per_entry(values, intensity(held_out))
     train = X.tolil()
     train[rows, cols] = 0  # hpfrec cannot mask: the held-out entries become zeros
-    hpf = peers.hpfrec_hpf(sp.coo_matrix(train), 20)
-    hpf_ll = _loglik_per_entry(values, hpf["model"].predict(rows, cols))
-    _line(workload="d", what="held-out log-lik / entry", ours=ours_ll, hpfrec=hpf_ll,
-          ours_iterations=est.n_iter_, ours_seconds=ours_seconds, hpfrec_seconds=hpf["seconds"])
+    # hpfrec gives different fits from the same random_seed, even on one core, so
+    # it runs several times and its median is the reference.
+    hpf_ll, hpf_seconds = [], []
+    for _ in range(hpfrec_runs):
+        hpf = peers.hpfrec_hpf(sp.coo_matrix(train), 20)
+        hpf_ll.append(_loglik_per_entry(values, hpf["model"].predict(rows, cols)))
+        hpf_seconds.append(hpf["seconds"])
+    _line(workload="d", what="hpfrec held-out log-lik / entry", truth=truth_ll,
+          hpfrec_median=statistics.median(hpf_ll), hpfrec_runs=hpf_ll, hpfrec_seconds=hpf_seconds)
     return {
-        "(d) sparse NMF VB / sklearn KL-MU, s per iteration": ours / theirs,
-        "(d) held-out loglik per entry, ours - hpfrec": ours_ll - hpf_ll,
+        "(d) sparse NMF VB / sklearn KL-MU, s per iteration": ours_per_iteration / theirs,
+        "(d) held-out loglik per entry, ours (1 fit) - hpfrec median": ours[1] - statistics.median(hpf_ll),
+        "(d) held-out loglik per entry, ours (8 restarts) - best hpfrec run": ours[8] - max(hpf_ll),
     }
 
 
@@ -285,6 +326,7 @@ def main():
                         help="TensorLy's n_iter_max; it stops earlier by its own tol")
     parser.add_argument("--gcp-iter", type=int, default=1000)
     parser.add_argument("--peer-numba-threads", type=int, default=1)
+    parser.add_argument("--hpfrec-runs", type=int, default=5)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -292,7 +334,7 @@ def main():
     if args.workload in ("sparse", "all"):
         summary.update(bench_sparse(args.repeats, args.sparse_iter, args.peer_numba_threads))
     if args.workload in ("sparse-nmf", "all"):
-        summary.update(bench_sparse_nmf(args.repeats, 100))
+        summary.update(bench_sparse_nmf(args.repeats, 100, args.hpfrec_runs))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

@@ -72,7 +72,7 @@ def _sample_cells(rng, n_tokens, weights, factors):
 
 
 def sparse_poisson_cp(shape=(1000, 1000, 1000), rank=10, target_nnz=1_000_000,
-                      concentration=0.05, random_state=0):
+                      concentration=0.05, random_state=0, return_model=False):
     """Draw a sparse count tensor from a Poisson CP model, never densifying.
 
     The model is ``X ~ Poisson(s * sum_r w_r a_r o b_r o c_r ...)`` with
@@ -107,13 +107,17 @@ def sparse_poisson_cp(shape=(1000, 1000, 1000), rank=10, target_nnz=1_000_000,
         give almost only ones.
     random_state : int, numpy.random.Generator or None
         Seed for :func:`numpy.random.default_rng`.
+    return_model : bool, default=False
+        Also return the generating intensity, to score predictions against
+        the truth.
 
     Returns
     -------
     X : sparse.COO, dtype float64
-        Counts, with sorted coordinates and no duplicates.  The generating
-        model is not returned; use ``X.nnz`` and ``X.data.max()`` to report
-        the realised size and largest count.
+        Counts, with sorted coordinates and no duplicates.  Use ``X.nnz`` and
+        ``X.data.max()`` to report the realised size and largest count.
+    intensity : callable, only with ``return_model=True``
+        ``intensity(coords)`` (ndim x n) is the Poisson mean at those cells.
     """
     rng = np.random.default_rng(random_state)
     weights = rng.dirichlet(np.ones(rank))
@@ -134,9 +138,19 @@ def sparse_poisson_cp(shape=(1000, 1000, 1000), rank=10, target_nnz=1_000_000,
     coords = _sample_cells(rng, rng.poisson(mass), weights, factors)
     cells, counts = np.unique(np.ravel_multi_index(tuple(coords), shape),
                               return_counts=True)
-    return sparse.COO(np.stack(np.unravel_index(cells, shape)),
-                      counts.astype(np.float64), shape=shape,
-                      has_duplicates=False, sorted=True)
+    X = sparse.COO(np.stack(np.unravel_index(cells, shape)),
+                   counts.astype(np.float64), shape=shape,
+                   has_duplicates=False, sorted=True)
+    if not return_model:
+        return X
+
+    def intensity(at):
+        terms = np.ones((np.shape(at)[1], rank)) * weights
+        for k, factor in enumerate(factors):
+            terms *= factor[at[k]]
+        return mass * terms.sum(axis=1)
+
+    return X, intensity
 
 
 def oslo_city_bike():
