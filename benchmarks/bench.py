@@ -6,6 +6,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py nmf      # (a) dense Poisson NMF vs scikit-learn
     python benchmarks/bench.py sparse   # (b) sparse 1000^3 CP: VB vs pyttb cp_apr
     python benchmarks/bench.py oslo     # (c) Oslo city-bike 5-way counts
+    python benchmarks/bench.py gibbs    # (e) block Gibbs sweeps, and cost vs nnz
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -225,6 +226,48 @@ def bench_sparse(repeats, n_iter, peer_threads):
     }
 
 
+# ------------------------------------------------------- (e) Gibbs (issue 4)
+def _gibbs_seconds_per_sweep(X, rank, n_sweeps):
+    """Seconds per block-Gibbs sweep of a rank-``rank`` Poisson CP on ``X``
+    (allocation of every count, then each factor), after one untimed sweep."""
+    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.inference import gibbs
+    from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.model import Model
+
+    data = as_observed_tensor(X)
+    spec = ",".join(c + "r" for c in "ijk") + "->ijk"
+    model = Model.parse(spec).bind(data.shape, {"r": rank})
+    contractor = make_contractor(model, data)
+    priors = gamma_priors(model, 1.0, 1.0)
+    rng = np.random.default_rng(0)
+    state = gibbs.init(rng, model, contractor, priors)
+    state, _ = gibbs.step(rng, state, contractor, priors)
+    start = time.perf_counter()
+    for _ in range(n_sweeps):
+        state, _ = gibbs.step(rng, state, contractor, priors)
+    return (time.perf_counter() - start) / n_sweeps
+
+
+def bench_gibbs(n_sweeps):
+    """Block Gibbs on the sparse 1000^3 tensor (~10^6 non-zeros, rank 10), and
+    the cost at equal non-zeros on 100^3 and 1000^3 tensors."""
+    X = workloads.sparse_poisson_cp((1000, 1000, 1000), 10, 1_000_000, random_state=0)
+    per_sweep = _gibbs_seconds_per_sweep(X, 10, n_sweeps)
+    _line(workload="e", nnz=X.nnz, tokens=float(X.data.sum()), seconds_per_sweep=per_sweep,
+          sweeps_per_second=1.0 / per_sweep)
+    seconds = {}
+    for n in (100, 1000):
+        Y = workloads.sparse_poisson_cp((n, n, n), 10, 200_000, random_state=0)
+        seconds[n] = _gibbs_seconds_per_sweep(Y, 10, n_sweeps)
+        _line(workload="e", shape=n, nnz=Y.nnz, tokens=float(Y.data.sum()), seconds_per_sweep=seconds[n])
+    return {
+        "(e) Gibbs sweeps per second, 1000^3, 10^6 non-zeros, rank 10": 1.0 / per_sweep,
+        "(e) Gibbs s per sweep at 2e5 non-zeros, 1000^3 / 100^3": seconds[1000] / seconds[100],
+    }
+
+
 # ----------------------------------------------------------------- (c) Oslo
 def _loglik_per_entry(x, xhat):
     # the Frobenius fit can put exact zeros where a count is positive
@@ -314,7 +357,7 @@ def _print_table(rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "all"])
+    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -327,6 +370,7 @@ def main():
     parser.add_argument("--gcp-iter", type=int, default=1000)
     parser.add_argument("--peer-numba-threads", type=int, default=1)
     parser.add_argument("--hpfrec-runs", type=int, default=5)
+    parser.add_argument("--gibbs-sweeps", type=int, default=10)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -335,6 +379,8 @@ def main():
         summary.update(bench_sparse(args.repeats, args.sparse_iter, args.peer_numba_threads))
     if args.workload in ("sparse-nmf", "all"):
         summary.update(bench_sparse_nmf(args.repeats, 100, args.hpfrec_runs))
+    if args.workload in ("gibbs", "all"):
+        summary.update(bench_gibbs(args.gibbs_sweeps))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

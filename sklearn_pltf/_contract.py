@@ -190,6 +190,15 @@ class DenseContractor:
     def data_loglik(self, factors):
         return _sum_of_products(self._x, np.log(self.xhat(factors)))
 
+    @property
+    def nonzeros(self):
+        """The observed non-zero entries as an :class:`EntryList` (for samplers,
+        which allocate counts where there are counts)."""
+        if not hasattr(self, "_nonzeros"):
+            coords = np.nonzero(self._x)
+            self._nonzeros = EntryList(self.model, np.vstack(coords), self._planner, values=self._x[coords])
+        return self._nonzeros
+
 
 # --------------------------------------------------------------------- sparse
 class EntryList:
@@ -241,18 +250,24 @@ class EntryList:
         # same order (NMF and the like): the vectorised pair kernels serve them.
         self._pair = False
         if engine == "numba":
-            self._cols = self._config_columns()
+            self._enumerate()
             self._pair = model.n_factors == 2 and bool(
                 np.all(self._cols == np.arange(n_configs)) and np.all(self._widths == n_configs)
             )
-            # For each factor, the entries in its row-block order, so the
-            # kernel reads them sequentially (int32 rows where they fit).
-            self._blocks = [_kernels.row_blocks(r) for r in self._rows]
-            row_type = np.int32 if self._rows.size and self._rows.max() < 2**31 else np.int64
-            self._rows_by_factor = [
-                np.ascontiguousarray(self._rows[:, order], dtype=row_type) for order, _ in self._blocks
-            ]
-            self._values_by_factor = [self.values[order] for order, _ in self._blocks]
+
+    def _enumerate(self):
+        """Plan the numba kernels once: configuration columns, and for each
+        factor the entries in its row-block order, so a kernel reads them
+        sequentially (int32 rows where they fit)."""
+        if hasattr(self, "_cols"):
+            return
+        self._cols = self._config_columns()
+        self._blocks = [_kernels.row_blocks(r) for r in self._rows]
+        row_type = np.int32 if self._rows.size and self._rows.max() < 2**31 else np.int64
+        self._rows_by_factor = [
+            np.ascontiguousarray(self._rows[:, order], dtype=row_type) for order, _ in self._blocks
+        ]
+        self._values_by_factor = [self.values[order] for order, _ in self._blocks]
 
     def _factor_layout(self, alpha):
         """(observed indices, latent indices, axis permutation putting observed first)."""
@@ -334,6 +349,35 @@ class EntryList:
             out[chunk] = p.contract(",".join(subs) + "->" + p.batch, *ops)
         return out
 
+    @property
+    def n_tokens(self):
+        """Σ values: how many uniforms :meth:`allocation_sum` takes (values are counts)."""
+        return int(self._token_starts()[-1])
+
+    def _token_starts(self):
+        if not hasattr(self, "_starts"):
+            counts = self.values.astype(np.int64)
+            self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return self._starts
+
+    def allocation_sum(self, alpha, factors, uniforms):
+        """Σ_{v̄_α} S: the allocation S of the entries' counts (``values``, whole
+        numbers) over the latent configurations, Multinomial(x_n, Λ(n, :) / X̂(n)),
+        summed onto factor α's indices. ``uniforms`` (``n_tokens`` draws from
+        U[0, 1)) fix the allocation: every α sees the same one."""
+        self._enumerate()
+        observed = self._layout[alpha][0]
+        n_rows = int(np.prod([self.model.sizes[c] for c in observed], dtype=np.int64))
+        total = np.zeros(n_rows * int(self._widths[alpha]))
+        order, bounds = self._blocks[alpha]
+        starts = self._token_starts()
+        buffer, offsets = self._tables(factors)
+        _kernels.entry_allocate(
+            buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
+            self.values[order].astype(np.int64), starts[:-1][order], uniforms, bounds, total,
+        )
+        return self._from_table(alpha, total)
+
     def _others(self, alpha, factors, chunk):
         """P(n, latent of α): the product of the other factors at each entry,
         summed over every latent index α does not carry."""
@@ -406,6 +450,11 @@ class SparseContractor:
         self._nonzeros = EntryList(model, data.coords, self._planner, values=data.values)
         self._missing = EntryList(model, data.missing, self._planner) if data.n_missing else None
         self._x = data.values
+
+    @property
+    def nonzeros(self):
+        """The observed non-zero entries as an :class:`EntryList`."""
+        return self._nonzeros
 
     def ratio_delta(self, alpha, factors):
         return self._nonzeros.delta(alpha, factors, ratio=True)

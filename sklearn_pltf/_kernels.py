@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["entry_xhat", "entry_delta", "pair_xhat", "pair_delta", "row_blocks"]
+__all__ = ["entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks"]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
 # EM) is floored so that a ratio X / X̂ stays finite.
@@ -59,6 +59,22 @@ def row_blocks(rows):
     return order.astype(np.int64), bounds
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _find_rows(offsets, widths, rows, n, bases):  # pragma: no cover - compiled
+    """bases[α] = where entry n's row of table α starts in the buffer."""
+    for a in range(bases.size):
+        bases[a] = offsets[a] + rows[a, n] * widths[a]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _config_term(buffer, bases, cols, l):  # pragma: no cover - compiled
+    """Λ_l = Π_α table_α[row, cols[α, l]] for the entry whose rows are ``bases``."""
+    term = 1.0
+    for a in range(bases.size):
+        term *= buffer[bases[a] + cols[a, l]]
+    return term
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - compiled
     """X̂ at every listed entry: out[n] = Σ_l Π_α table_α[rows[α, n], cols[α, l]]."""
@@ -66,14 +82,10 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
     n_configs = cols.shape[1]
     for n in numba.prange(n_entries):
         bases = np.empty(n_factors, dtype=np.int64)  # each factor's row, found once
-        for a in range(n_factors):
-            bases[a] = offsets[a] + rows[a, n] * widths[a]
+        _find_rows(offsets, widths, rows, n, bases)
         total = 0.0
         for l in range(n_configs):
-            term = 1.0
-            for a in range(n_factors):
-                term *= buffer[bases[a] + cols[a, l]]
-            total += term
+            total += _config_term(buffer, bases, cols, l)
         out[n] = total
 
 
@@ -94,8 +106,7 @@ def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, 
         others = np.empty(n_configs)
         bases = np.empty(n_factors, dtype=np.int64)
         for n in range(bounds[b], bounds[b + 1]):
-            for a in range(n_factors):  # each factor's row, found once per entry
-                bases[a] = offsets[a] + rows[a, n] * widths[a]
+            _find_rows(offsets, widths, rows, n, bases)  # each factor's row, once per entry
             own_base = bases[alpha]
             xhat = 0.0
             for l in range(n_configs):
@@ -148,3 +159,39 @@ def pair_delta(first, second, rows, alpha, weights, use_ratio, bounds, out):  # 
                 w = w / max(xhat, TINY)
             for k in range(width):
                 out[own_row, k] += w * other[other_row, k]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def entry_allocate(buffer, offsets, widths, rows, cols, alpha, counts, first_token, uniforms, bounds, out):  # pragma: no cover
+    """Allocate each entry's count over the latent configurations; sum onto factor α.
+
+    Entry ``n`` holds ``counts[n]`` tokens. Token ``t`` goes to configuration
+    ``l`` with probability Λ_l / X̂(n), Λ_l = Π_α table_α[rows[α, n], cols[α, l]],
+    by inverting the cumulative Λ at ``uniforms[first_token[n] + t] · X̂(n)``;
+    ``out`` (table α's layout, flat) counts the tokens at (row_α(n), col_α(l)).
+    Together the tokens of an entry are a Multinomial(counts[n], Λ / X̂(n))
+    draw. The draw depends only on the entry, its uniforms and the tables, so
+    the passes for different factors (each in its own entry order, with
+    ``rows``, ``counts``, ``first_token`` and ``bounds`` as in
+    :func:`entry_delta`) see the same allocation.
+    """
+    n_factors = rows.shape[0]
+    n_configs = cols.shape[1]
+    width = widths[alpha]
+    for b in numba.prange(bounds.size - 1):
+        cumulative = np.empty(n_configs)
+        bases = np.empty(n_factors, dtype=np.int64)
+        for n in range(bounds[b], bounds[b + 1]):
+            _find_rows(offsets, widths, rows, n, bases)
+            total = 0.0
+            for l in range(n_configs):
+                total += _config_term(buffer, bases, cols, l)
+                cumulative[l] = total
+            out_base = rows[alpha, n] * width
+            start = first_token[n]
+            for t in range(counts[n]):
+                target = uniforms[start + t] * total
+                l = 0
+                while l < n_configs - 1 and cumulative[l] <= target:
+                    l += 1
+                out[out_base + cols[alpha, l]] += 1.0
