@@ -352,13 +352,17 @@ class EntryList:
     @property
     def n_tokens(self):
         """Σ values: how many uniforms :meth:`allocation_sum` takes (values are counts)."""
-        return int(self._token_starts()[-1])
+        return int(self.values.sum())
 
-    def _token_starts(self):
-        if not hasattr(self, "_starts"):
+    def _tokens_by_factor(self, alpha):
+        """For factor α's entry order: each entry's count, and where its tokens
+        start among the uniforms (which follow the entries' own order)."""
+        self._enumerate()
+        if not hasattr(self, "_tokens"):
             counts = self.values.astype(np.int64)
-            self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return self._starts
+            starts = np.cumsum(counts) - counts
+            self._tokens = [(counts[order], starts[order]) for order, _ in self._blocks]
+        return self._tokens[alpha]
 
     def allocation_sum(self, alpha, factors, uniforms):
         """Σ_{v̄_α} S: the allocation S of the entries' counts (``values``, whole
@@ -369,12 +373,11 @@ class EntryList:
         observed = self._layout[alpha][0]
         n_rows = int(np.prod([self.model.sizes[c] for c in observed], dtype=np.int64))
         total = np.zeros(n_rows * int(self._widths[alpha]))
-        order, bounds = self._blocks[alpha]
-        starts = self._token_starts()
+        counts, starts = self._tokens_by_factor(alpha)
         buffer, offsets = self._tables(factors)
         _kernels.entry_allocate(
             buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
-            self.values[order].astype(np.int64), starts[:-1][order], uniforms, bounds, total,
+            counts, starts, uniforms, self._blocks[alpha][1], total,
         )
         return self._from_table(alpha, total)
 
