@@ -13,7 +13,8 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import gammaln, hyperu, xlogy
 
-from sklearn_pltf.evidence import _log_t_integral, exact_log_evidence
+from sklearn_pltf.evidence import exact_log_evidence
+from sklearn_pltf.evidence._exact import _log_t_integral
 
 # Monte Carlo settings: 2e6 prior draws, in chunks to bound memory.
 N_DRAWS = 2_000_000

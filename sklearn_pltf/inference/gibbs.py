@@ -30,7 +30,7 @@ import numpy as np
 
 from ._common import initial_factors
 
-__all__ = ["GibbsState", "GibbsInfo", "init", "step", "log_likelihood"]
+__all__ = ["GibbsState", "GibbsInfo", "init", "step", "allocate", "conditional", "log_likelihood"]
 
 
 class GibbsState(NamedTuple):
@@ -57,15 +57,27 @@ def init(rng, model, contractor, priors, given=None):
     return GibbsState(tuple(factors))
 
 
+def allocate(rng, state, contractor, free):
+    """Draw the allocation S given every factor of ``state``; return its sums
+    onto each factor in ``free``, ``{α: Σ_{v̄_α} S}``."""
+    entries = contractor.nonzeros
+    uniforms = rng.random(entries.n_tokens)
+    return {alpha: entries.allocation_sum(alpha, state.factors, uniforms) for alpha in free}
+
+
+def conditional(alpha, factors, allocated, contractor, priors):
+    """Shape and rate of the Gamma conditional of Z_α given S (through its sum
+    ``allocated``) and the other ``factors``; element-wise independent."""
+    return priors.shape[alpha] + allocated, priors.rate[alpha] + contractor.masked_delta(alpha, factors)
+
+
 def step(rng, state, contractor, priors):
     """One sweep: the allocation given every factor, then each free factor."""
     factors = list(state.factors)
-    entries = contractor.nonzeros
-    uniforms = rng.random(entries.n_tokens)
-    allocated = {alpha: entries.allocation_sum(alpha, factors, uniforms) for alpha in priors.free}
+    allocated = allocate(rng, state, contractor, priors.free)
     for alpha in priors.free:
-        rate = priors.rate[alpha] + contractor.masked_delta(alpha, factors)
-        factors[alpha] = rng.standard_gamma(priors.shape[alpha] + allocated[alpha]) / rate
+        shape, rate = conditional(alpha, factors, allocated[alpha], contractor, priors)
+        factors[alpha] = rng.standard_gamma(shape) / rate
     new = GibbsState(tuple(factors))
     return new, GibbsInfo(log_likelihood=log_likelihood(new, contractor))
 

@@ -1,0 +1,15 @@
+"""Estimators of the log evidence log p(X) of a Poisson–Gamma PLTF model.
+
+- :func:`exact_log_evidence`: exact, by enumerating allocations, for tiny NMF
+  problems (a reference for tests);
+- :func:`chib_log_evidence`: Chib's estimate from block Gibbs runs, for any
+  model string.
+
+The variational bound, the other estimate, comes with every VB fit
+(``log_evidence_`` of an estimator fitted with ``method="vb"``).
+"""
+
+from ._chib import ChibEstimate, chib_log_evidence
+from ._exact import exact_log_evidence
+
+__all__ = ["exact_log_evidence", "chib_log_evidence", "ChibEstimate"]
