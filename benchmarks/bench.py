@@ -7,6 +7,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py sparse   # (b) sparse 1000^3 CP: VB vs pyttb cp_apr
     python benchmarks/bench.py oslo     # (c) Oslo city-bike 5-way counts
     python benchmarks/bench.py gibbs    # (e) block Gibbs sweeps, and cost vs nnz
+    python benchmarks/bench.py chib-rank  # (f) Chib's evidence picks the rank (Model II)
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -270,6 +271,34 @@ def bench_gibbs(n_sweeps):
     }
 
 
+def bench_chib_rank(n_datasets):
+    """The paper's Model II: 10 x 5 x 8 counts from a rank-3 Poisson CP model
+    (Gamma(1, 1) factors); Chib's log evidence over ranks 1..6, and how often
+    it is highest at 3."""
+    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.evidence import chib_log_evidence
+    from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.model import Model
+
+    wins = 0
+    for dataset in range(n_datasets):
+        rng = np.random.default_rng(100 + dataset)
+        truth = [rng.gamma(1.0, 1.0, size=(n, 3)) for n in (10, 5, 8)]
+        X = rng.poisson(np.einsum("ir,jr,kr->ijk", *truth)).astype(float)
+        evidence = {}
+        for rank in range(1, 7):
+            model = Model.parse("ir,jr,kr->ijk").bind(X.shape, {"r": rank})
+            contractor = make_contractor(model, as_observed_tensor(X))
+            priors = gamma_priors(model, 1.0, 1.0)
+            estimate = chib_log_evidence(np.random.default_rng(0), model, contractor, priors)
+            evidence[rank] = estimate.log_evidence
+        best = max(evidence, key=evidence.get)
+        wins += best == 3
+        _line(workload="chib-rank", dataset=dataset, chosen=best, evidence=evidence)
+    return {"(f) Chib picks rank 3 of 1..6 on Model II, fraction of datasets": wins / n_datasets}
+
+
 # ----------------------------------------------------------------- (c) Oslo
 def _loglik_per_entry(x, xhat):
     # the Frobenius fit can put exact zeros where a count is positive
@@ -359,7 +388,7 @@ def _print_table(rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "all"])
+    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -373,6 +402,7 @@ def main():
     parser.add_argument("--peer-numba-threads", type=int, default=1)
     parser.add_argument("--hpfrec-runs", type=int, default=5)
     parser.add_argument("--gibbs-sweeps", type=int, default=10)
+    parser.add_argument("--chib-datasets", type=int, default=5)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -383,6 +413,8 @@ def main():
         summary.update(bench_sparse_nmf(args.repeats, 100, args.hpfrec_runs))
     if args.workload in ("gibbs", "all"):
         summary.update(bench_gibbs(args.gibbs_sweeps))
+    if args.workload in ("chib-rank", "all"):
+        summary.update(bench_chib_rank(args.chib_datasets))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))
