@@ -54,8 +54,9 @@ __all__ = ["ChibEstimate", "chib_log_evidence"]
 
 
 class ChibEstimate(NamedTuple):
-    """The terms of Chib's identity. ``log_ordinates[i]`` belongs to the i-th
-    free factor; ``point`` is Z*, the draw of highest log p(X, Z)."""
+    """The terms of Chib's identity: one log ordinate per block of the chain
+    rule (the rows of each free factor, in order); ``point`` is Z*, the draw
+    of highest log p(X, Z)."""
 
     log_evidence: float
     log_likelihood: float
