@@ -25,7 +25,11 @@ whole factor; when the factor's marginal is much wider than its conditional
 (CP's scaling freedom) the average is ruled by rare draws, its logarithm is
 biased low and the evidence comes out too high. On 10 x 5 x 8 rank-3 CP data,
 whole-factor blocks gave -648 at rank 3 and rose with the rank (-548 at rank
-6); row blocks give -656.0 at rank 3, -657.4 at 4 and -666.2 at 6.
+6); row blocks give -656.0 at rank 3, -657.4 at 4 and -666.2 at 6. They are
+not yet enough: over five such datasets (``benchmarks/bench.py chib-rank``)
+the estimate peaked at 3 once, at 2 or 4 three times and at 6 once, with
+differences of a few nats between neighbouring ranks, about the estimate's
+run-to-run scatter there.
 
 Label switching (Neal 1999). Permuting a latent index across every factor
 leaves the model unchanged, so the posterior has one mode per permutation and
