@@ -312,6 +312,13 @@ class EntryList:
         offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
         return np.concatenate([t.ravel() for t in tables]), offsets
 
+    def _zero_table(self, alpha):
+        """Factor α's table filled with zeros, flat, and its (rows, columns)."""
+        observed = self._layout[alpha][0]
+        n_rows = int(np.prod([self.model.sizes[c] for c in observed], dtype=np.int64))
+        width = int(self._widths[alpha])
+        return np.zeros(n_rows * width), (n_rows, width)
+
     def _from_table(self, alpha, flat):
         """Factor α's flat table back to the factor's own axis order."""
         observed, latent, permutation = self._layout[alpha]
@@ -364,22 +371,23 @@ class EntryList:
             self._tokens = [(counts[order], starts[order]) for order, _ in self._blocks]
         return self._tokens[alpha]
 
-    def allocation_sum(self, alpha, factors, uniforms):
-        """Σ_{v̄_α} S: the allocation S of the entries' counts (``values``, whole
-        numbers) over the latent configurations, Multinomial(x_n, Λ(n, :) / X̂(n)),
-        summed onto factor α's indices. ``uniforms`` (``n_tokens`` draws from
-        U[0, 1)) fix the allocation: every α sees the same one."""
-        self._enumerate()
-        observed = self._layout[alpha][0]
-        n_rows = int(np.prod([self.model.sizes[c] for c in observed], dtype=np.int64))
-        total = np.zeros(n_rows * int(self._widths[alpha]))
-        counts, starts = self._tokens_by_factor(alpha)
+    def allocation_sums(self, alphas, factors, uniforms):
+        """``{α: Σ_{v̄_α} S}`` for each α in ``alphas``: the allocation S of the
+        entries' counts (``values``, whole numbers) over the latent
+        configurations, Multinomial(x_n, Λ(n, :) / X̂(n)), summed onto factor
+        α's indices. ``uniforms`` (``n_tokens`` draws from U[0, 1)) fix the
+        allocation: every α sees the same one."""
         buffer, offsets = self._tables(factors)
-        _kernels.entry_allocate(
-            buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
-            counts, starts, uniforms, self._blocks[alpha][1], total,
-        )
-        return self._from_table(alpha, total)
+        sums = {}
+        for alpha in alphas:
+            total, _ = self._zero_table(alpha)
+            counts, starts = self._tokens_by_factor(alpha)
+            _kernels.entry_allocate(
+                buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
+                counts, starts, uniforms, self._blocks[alpha][1], total,
+            )
+            sums[alpha] = self._from_table(alpha, total)
+        return sums
 
     def _others(self, alpha, factors, chunk):
         """P(n, latent of α): the product of the other factors at each entry,
@@ -407,11 +415,8 @@ class EntryList:
         from ``factors`` on the way (one contraction of the other factors per
         entry, or per chunk, serves both).
         """
-        observed, latent, permutation = self._layout[alpha]
-        sizes = self.model.sizes
-        latent_size = int(self._widths[alpha])
-        n_rows = int(np.prod([sizes[c] for c in observed], dtype=np.int64))
-        total = np.zeros(n_rows * latent_size)
+        observed = self._layout[alpha][0]
+        total, (n_rows, latent_size) = self._zero_table(alpha)
         if self.engine == "numba":
             bounds = self._blocks[alpha][1]
             rows, w = self._rows_by_factor[alpha], self._values_by_factor[alpha]

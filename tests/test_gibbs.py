@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import sparse
 
-from sklearn_pltf._contract import make_contractor
+from sklearn_pltf._contract import full_xhat, make_contractor
 from sklearn_pltf._data import as_observed_tensor
 from sklearn_pltf.inference import gibbs
 from sklearn_pltf.inference._common import gamma_priors
@@ -87,8 +87,6 @@ def _statistics(model, factors, X):
     allocation of counts to components decides), X̂ and X summed, Σ X X̂ and
     Σ X̂² (which tie each entry's intensity to its own count), and the squares
     of the means and sums."""
-    from sklearn_pltf._contract import full_xhat
-
     xhat = full_xhat(model, factors)
     spread = [float(np.mean(f**2)) for f in factors]
     values = [float(np.mean(f)) for f in factors]
@@ -119,7 +117,6 @@ def test_geweke_joint_distribution(spec, shape, sizes, layout):
     model = bound_model(spec, shape, sizes)
     priors = gamma_priors(model, 2.0, 1.5)
     as_input = sparse.COO.from_numpy if layout == "sparse" else np.asarray
-    from sklearn_pltf._contract import full_xhat
 
     n = 12000
     marginal = []

@@ -161,7 +161,6 @@ def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, 
         for a in sampled:
             shape, rate = gibbs.conditional(a, factors, allocated[a], contractor, priors)
             if a == alpha and t >= n_warmup:
-                shape, rate = np.broadcast_to(shape, point[a].shape), np.broadcast_to(rate, point[a].shape)
                 per_draw.append(logsumexp([
                     _log_gamma_density(z, shape[block], rate[block]) for z in points
                 ]))

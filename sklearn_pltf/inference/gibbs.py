@@ -61,8 +61,7 @@ def allocate(rng, state, contractor, free):
     """Draw the allocation S given every factor of ``state``; return its sums
     onto each factor in ``free``, ``{α: Σ_{v̄_α} S}``."""
     entries = contractor.nonzeros
-    uniforms = rng.random(entries.n_tokens)
-    return {alpha: entries.allocation_sum(alpha, state.factors, uniforms) for alpha in free}
+    return entries.allocation_sums(free, state.factors, rng.random(entries.n_tokens))
 
 
 def conditional(alpha, factors, allocated, contractor, priors):
