@@ -389,6 +389,39 @@ class EntryList:
             sums[alpha] = self._from_table(alpha, total)
         return sums
 
+    def marginal_allocation_sum(self, alpha, factors, rng):
+        """Σ_{v̄_α} S for a fresh allocation S of the entries' counts, drawn
+        through its margin on factor α's latent indices only.
+
+        Summing a multinomial over categories gives a multinomial, so the
+        counts of entry n fall on α's latent configurations ``l`` as
+        Multinomial(x_n, Λ_α(n, l) / X̂(n)) with Λ_α(n, l) = Z_α(n, l) P(n, l)
+        (:meth:`_others`). numpy draws each row as a chain of binomials; S over
+        all latent configurations is never formed.
+        """
+        observed = self._layout[alpha][0]
+        total, (n_rows, latent_size) = self._zero_table(alpha)
+        for chunk in self._chunks():
+            n = chunk.stop - chunk.start
+            weights = self._others(alpha, factors, chunk).reshape(n, latent_size)
+            own, _ = self._operand(alpha, factors[alpha], chunk)
+            weights = weights * own.reshape(-1 if observed else 1, latent_size)
+            weights /= np.maximum(weights.sum(axis=1, keepdims=True), _kernels.TINY)
+            counts = self.values[chunk].astype(np.int64)
+            self._add_rows(alpha, chunk, rng.multinomial(counts, weights).astype(np.float64), total)
+        return self._from_table(alpha, total)
+
+    def _add_rows(self, alpha, chunk, contribution, total):
+        """Scatter-add a chunk's (entries x latent block of α) contribution onto
+        factor α's flat table ``total``."""
+        latent_size = contribution.shape[1]
+        if self._layout[alpha][0]:
+            rows = self._rows[alpha][chunk]
+            flat = (rows[:, None] * latent_size + np.arange(latent_size)).ravel()
+            total += np.bincount(flat, contribution.ravel(), minlength=total.size)
+        else:
+            total += contribution.sum(axis=0)
+
     def _others(self, alpha, factors, chunk):
         """P(n, latent of α): the product of the other factors at each entry,
         summed over every latent index α does not carry."""
@@ -439,13 +472,7 @@ class EntryList:
                 own = own.reshape(-1, latent_size) if observed else own.reshape(1, -1)
                 xhat = np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
                 w = w / np.maximum(xhat, _kernels.TINY)
-            contribution = others * w[:, None]
-            if observed:
-                rows = self._rows[alpha][chunk]
-                flat = (rows[:, None] * latent_size + np.arange(latent_size)).ravel()
-                total += np.bincount(flat, contribution.ravel(), minlength=total.size)
-            else:
-                total += contribution.sum(axis=0)
+            self._add_rows(alpha, chunk, others * w[:, None], total)
         return self._from_table(alpha, total)
 
 

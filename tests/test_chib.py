@@ -6,6 +6,7 @@ import pytest
 from sklearn_pltf._contract import make_contractor
 from sklearn_pltf._data import as_observed_tensor
 from sklearn_pltf.evidence import chib_log_evidence, exact_log_evidence
+from sklearn_pltf.inference import gibbs
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model import Model
 
@@ -22,7 +23,7 @@ TINY_MATRICES = [
 TOLERANCE = 0.25
 
 
-def chib(X, n_components, prior, seed, fixed_H=None):
+def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs"):
     model = Model.parse("ik,kj->ij").bind(
         X.shape, {"k": n_components}, {} if fixed_H is None else {1: fixed_H.shape}
     )
@@ -30,14 +31,16 @@ def chib(X, n_components, prior, seed, fixed_H=None):
     priors = gamma_priors(model, prior[0], prior[1], free=free)
     contractor = make_contractor(model, as_observed_tensor(X))
     given = None if fixed_H is None else {1: fixed_H}
-    return chib_log_evidence(np.random.default_rng(seed), model, contractor, priors, given)
+    return chib_log_evidence(np.random.default_rng(seed), model, contractor, priors, given,
+                             sweep=gibbs.SWEEPS[sweep])
 
 
+@pytest.mark.parametrize("sweep", ["gibbs", "sada"])
 @pytest.mark.parametrize("n_components", [1, 2, 3])
-def test_chib_is_close_to_the_exact_evidence(n_components):
+def test_chib_is_close_to_the_exact_evidence(n_components, sweep):
     X = TINY_MATRICES[0].astype(float)
     exact = exact_log_evidence(X, n_components)
-    estimate = chib(X, n_components, (1.0, 1.0), seed=0)
+    estimate = chib(X, n_components, (1.0, 1.0), seed=0, sweep=sweep)
     assert abs(estimate.log_evidence - exact) < TOLERANCE
     # one finite ordinate per block: the 2 rows of W, the 3 columns of H
     assert len(estimate.log_ordinates) == 5 and np.all(np.isfinite(estimate.log_ordinates))

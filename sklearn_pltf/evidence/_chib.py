@@ -50,9 +50,10 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammaln, logsumexp, xlogy
+from scipy.special import logsumexp
 
 from ..inference import gibbs
+from ..inference._chains import run_chain
 
 __all__ = ["ChibEstimate", "chib_log_evidence"]
 
@@ -69,8 +70,8 @@ class ChibEstimate(NamedTuple):
     point: tuple
 
 
-def chib_log_evidence(rng, model, contractor, priors, given=None, *, n_draws=2000,
-                      n_warmup=500, max_label_permutations=720):
+def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs.block_sweep,
+                      n_draws=2000, n_warmup=500, max_label_permutations=720, point=None):
     """Chib's estimate of log p(X) for a Poisson–Gamma PLTF model.
 
     Parameters
@@ -84,11 +85,17 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, n_draws=200
         Priors of the free factors; ``None`` marks held ones.
     given : dict, default=None
         ``{position: array}`` for every held factor.
+    sweep : callable, default=gibbs.block_sweep
+        The sampler's sweep (a member of :data:`gibbs.SWEEPS`), used for the
+        run that finds Z* and for every clamped run.
     n_draws, n_warmup : int
         Draws kept and discarded in the run that finds Z* and in each clamped
         run (one per block).
     max_label_permutations : int
         Most permutations a block's ordinate is averaged over (module docstring).
+    point : tuple of ndarray, default=None
+        Z*, every factor in model order (held ones as given). By default, the
+        draw of highest log p(X, Z) in a run of ``n_warmup + n_draws`` sweeps.
 
     Returns
     -------
@@ -96,14 +103,16 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, n_draws=200
     """
     given = dict(given or {})
     free = priors.free
-    point = _best_draw(rng, model, contractor, priors, given, n_draws, n_warmup)
-    log_prior = sum(_log_gamma_density(point[a], priors.shape[a], priors.rate[a]) for a in free)
+    if point is None:
+        point = run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
+                          n_draws=n_draws, keep_draws=False).best
+    log_prior = gibbs.log_prior(point, priors)
     log_likelihood = gibbs.log_likelihood(gibbs.GibbsState(point), contractor)
     clamped = {a: np.zeros(point[a].shape, dtype=bool) for a in free}
     ordinates = []
     for alpha, block in _blocks(model, point, free):
         ordinates.append(_log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped,
-                                       n_draws, n_warmup, max_label_permutations))
+                                       sweep, n_draws, n_warmup, max_label_permutations))
         clamped[alpha][block] = True
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
@@ -127,24 +136,8 @@ def _blocks(model, point, free):
             yield alpha, tuple(block)
 
 
-def _best_draw(rng, model, contractor, priors, given, n_draws, n_warmup):
-    """Z*: the draw of an unclamped run with the highest log p(X, Z)."""
-    state = gibbs.init(rng, model, contractor, priors, given)
-    best, best_value = state.factors, -np.inf
-    for t in range(n_warmup + n_draws):
-        state, info = gibbs.step(rng, state, contractor, priors)
-        if t < n_warmup:
-            continue
-        value = info.log_likelihood + sum(
-            _log_gamma_density(state.factors[a], priors.shape[a], priors.rate[a]) for a in priors.free
-        )
-        if value > best_value:
-            best, best_value = state.factors, value
-    return best
-
-
-def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, n_draws, n_warmup,
-                  max_label_permutations):
+def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws,
+                  n_warmup, max_label_permutations):
     """log p̂(Z*_α[block] | X, the clamped elements at Z*), from a Gibbs run in
     which the ``clamped`` elements stay at Z* and every other element is drawn
     (elements of a factor are independent given S and the other factors, so
@@ -155,14 +148,13 @@ def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, 
     factors = list(point)  # start in Z*'s labelling
     per_draw = []
     for t in range(n_warmup + n_draws):
-        # S given the current factors; with them, a draw from the posterior
-        # given the clamped elements.
-        allocated = gibbs.allocate(rng, gibbs.GibbsState(tuple(factors)), contractor, sampled)
-        for a in sampled:
-            shape, rate = gibbs.conditional(a, factors, allocated[a], contractor, priors)
+        # Each conditional comes with the allocation (S, or its margin) that
+        # the sweep drew given the current factors: with them, a draw from
+        # the posterior given the clamped elements.
+        for a, shape, rate in sweep(rng, factors, contractor, priors, sampled):
             if a == alpha and t >= n_warmup:
                 per_draw.append(logsumexp([
-                    _log_gamma_density(z, shape[block], rate[block]) for z in points
+                    gibbs.log_gamma_density(z, shape[block], rate[block]) for z in points
                 ]))
             new = rng.standard_gamma(shape) / rate
             new[clamped[a]] = point[a][clamped[a]]
@@ -200,6 +192,3 @@ def _label_permutations(model, priors, point, alpha, block, clamped, limit):
     return points, math.log(len(points))
 
 
-def _log_gamma_density(z, shape, rate):
-    """Σ log Gamma(z; shape, rate) over the elements."""
-    return float(np.sum(xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z))

@@ -13,13 +13,25 @@ latent configurations (Cemgil 2009):
         \\mathcal{G}\\big(A_\\alpha + \\textstyle\\sum_{v \\setminus v_\\alpha} S,\\;
         \\text{rate } R_\\alpha + \\Delta_\\alpha(M)\\big).
 
-One step draws ``S`` given every factor (only observed non-zeros have tokens
-to allocate; missing entries have no count and no S), then each free factor
-in turn given ``S`` and the others. ``S`` itself is never stored: the
-allocation kernel sums it onto each factor's indices on the fly, from uniforms
-drawn once per step, so every factor sees the same draw. All randomness comes
-from the ``rng`` passed in, and the kernels' sums do not depend on the thread
-count, so a seed gives the same chain on any machine with the same numpy.
+Two sweeps target this posterior (``SWEEPS``):
+
+- ``"gibbs"`` (block Gibbs, :func:`block_sweep`) draws ``S`` given every
+  factor (only observed non-zeros have tokens to allocate; missing entries
+  have no count and no S), then each free factor in turn given ``S`` and the
+  others. ``S`` itself is never stored: the allocation kernel sums it onto
+  each factor's indices on the fly, token by token, from uniforms drawn once
+  per sweep, so every factor sees the same draw.
+- ``"sada"`` (:func:`sada_sweep`) draws, before each factor, a fresh
+  allocation through its margin on that factor's latent indices alone —
+  a multinomial per entry over those indices, drawn as a chain of binomials
+  (cost per entry: that factor's latent width, not the count) — and then the
+  factor. Each update is an exact data-augmentation step for Z_α, so the
+  chain leaves p(Z | X) invariant, and each factor sees an allocation made
+  with the factors updated before it.
+
+All randomness comes from the ``rng`` passed in, and the kernels' sums do not
+depend on the thread count, so a seed gives the same chain on any machine with
+the same numpy.
 """
 
 from __future__ import annotations
@@ -27,10 +39,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import gammaln, xlogy
 
 from ._common import initial_factors
 
-__all__ = ["GibbsState", "GibbsInfo", "init", "step", "allocate", "conditional", "log_likelihood"]
+__all__ = [
+    "GibbsState", "GibbsInfo", "SWEEPS", "init", "step", "block_sweep", "sada_sweep",
+    "allocate", "conditional", "log_likelihood", "log_prior", "log_gamma_density",
+]
 
 
 class GibbsState(NamedTuple):
@@ -70,12 +86,33 @@ def conditional(alpha, factors, allocated, contractor, priors):
     return priors.shape[alpha] + allocated, priors.rate[alpha] + contractor.masked_delta(alpha, factors)
 
 
-def step(rng, state, contractor, priors):
-    """One sweep: the allocation given every factor, then each free factor."""
+def block_sweep(rng, factors, contractor, priors, sampled):
+    """Block Gibbs: one allocation S given every factor in ``factors`` (a list),
+    then, for each α in ``sampled``, yield ``(α, shape, rate)`` of Z_α's
+    conditional. The caller draws Z_α and stores it in ``factors[α]`` before
+    asking for the next one."""
+    allocated = allocate(rng, GibbsState(tuple(factors)), contractor, sampled)
+    for alpha in sampled:
+        yield (alpha, *conditional(alpha, factors, allocated[alpha], contractor, priors))
+
+
+def sada_sweep(rng, factors, contractor, priors, sampled):
+    """As :func:`block_sweep`, but each Z_α's conditional comes from a fresh
+    allocation drawn through its margin on α (given the current ``factors``,
+    the ones updated earlier in the sweep included)."""
+    entries = contractor.nonzeros
+    for alpha in sampled:
+        allocated = entries.marginal_allocation_sum(alpha, factors, rng)
+        yield (alpha, *conditional(alpha, factors, allocated, contractor, priors))
+
+
+SWEEPS = {"gibbs": block_sweep, "sada": sada_sweep}
+
+
+def step(rng, state, contractor, priors, sweep=block_sweep):
+    """One sweep over every free factor with ``sweep`` (a member of ``SWEEPS``)."""
     factors = list(state.factors)
-    allocated = allocate(rng, state, contractor, priors.free)
-    for alpha in priors.free:
-        shape, rate = conditional(alpha, factors, allocated[alpha], contractor, priors)
+    for alpha, shape, rate in sweep(rng, factors, contractor, priors, priors.free):
         factors[alpha] = rng.standard_gamma(shape) / rate
     new = GibbsState(tuple(factors))
     return new, GibbsInfo(log_likelihood=log_likelihood(new, contractor))
@@ -89,3 +126,13 @@ def log_likelihood(state, contractor):
         - contractor.masked_total(state.factors)
         - data.log_factorial_total
     )
+
+
+def log_prior(factors, priors):
+    """log p(Z) = Σ over the free factors of their Gamma prior log densities."""
+    return sum(log_gamma_density(factors[a], priors.shape[a], priors.rate[a]) for a in priors.free)
+
+
+def log_gamma_density(z, shape, rate):
+    """Σ log Gamma(z; shape, rate) over the elements."""
+    return float(np.sum(xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z))

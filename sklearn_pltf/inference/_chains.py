@@ -1,0 +1,131 @@
+"""Running a Poisson–Gamma sampler chain, summarising its draws, and aligning
+the labels of several chains.
+
+A chain runs ``n_warmup`` sweeps that are discarded, then keeps every
+``thin``-th of the next ``n_draws * thin`` sweeps. Its summaries are the
+posterior mean E[Z_α] and E[log Z_α] of every free factor over the kept draws
+(the second is what a variational fold-in needs of a held factor: its
+geometric mean exp E[log Z]), its log-likelihood trace, and the draw with the
+highest log p(X, Z) (Chib's point Z*). The draws themselves are kept only
+when asked: running sums need memory for one draw.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from . import gibbs
+
+__all__ = ["ChainResult", "run_chain", "align_labels"]
+
+
+class ChainResult(NamedTuple):
+    """One chain's output; per-factor tuples are in model order, with the
+    given array (held factor) or its log in place of a summary."""
+
+    mean: tuple
+    mean_log: tuple
+    draws: tuple  # (n_draws, *factor shape) per free factor; None if held or not kept
+    log_likelihoods: np.ndarray  # log p(X | Z) after every sweep, warm-up included
+    best: tuple  # the kept draw of highest log p(X, Z)
+    best_log_joint: float
+
+
+def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws, thin=1,
+              keep_draws=True):
+    """Run one chain of ``sweep`` (a member of :data:`gibbs.SWEEPS`) from a
+    random start; ``given`` is ``{position: array}`` for the held factors."""
+    free = priors.free
+    state = gibbs.init(rng, model, contractor, priors, given)
+    sums = {a: np.zeros(model.factor_shape(a)) for a in free}
+    log_sums = {a: np.zeros(model.factor_shape(a)) for a in free}
+    kept = {a: [] for a in free} if keep_draws else None
+    trace = np.empty(n_warmup + n_draws * thin)
+    best, best_value = state.factors, -np.inf
+    for t in range(trace.size):
+        state, info = gibbs.step(rng, state, contractor, priors, sweep)
+        trace[t] = info.log_likelihood
+        if t < n_warmup or (t - n_warmup) % thin != thin - 1:
+            continue
+        for a in free:
+            sums[a] += state.factors[a]
+            log_sums[a] += np.log(state.factors[a])
+            if kept is not None:
+                kept[a].append(state.factors[a])
+        value = info.log_likelihood + gibbs.log_prior(state.factors, priors)
+        if value > best_value:
+            best, best_value = state.factors, value
+    mean, mean_log, draws = [], [], []
+    for a, factor in enumerate(state.factors):
+        if a in sums:
+            mean.append(sums[a] / n_draws)
+            mean_log.append(log_sums[a] / n_draws)
+            draws.append(np.array(kept[a]) if kept is not None else None)
+        else:
+            mean.append(factor)
+            with np.errstate(divide="ignore"):
+                mean_log.append(np.log(factor))
+            draws.append(None)
+    return ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, best, float(best_value))
+
+
+def align_labels(chains, model, free):
+    """Permute each chain's latent labels to match the first chain's.
+
+    Each chain settles in one of the posterior's label-permuted modes, so
+    averaging chains needs a common labelling. For each latent index that only
+    free factors carry, the permutation is the assignment (Hungarian
+    algorithm) minimising the squared distance between the first chain's
+    posterior-mean slices and this chain's, each slice scaled to sum one
+    (scale moves freely between factors); two passes, since a core carrying
+    several latent indices couples their labels. Switching within a chain is
+    not undone.
+    """
+    free = set(free)
+    movable = [
+        c for c in model.latent
+        if all(a in free for a, own in enumerate(model.factors) if c in own)
+    ]
+    reference = chains[0]
+    aligned = [reference]
+    for chain in chains[1:]:
+        for _ in range(2):
+            for c in movable:
+                carriers = [a for a, own in enumerate(model.factors) if c in own]
+                cost = 0.0
+                for a in carriers:
+                    axis = model.factors[a].index(c)
+                    cost = cost + _slice_distances(reference.mean[a], chain.mean[a], axis)
+                _, order = linear_sum_assignment(cost)
+                chain = _permute(chain, model, c, order)
+        aligned.append(chain)
+    return aligned
+
+
+def _slice_distances(first, second, axis):
+    """Squared distances between the slices of two arrays along ``axis``, each
+    slice scaled to sum one: (K, K)."""
+    a = np.moveaxis(first, axis, 0).reshape(first.shape[axis], -1)
+    b = np.moveaxis(second, axis, 0).reshape(second.shape[axis], -1)
+    a = a / np.maximum(a.sum(axis=1, keepdims=True), 1e-300)
+    b = b / np.maximum(b.sum(axis=1, keepdims=True), 1e-300)
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2)
+
+
+def _permute(chain, model, index, order):
+    """``chain`` with latent ``index`` relabelled: new label l is old ``order[l]``."""
+
+    def moved(arrays, offset):
+        return tuple(
+            x if x is None or index not in model.factors[a]
+            else np.take(x, order, axis=model.factors[a].index(index) + offset)
+            for a, x in enumerate(arrays)
+        )
+
+    return chain._replace(
+        mean=moved(chain.mean, 0), mean_log=moved(chain.mean_log, 0),
+        draws=moved(chain.draws, 1), best=moved(chain.best, 0),
+    )
