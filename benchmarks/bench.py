@@ -228,9 +228,10 @@ def bench_sparse(repeats, n_iter, peer_threads):
 
 
 # ------------------------------------------------------- (e) Gibbs (issue 4)
-def _gibbs_seconds_per_sweep(X, rank, n_sweeps):
-    """Seconds per block-Gibbs sweep of a rank-``rank`` Poisson CP on ``X``
-    (allocation of every count, then each factor), after one untimed sweep."""
+def _gibbs_seconds_per_sweep(X, rank, n_sweeps, method="gibbs"):
+    """Seconds per sweep of a rank-``rank`` Poisson CP on ``X`` (block Gibbs:
+    allocation of every count, then each factor; SADA: a margin of the
+    allocation before each factor), after one untimed sweep."""
     from sklearn_pltf._contract import make_contractor
     from sklearn_pltf._data import as_observed_tensor
     from sklearn_pltf.inference import gibbs
@@ -244,10 +245,11 @@ def _gibbs_seconds_per_sweep(X, rank, n_sweeps):
     priors = gamma_priors(model, 1.0, 1.0)
     rng = np.random.default_rng(0)
     state = gibbs.init(rng, model, contractor, priors)
-    state, _ = gibbs.step(rng, state, contractor, priors)
+    sweep = gibbs.SWEEPS[method]
+    state, _ = gibbs.step(rng, state, contractor, priors, sweep)
     start = time.perf_counter()
     for _ in range(n_sweeps):
-        state, _ = gibbs.step(rng, state, contractor, priors)
+        state, _ = gibbs.step(rng, state, contractor, priors, sweep)
     return (time.perf_counter() - start) / n_sweeps
 
 
@@ -258,6 +260,9 @@ def bench_gibbs(n_sweeps):
     per_sweep = _gibbs_seconds_per_sweep(X, 10, n_sweeps)
     _line(workload="e", nnz=X.nnz, tokens=float(X.data.sum()), seconds_per_sweep=per_sweep,
           sweeps_per_second=1.0 / per_sweep)
+    sada_per_sweep = _gibbs_seconds_per_sweep(X, 10, n_sweeps, method="sada")
+    _line(workload="e", method="sada", seconds_per_sweep=sada_per_sweep,
+          sweeps_per_second=1.0 / sada_per_sweep)
     # Spread-out factors (Dirichlet(1) columns), so that 2e5 of the 10^6 cells
     # of 100^3 are filled by about as many counts as on 1000^3.
     seconds = {}
@@ -267,6 +272,7 @@ def bench_gibbs(n_sweeps):
         _line(workload="e", shape=n, nnz=Y.nnz, tokens=float(Y.data.sum()), seconds_per_sweep=seconds[n])
     return {
         "(e) Gibbs sweeps per second, 1000^3, 10^6 non-zeros, rank 10": 1.0 / per_sweep,
+        "(e) SADA sweeps per second, same tensor": 1.0 / sada_per_sweep,
         "(e) Gibbs s per sweep at 2e5 non-zeros, 1000^3 / 100^3": seconds[1000] / seconds[100],
     }
 

@@ -23,7 +23,7 @@ TINY_MATRICES = [
 TOLERANCE = 0.25
 
 
-def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs"):
+def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs", blocks="elements"):
     model = Model.parse("ik,kj->ij").bind(
         X.shape, {"k": n_components}, {} if fixed_H is None else {1: fixed_H.shape}
     )
@@ -32,27 +32,30 @@ def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs"):
     contractor = make_contractor(model, as_observed_tensor(X))
     given = None if fixed_H is None else {1: fixed_H}
     return chib_log_evidence(np.random.default_rng(seed), model, contractor, priors, given,
-                             sweep=gibbs.SWEEPS[sweep])
+                             sweep=gibbs.SWEEPS[sweep], blocks=blocks)
 
 
-@pytest.mark.parametrize("sweep", ["gibbs", "sada"])
+@pytest.mark.parametrize("sweep, blocks", [("gibbs", "elements"), ("sada", "elements"), ("gibbs", "rows")])
 @pytest.mark.parametrize("n_components", [1, 2, 3])
-def test_chib_is_close_to_the_exact_evidence(n_components, sweep):
+def test_chib_is_close_to_the_exact_evidence(n_components, sweep, blocks):
     X = TINY_MATRICES[0].astype(float)
     exact = exact_log_evidence(X, n_components)
-    estimate = chib(X, n_components, (1.0, 1.0), seed=0, sweep=sweep)
+    estimate = chib(X, n_components, (1.0, 1.0), seed=0, sweep=sweep, blocks=blocks)
     assert abs(estimate.log_evidence - exact) < TOLERANCE
-    # one finite ordinate per block: the 2 rows of W, the 3 columns of H
-    assert len(estimate.log_ordinates) == 5 and np.all(np.isfinite(estimate.log_ordinates))
+    # one finite ordinate per block: by rows, the 2 rows of W and the 3
+    # columns of H; by elements, W's first row, then each other element
+    n_blocks = 5 if blocks == "rows" else 1 + 4 * n_components
+    assert len(estimate.log_ordinates) == n_blocks and np.all(np.isfinite(estimate.log_ordinates))
 
 
 def test_chib_with_a_fixed_factor(rng):
-    """H held: one ordinate per row of W, no label permutations (H carries k)."""
+    """H held: W's first row, then each element of the others; no label
+    permutations (H carries k)."""
     X = TINY_MATRICES[1].astype(float)
     H = rng.gamma(2.0, 1.0, size=(2, X.shape[1]))
     exact = exact_log_evidence(X, 2, fixed_factors={1: H})
     estimate = chib(X, 2, (1.0, 1.0), seed=0, fixed_H=H)
-    assert len(estimate.log_ordinates) == X.shape[0]
+    assert len(estimate.log_ordinates) == 1 + 2 * (X.shape[0] - 1)
     assert abs(estimate.log_evidence - exact) < TOLERANCE
 
 

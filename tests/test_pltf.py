@@ -204,7 +204,9 @@ def test_transform_errors(cp_data):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"method": "gibbs"}, "method"),
+        ({"method": "hmc"}, "method"),
+        ({"n_draws": 0}, "n_draws"),
+        ({"thin": 0}, "thin"),
         ({"tol": -1.0}, "tol"),
         ({"prior_shape": 0.0}, "prior_shape"),
         ({"prior_rate": {0: 1.0}}, "prior_rate has no entry for factor 1"),

@@ -1,8 +1,9 @@
 """The shared base of the Poisson–Gamma PLTF estimators.
 
 The base class owns everything but the model: input validation, one
-``numpy.random.Generator`` per fit spawned into the restarts, the convergence
-loop, keeping the best restart, fold-in of new samples, ``transform``,
+``numpy.random.Generator`` per fit spawned into the restarts (or chains), the
+convergence loop, keeping the best restart, the sampler path
+(:mod:`._mcmc`), fold-in of new samples, ``transform``,
 ``inverse_transform``, ``score`` and entry predictions. A subclass says which
 model string, latent sizes and fixed factors it fits (:meth:`_model_spec`).
 """
@@ -28,6 +29,7 @@ from .._data import as_observed_tensor
 from ..inference import em, vb
 from ..inference._common import gamma_priors
 from ..model import Model
+from . import _mcmc
 
 __all__ = ["BasePoissonPLTF", "as_generator"]
 
@@ -108,8 +110,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
     _parameter_constraints: dict = {
-        "method": [StrOptions({"vb", "em"})],
-        "evidence": [StrOptions({"vb"})],
+        "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
+        "evidence": [StrOptions({"auto", "vb", "chib"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -119,6 +121,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         "verbose": ["verbose"],
         "verbose_interval": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_warmup": [Interval(Integral, 0, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "keep_draws": ["boolean"],
     }
 
     # ------------------------------------------------------------ subclass API
@@ -176,13 +182,42 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             The fitted estimator.
         """
         data = self._observed(X, mask, reset=True)
+        evidence = self._evidence_method()
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
         if self.method == "em":
             em.check_priors(priors)
-        given = {a: (f, f) for a, f in fixed.items()}
         rng = as_generator(self.random_state)
+        self.model_ = model
+        for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_"):
+            self.__dict__.pop(stale, None)
+        if self.method in _mcmc.SAMPLERS:
+            state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
+        else:
+            state = self._fit_optimizer(data, model, priors, fixed, rng, evidence)
+        self._state = state
+        self._fingerprint = data.fingerprint
+        self.factors_ = tuple(np.array(m) for m in state.mean)
+        return self
+
+    def _evidence_method(self):
+        """The evidence estimator ``evidence`` asks for, checked against ``method``."""
+        sampler = self.method in _mcmc.SAMPLERS
+        if self.evidence == "auto":
+            return "chib" if sampler else ("vb" if self.method == "vb" else None)
+        if self.evidence == "vb" and self.method != "vb":
+            raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
+        if self.evidence == "chib" and not sampler:
+            raise ValueError(
+                f"evidence='chib' is estimated from sampler runs: it needs method='gibbs' or "
+                f"'sada', got {self.method!r}."
+            )
+        return self.evidence
+
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
+        """VB or EM: restarts to convergence, the best kept, the final fold-in."""
+        given = {a: (f, f) for a, f in fixed.items()}
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_restart)(
                 self.method, child, model, data, priors, given, self.max_iter, self.tol,
@@ -198,7 +233,6 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 f"{self.max_iter} iterations; increase max_iter, relax tol or check the data.",
                 ConvergenceWarning,
             )
-        self.model_ = model
         final_objective = objectives[-1]
         alpha = model.sample_factor()
         if alpha is not None:
@@ -209,17 +243,55 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             folded, contractor, _ = self._fold_in(data, state)
             state = _with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
             final_objective = _OBJECTIVES[self.method](state, contractor, priors)
-        self._state = state
-        self._fingerprint = data.fingerprint
-        self.factors_ = tuple(np.array(m) for m in state.mean)
         self.n_iter_ = len(objectives)
         self.converged_ = converged
         self.lower_bounds_ = np.asarray(objectives)
         self.lower_bound_ = final_objective
-        if self.method == "vb":
+        if evidence == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
             self.log_evidence_ = self.lower_bound_
-        return self
+        return state
+
+    def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
+        """Gibbs or SADA: ``n_init`` chains, their pooled posterior means, and
+        Chib's evidence."""
+        posterior = _mcmc.sample_posterior(
+            self.method, rng, model, data, priors, fixed, n_chains=self.n_init,
+            n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
+            keep_draws=self.keep_draws, chib=evidence == "chib", n_jobs=self.n_jobs,
+        )
+        alpha = model.sample_factor()
+        if alpha is not None:
+            axis = model.factors[alpha].index(model.output[0])
+            self._sample_start = posterior.state.mean[alpha].mean(axis=axis, keepdims=True)
+        self.n_iter_ = self.n_warmup + self.n_draws * self.thin
+        self.log_likelihoods_ = posterior.log_likelihoods
+        if self.keep_draws:
+            self.draws_ = posterior.draws
+        if posterior.log_evidence is not None:
+            self.log_evidence_ = posterior.log_evidence
+        return posterior.state
+
+    def to_inference_data(self):
+        """The kept draws as an ArviZ ``InferenceData`` (needs the ``diagnostics``
+        extra), for R-hat, effective sample sizes and trace plots.
+
+        Each free factor is a variable ``Z<position>_<indices>`` with one
+        dimension per model index (chains are aligned to a common labelling
+        first); ``sample_stats`` holds the log-likelihood of each kept draw
+        (``total_log_likelihood``).
+
+        Raises
+        ------
+        ValueError
+            Unless the estimator was fitted by a sampler with ``keep_draws=True``.
+        """
+        check_is_fitted(self)
+        if not hasattr(self, "draws_"):
+            raise ValueError(
+                "No draws to export: fit with method='gibbs' or 'sada' and keep_draws=True."
+            )
+        return _mcmc.to_inference_data(self.model_, self.draws_, self.log_likelihoods_, self.n_warmup)
 
     def _reporter(self, init):
         start = time.perf_counter()
@@ -270,7 +342,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """
         alpha = self._sample_factor()
         model = self.model_
-        kernel = _KERNELS[self.method]
+        kernel = _KERNELS[self._fold_in_method]
         given = {
             a: (held_state.mean[a], held_state.geometric[a])
             for a in range(model.n_factors)
@@ -420,9 +492,23 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         data = self._observed(X, mask, reset=False)
         if self._is_training_data(data):
-            return float(self.lower_bound_)
+            if hasattr(self, "log_evidence_"):
+                return float(self.log_evidence_)
+            if hasattr(self, "lower_bound_"):
+                return float(self.lower_bound_)
+            raise ValueError(
+                "This sampler fit has no evidence of its training data (evidence=None); "
+                "refit with evidence='chib'."
+            )
         self._check_sample_shape(data)
-        return float(_OBJECTIVES[self.method](*self._fold_in(data, self._state)))
+        return float(_OBJECTIVES[self._fold_in_method](*self._fold_in(data, self._state)))
+
+    @property
+    def _fold_in_method(self):
+        """How new samples are folded in: EM for an EM fit, else VB (a sampler
+        fit's other factors are held at their posterior mean and geometric
+        mean exp E[log Z])."""
+        return "em" if self.method == "em" else "vb"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

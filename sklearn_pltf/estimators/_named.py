@@ -9,54 +9,82 @@ from sklearn.utils._param_validation import Interval
 from ._base import BasePoissonPLTF
 
 SHARED_PARAMETERS = """\
-    method : {"vb", "em"}, default="vb"
+    method : {"vb", "em", "gibbs", "sada"}, default="vb"
         ``"vb"``: variational Bayes, ``q(Z) = Gamma``; its bound is the log
         evidence estimate. ``"em"``: the posterior mode (needs
         ``prior_shape >= 1``); no evidence, and ``score`` is then the log joint
-        density, which must not be used to choose the rank.
-    evidence : {"vb"}, default="vb"
-        How ``log_evidence_`` is estimated: ``"vb"``, the variational bound.
+        density, which must not be used to choose the rank. ``"gibbs"``
+        (block Gibbs) and ``"sada"`` (a fresh allocation per factor, drawn
+        through its margin): Markov chain Monte Carlo, asymptotically exact,
+        for whole-number counts (Şimşekli & Cemgil 2012).
+    evidence : {"auto", "vb", "chib"} or None, default="auto"
+        How ``log_evidence_`` is estimated: ``"vb"``, the variational bound
+        (``method="vb"``); ``"chib"``, Chib's estimator from sampler runs
+        (``method="gibbs"`` or ``"sada"``), which costs one clamped run of
+        ``n_warmup + n_draws`` sweeps per element of the free factors (see
+        :func:`~sklearn_pltf.evidence.chib_log_evidence`); ``"auto"``, the
+        bound for VB, Chib for the samplers, none for EM; None, no estimate.
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every factor entry: a scalar, an array
         broadcastable to every factor, or ``{factor position: value}``. A prior
         given as mean ``m`` and shape ``a`` has rate ``a / m``.
     max_iter : int, default=1000
-        Iterations per initialisation (one iteration updates every factor).
+        Iterations per initialisation (one iteration updates every factor);
+        also caps the fold-in of :meth:`transform`.
     tol : float, default=1e-6
         Convergence threshold on the relative change of the objective; in the
         fold-in of :meth:`transform`, on the change of each sample's factor
         relative to its largest entry.
     n_init : int, default=1
-        Initialisations; the one with the highest final objective is kept.
+        Initialisations; the one with the highest final objective is kept. For
+        the samplers: independent chains, pooled after aligning their labels.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the one generator of a fit, spawned into the initialisations.
     verbose : int, default=0
         1 prints each initialisation; 2 also the objective every
-        ``verbose_interval`` iterations.
+        ``verbose_interval`` iterations (VB and EM).
     verbose_interval : int, default=10
     n_jobs : int or None, default=None
-        Initialisations run in parallel through joblib; the result is that of a
-        serial run (exactly on sparse data; on dense data up to the last bits of
-        BLAS products)."""
+        Initialisations (chains) run in parallel through joblib; the result is
+        that of a serial run (exactly on sparse data; on dense data up to the
+        last bits of BLAS products).
+    n_draws : int, default=2000
+        Samplers: draws kept per chain (and sweeps per clamped run of Chib's
+        estimator).
+    n_warmup : int, default=500
+        Samplers: sweeps discarded at the start of each chain and clamped run.
+    thin : int, default=1
+        Samplers: keep every ``thin``-th sweep after the warm-up.
+    keep_draws : bool, default=True
+        Samplers: keep the draws (``draws_``, :meth:`to_inference_data`);
+        False keeps running sums only (memory for one draw per chain)."""
 
 SHARED_ATTRIBUTES = """\
     model_ : Model
         The parsed model string with every index size.
     factors_ : tuple of ndarray
-        Posterior means (VB) or modes (EM) of the factors, in model order.
+        Posterior means (VB, samplers) or modes (EM) of the factors, in model
+        order; fixed factors as given.
     n_iter_ : int
-        Iterations of the best initialisation.
+        Iterations of the best initialisation (samplers: sweeps per chain,
+        warm-up included).
     converged_ : bool
-        Whether it converged within ``max_iter``.
+        VB and EM: whether it converged within ``max_iter``.
     lower_bounds_ : ndarray of shape (n_iterations,)
-        Objective after each iteration of the best initialisation: the
-        variational bound (VB) or the log joint density (EM).
+        VB and EM: objective after each iteration of the best initialisation:
+        the variational bound (VB) or the log joint density (EM).
     lower_bound_ : float
-        The objective of the fitted model (after the final fold-in of the
-        sample-mode factor).
+        VB and EM: the objective of the fitted model (after the final fold-in
+        of the sample-mode factor).
     log_evidence_ : float
-        VB only: the estimate of log p(X) of the training data, which
+        The estimate of log p(X) of the training data (``evidence``), which
         :meth:`score` returns for them.
+    draws_ : tuple of ndarray or None
+        Samplers with ``keep_draws=True``: per factor, draws of shape
+        ``(n_init, n_draws, *factor shape)``, chains aligned to the first
+        chain's labels; None for fixed factors.
+    log_likelihoods_ : ndarray of shape (n_init, n_iter_)
+        Samplers: log p(X | Z) after every sweep of each chain.
     n_features_in_ : int
         Size of axis 1 of the training data."""
 
@@ -83,7 +111,7 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         n_components=2,
         *,
         method="vb",
-        evidence="vb",
+        evidence="auto",
         prior_shape=1.0,
         prior_rate=1.0,
         max_iter=1000,
@@ -93,6 +121,10 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         verbose=0,
         verbose_interval=10,
         n_jobs=None,
+        n_draws=2000,
+        n_warmup=500,
+        thin=1,
+        keep_draws=True,
     ):
         self.n_components = n_components
         self.method = method
@@ -106,6 +138,10 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         self.verbose = verbose
         self.verbose_interval = verbose_interval
         self.n_jobs = n_jobs
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.thin = thin
+        self.keep_draws = keep_draws
 
 
 def mode_letters(ndim):

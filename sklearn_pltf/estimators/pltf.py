@@ -73,7 +73,7 @@ class PLTF(BasePoissonPLTF):
         n_components=None,
         *,
         method="vb",
-        evidence="vb",
+        evidence="auto",
         prior_shape=1.0,
         prior_rate=1.0,
         fixed_factors=None,
@@ -84,6 +84,10 @@ class PLTF(BasePoissonPLTF):
         verbose=0,
         verbose_interval=10,
         n_jobs=None,
+        n_draws=2000,
+        n_warmup=500,
+        thin=1,
+        keep_draws=True,
     ):
         self.model = model
         self.n_components = n_components
@@ -99,6 +103,10 @@ class PLTF(BasePoissonPLTF):
         self.verbose = verbose
         self.verbose_interval = verbose_interval
         self.n_jobs = n_jobs
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.thin = thin
+        self.keep_draws = keep_draws
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)

@@ -8,8 +8,10 @@ For any point Z* of the factors,
     \\log p(X) = \\log p(X \\mid Z^*) + \\sum_\\alpha \\log p(Z^*_\\alpha)
         - \\sum_\\alpha \\log p(Z^*_\\alpha \\mid X, Z^*_{<\\alpha}).
 
-The chain rule runs over blocks smaller than a factor: each free factor is cut
-along its first observed axis (a row of W, a column of H, a row of a CP factor).
+The chain rule runs over blocks smaller than a factor: the first row of the
+first free factor (cut along its first observed axis), then every other
+element of every free factor on its own (``blocks="elements"``, the
+default), or every row (``blocks="rows"``).
 Each block's ordinate is a Rao–Blackwellised average over a *clamped* Gibbs
 run, in which every earlier block stays at Z* and everything else (the
 allocation S included) is sampled:
@@ -25,11 +27,11 @@ whole factor; when the factor's marginal is much wider than its conditional
 (CP's scaling freedom) the average is ruled by rare draws, its logarithm is
 biased low and the evidence comes out too high. On 10 x 5 x 8 rank-3 CP data,
 whole-factor blocks gave -648 at rank 3 and rose with the rank (-548 at rank
-6); row blocks give -656.0 at rank 3, -657.4 at 4 and -666.2 at 6. They are
-not yet enough: over five such datasets (``benchmarks/bench.py chib-rank``)
-the estimate peaked at 3 once, at 2 or 4 three times and at 6 once, with
-differences of a few nats between neighbouring ranks, about the estimate's
-run-to-run scatter there.
+6). Row blocks shrink the effect but keep it at ranks above the data's:
+over three seeds on one such dataset they gave -736.0, -736.1, -735.4 at
+rank 3 and -724.7, -737.9, -690.7 at rank 4. Single elements remove it
+there: -737.1, -737.1, -735.6 at rank 3 and -736.8, -738.6, -738.2 at 4.
+The price is one clamped run per element instead of per row.
 
 Label switching (Neal 1999). Permuting a latent index across every factor
 leaves the model unchanged, so the posterior has one mode per permutation and
@@ -60,7 +62,7 @@ __all__ = ["ChibEstimate", "chib_log_evidence"]
 
 class ChibEstimate(NamedTuple):
     """The terms of Chib's identity: one log ordinate per block of the chain
-    rule (the rows of each free factor, in order); ``point`` is Z*, the draw
+    rule (see ``blocks``, in order); ``point`` is Z*, the draw
     of highest log p(X, Z)."""
 
     log_evidence: float
@@ -71,7 +73,8 @@ class ChibEstimate(NamedTuple):
 
 
 def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs.block_sweep,
-                      n_draws=2000, n_warmup=500, max_label_permutations=720, point=None):
+                      n_draws=2000, n_warmup=500, max_label_permutations=720, point=None,
+                      blocks="elements"):
     """Chib's estimate of log p(X) for a Poisson–Gamma PLTF model.
 
     Parameters
@@ -97,6 +100,12 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
         Z*, every factor in model order (held ones as given). By default, the
         draw of highest log p(X, Z) in a run of ``n_warmup + n_draws`` sweeps.
 
+    blocks : {"elements", "rows"}, default="elements"
+        ``"rows"``: each free factor cut along its first observed axis.
+        ``"elements"``: the first such row of the first free factor (where the
+        label permutations are averaged), then every other element on its
+        own: one clamped run per element (module docstring: why).
+
     Returns
     -------
     ChibEstimate
@@ -110,7 +119,7 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
     log_likelihood = gibbs.log_likelihood(gibbs.GibbsState(point), contractor)
     clamped = {a: np.zeros(point[a].shape, dtype=bool) for a in free}
     ordinates = []
-    for alpha, block in _blocks(model, point, free):
+    for alpha, block in _blocks(model, point, free, blocks == "elements"):
         ordinates.append(_log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped,
                                        sweep, n_draws, n_warmup, max_label_permutations))
         clamped[alpha][block] = True
@@ -119,21 +128,32 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
                         tuple(ordinates), point)
 
 
-def _blocks(model, point, free):
+def _blocks(model, point, free, elementwise=False):
     """The blocks of the chain rule, in order: each free factor cut along its
     first observed axis (one slice per index value; the whole factor if it
     has no observed axis). Small blocks keep each ordinate's average over
-    few densities, where one over a whole factor is dominated by rare draws."""
+    few densities, where one over a whole factor is dominated by rare draws.
+    ``elementwise`` keeps the first block and splits every later one into
+    its elements."""
+    first = True
     for alpha in free:
         own = model.factors[alpha]
         axes = [own.index(c) for c in own if c in model.output]
-        if not axes:
-            yield alpha, (slice(None),) * len(own)
-            continue
-        for index in range(point[alpha].shape[axes[0]]):
-            block = [slice(None)] * len(own)
-            block[axes[0]] = index
-            yield alpha, tuple(block)
+        slices = [(slice(None),) * len(own)]
+        if axes:
+            slices = [
+                tuple(index if ax == axes[0] else slice(None) for ax in range(len(own)))
+                for index in range(point[alpha].shape[axes[0]])
+            ]
+        for block in slices:
+            if first or not elementwise:
+                yield alpha, block
+            else:
+                sub_shape = point[alpha][block].shape
+                for element in np.ndindex(*sub_shape):
+                    parts = iter(element)
+                    yield alpha, tuple(next(parts) if isinstance(b, slice) else b for b in block)
+            first = False
 
 
 def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws,
