@@ -134,6 +134,10 @@ def test_transform_score_pickle_and_clone_after_sampling(counts):
     no_evidence = clone(est).set_params(evidence=None).fit(counts)
     with pytest.raises(ValueError, match="no evidence of its training data"):
         no_evidence.score(counts)
+    # refitting by VB leaves no sampler attributes behind
+    est.set_params(method="vb", max_iter=50).fit(counts)
+    assert not hasattr(est, "draws_") and not hasattr(est, "log_likelihoods_")
+    assert est.score(counts) == est.lower_bound_
 
 
 def test_inference_data_has_chains_draws_and_diagnostics(counts):

@@ -190,7 +190,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             em.check_priors(priors)
         rng = as_generator(self.random_state)
         self.model_ = model
-        for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_"):
+        for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
+                      "log_likelihoods_"):
             self.__dict__.pop(stale, None)
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
