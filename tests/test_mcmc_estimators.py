@@ -135,7 +135,7 @@ def test_transform_score_pickle_and_clone_after_sampling(counts):
     with pytest.raises(ValueError, match="no evidence of its training data"):
         no_evidence.score(counts)
     # refitting by VB leaves no sampler attributes behind
-    est.set_params(method="vb", max_iter=50).fit(counts)
+    est.set_params(method="vb", max_iter=200, tol=1e-4).fit(counts)
     assert not hasattr(est, "draws_") and not hasattr(est, "log_likelihoods_")
     assert est.score(counts) == est.lower_bound_
 
@@ -151,3 +151,20 @@ def test_inference_data_has_chains_draws_and_diagnostics(counts):
     # the Gamma priors, are W and H well enough for two chains to agree.
     rhat = arviz.rhat(idata)
     assert float(rhat["Z0_ik"].max()) < 1.1
+
+
+@pytest.mark.parametrize("method", ["gibbs", "sada"])
+def test_tucker_through_pltf(method, rng):
+    """Tucker with a core: two latent indices, both aligned across chains;
+    X̂ of the posterior means close to the data's smoothed scale."""
+    A, B = rng.gamma(2.0, 1.0, size=(9, 2)), rng.gamma(2.0, 1.0, size=(8, 3))
+    core = rng.gamma(2.0, 1.0, size=(2, 3))
+    X = rng.poisson(A @ core @ B.T).astype(float)
+    est = PLTF("ip,jq,pq->ij", {"p": 2, "q": 3}, method=method, n_init=2, **SHORT).fit(X)
+    assert [f.shape for f in est.factors_] == [(9, 2), (8, 3), (2, 3)]
+    assert [d.shape[:2] for d in est.draws_] == [(2, 200)] * 3
+    xhat = est.factors_[0] @ est.factors_[2] @ est.factors_[1].T
+    # the posterior-mean reconstruction tracks the data in total (Poisson:
+    # Σ X̂ ≈ Σ X within a few of its standard deviations, sqrt(Σ X))
+    assert abs(xhat.sum() - X.sum()) < 4 * np.sqrt(X.sum())
+    assert np.isfinite(est.log_evidence_)

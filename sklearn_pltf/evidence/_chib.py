@@ -8,10 +8,10 @@ For any point Z* of the factors,
     \\log p(X) = \\log p(X \\mid Z^*) + \\sum_\\alpha \\log p(Z^*_\\alpha)
         - \\sum_\\alpha \\log p(Z^*_\\alpha \\mid X, Z^*_{<\\alpha}).
 
-The chain rule runs over blocks smaller than a factor: the first row of the
-first free factor (cut along its first observed axis), then every other
-element of every free factor on its own (``blocks="elements"``, the
-default), or every row (``blocks="rows"``).
+The chain rule runs over blocks smaller than a factor: every element of every
+free factor on its own (``blocks="elements"``, the default), except a row
+(a slice along the factor's first observed axis) where latent indices are
+first met, or every row (``blocks="rows"``).
 Each block's ordinate is a Rao–Blackwellised average over a *clamped* Gibbs
 run, in which every earlier block stays at Z* and everything else (the
 allocation S included) is sampled:
@@ -102,9 +102,10 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
 
     blocks : {"elements", "rows"}, default="elements"
         ``"rows"``: each free factor cut along its first observed axis.
-        ``"elements"``: the first such row of the first free factor (where the
-        label permutations are averaged), then every other element on its
-        own: one clamped run per element (module docstring: why).
+        ``"elements"``: every element on its own (one clamped run per
+        element), except the first row of a factor that carries latent
+        indices no earlier block does, where their label permutations are
+        averaged (module docstring: why).
 
     Returns
     -------
@@ -133,9 +134,14 @@ def _blocks(model, point, free, elementwise=False):
     first observed axis (one slice per index value; the whole factor if it
     has no observed axis). Small blocks keep each ordinate's average over
     few densities, where one over a whole factor is dominated by rare draws.
-    ``elementwise`` keeps the first block and splits every later one into
-    its elements."""
-    first = True
+
+    ``elementwise`` splits every such block into its elements, except a
+    factor's first block while it carries a latent index that no earlier
+    block or held factor does: that block is where the label permutations
+    of the index are averaged (:func:`_label_permutations`), so it must hold
+    the index whole.
+    """
+    pinned = set().union(*(model.factors[a] for a in range(model.n_factors) if a not in free))
     for alpha in free:
         own = model.factors[alpha]
         axes = [own.index(c) for c in own if c in model.output]
@@ -146,14 +152,15 @@ def _blocks(model, point, free, elementwise=False):
                 for index in range(point[alpha].shape[axes[0]])
             ]
         for block in slices:
-            if first or not elementwise:
+            unpinned = set(own) - set(model.output) - pinned
+            if not elementwise or unpinned:
+                pinned |= set(own)
                 yield alpha, block
-            else:
-                sub_shape = point[alpha][block].shape
-                for element in np.ndindex(*sub_shape):
-                    parts = iter(element)
-                    yield alpha, tuple(next(parts) if isinstance(b, slice) else b for b in block)
-            first = False
+                continue
+            sub_shape = point[alpha][block].shape
+            for element in np.ndindex(*sub_shape):
+                parts = iter(element)
+                yield alpha, tuple(next(parts) if isinstance(b, slice) else b for b in block)
 
 
 def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws,
