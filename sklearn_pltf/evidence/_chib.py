@@ -73,7 +73,7 @@ class ChibEstimate(NamedTuple):
 
 
 def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs.block_sweep,
-                      n_draws=2000, n_warmup=500, max_label_permutations=720, point=None,
+                      n_draws=5000, n_warmup=500, max_label_permutations=720, point=None,
                       blocks="elements"):
     """Chib's estimate of log p(X) for a Poisson–Gamma PLTF model.
 
