@@ -86,8 +86,9 @@ SHARED_ATTRIBUTES = """\
         Samplers with ``keep_draws=True``: per factor, draws of shape
         ``(n_init, n_draws, *factor shape)``, chains aligned to the first
         chain's labels; None for fixed factors.
-    log_likelihoods_ : ndarray of shape (n_init, n_iter_)
-        Samplers: log p(X | Z) after every sweep of each chain.
+    log_likelihoods_ : ndarray of shape (n_init, n_sweeps)
+        Samplers: log p(X | Z) after every sweep of each chain
+        (``n_sweeps`` is ``n_iter_``, warm-up included).
     n_features_in_ : int
         Size of axis 1 of the training data."""
 
