@@ -23,7 +23,7 @@ TINY_MATRICES = [
 TOLERANCE = 0.25
 
 
-def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs", blocks="elements"):
+def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs", blocks="elements", n_draws=None):
     model = Model.parse("ik,kj->ij").bind(
         X.shape, {"k": n_components}, {} if fixed_H is None else {1: fixed_H.shape}
     )
@@ -32,15 +32,22 @@ def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs", blocks="elem
     contractor = make_contractor(model, as_observed_tensor(X))
     given = None if fixed_H is None else {1: fixed_H}
     return chib_log_evidence(np.random.default_rng(seed), model, contractor, priors, given,
-                             sweep=gibbs.SWEEPS[sweep], blocks=blocks)
+                             sweep=gibbs.SWEEPS[sweep], blocks=blocks,
+                             **({} if n_draws is None else {"n_draws": n_draws}))
 
 
-@pytest.mark.parametrize("sweep, blocks", [("gibbs", "elements"), ("sada", "elements"), ("gibbs", "rows")])
-@pytest.mark.parametrize("n_components", [1, 2, 3])
+@pytest.mark.parametrize(
+    "n_components, sweep, blocks",
+    [(1, "gibbs", "elements"), (2, "gibbs", "elements"), (3, "gibbs", "elements"),
+     (2, "sada", "elements"), (2, "gibbs", "rows")],
+)
 def test_chib_is_close_to_the_exact_evidence(n_components, sweep, blocks):
+    """Quick tier: 2000 draws per run (the acceptance test below uses the
+    default 5000 over 45 cases); on this matrix the errors at 2000 draws
+    stayed below 0.12 nats over 5 seeds at rank 3."""
     X = TINY_MATRICES[0].astype(float)
     exact = exact_log_evidence(X, n_components)
-    estimate = chib(X, n_components, (1.0, 1.0), seed=0, sweep=sweep, blocks=blocks)
+    estimate = chib(X, n_components, (1.0, 1.0), seed=0, sweep=sweep, blocks=blocks, n_draws=2000)
     assert abs(estimate.log_evidence - exact) < TOLERANCE
     # one finite ordinate per block: by rows, the 2 rows of W and the 3
     # columns of H; by elements, W's first row, then each other element
@@ -54,7 +61,7 @@ def test_chib_with_a_fixed_factor(rng):
     X = TINY_MATRICES[1].astype(float)
     H = rng.gamma(2.0, 1.0, size=(2, X.shape[1]))
     exact = exact_log_evidence(X, 2, fixed_factors={1: H})
-    estimate = chib(X, 2, (1.0, 1.0), seed=0, fixed_H=H)
+    estimate = chib(X, 2, (1.0, 1.0), seed=0, fixed_H=H, n_draws=2000)
     assert len(estimate.log_ordinates) == 2 * X.shape[0]
     assert abs(estimate.log_evidence - exact) < TOLERANCE
 
