@@ -235,12 +235,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 ConvergenceWarning,
             )
         final_objective = objectives[-1]
-        alpha = model.sample_factor()
-        if alpha is not None:
+        if self._keep_sample_start(model, state):
             # Final fold-in: the sample-mode factor re-inferred exactly as
             # transform does, so fit_transform(X) equals fit(X).transform(X).
-            axis = model.factors[alpha].index(model.output[0])
-            self._sample_start = state.mean[alpha].mean(axis=axis, keepdims=True)
+            alpha = model.sample_factor()
             folded, contractor, _ = self._fold_in(data, state)
             state = _with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
             final_objective = _OBJECTIVES[self.method](state, contractor, priors)
@@ -261,10 +259,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
             keep_draws=self.keep_draws, chib=evidence == "chib", n_jobs=self.n_jobs,
         )
-        alpha = model.sample_factor()
-        if alpha is not None:
-            axis = model.factors[alpha].index(model.output[0])
-            self._sample_start = posterior.state.mean[alpha].mean(axis=axis, keepdims=True)
+        self._keep_sample_start(model, posterior.state)
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self.log_likelihoods_ = posterior.log_likelihoods
         if self.keep_draws:
@@ -272,6 +267,16 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if posterior.log_evidence is not None:
             self.log_evidence_ = posterior.log_evidence
         return posterior.state
+
+    def _keep_sample_start(self, model, state):
+        """Keep where a fold-in starts every sample (the fitted sample-mode
+        factor's mean over samples); False if the model has no such factor."""
+        alpha = model.sample_factor()
+        if alpha is None:
+            return False
+        axis = model.factors[alpha].index(model.output[0])
+        self._sample_start = state.mean[alpha].mean(axis=axis, keepdims=True)
+        return True
 
     def to_inference_data(self):
         """The kept draws as an ArviZ ``InferenceData`` (needs the ``diagnostics``
