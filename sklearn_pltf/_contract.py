@@ -399,17 +399,21 @@ class EntryList:
         (:meth:`_others`). numpy draws each row as a chain of binomials; S over
         all latent configurations is never formed.
         """
-        observed = self._layout[alpha][0]
         total, (n_rows, latent_size) = self._zero_table(alpha)
         for chunk in self._chunks():
             n = chunk.stop - chunk.start
             weights = self._others(alpha, factors, chunk).reshape(n, latent_size)
-            own, _ = self._operand(alpha, factors[alpha], chunk)
-            weights = weights * own.reshape(-1 if observed else 1, latent_size)
+            weights = weights * self._own_rows(alpha, factors[alpha], chunk)
             weights /= np.maximum(weights.sum(axis=1, keepdims=True), _kernels.TINY)
             counts = self.values[chunk].astype(np.int64)
             self._add_rows(alpha, chunk, rng.multinomial(counts, weights).astype(np.float64), total)
         return self._from_table(alpha, total)
+
+    def _own_rows(self, alpha, factor, chunk):
+        """Factor α at the chunk's entries as (entries, latent block of α), or
+        (1, latent block) for a factor without observed indices."""
+        own, _ = self._operand(alpha, factor, chunk)
+        return own.reshape(-1 if self._layout[alpha][0] else 1, self._widths[alpha])
 
     def _add_rows(self, alpha, chunk, contribution, total):
         """Scatter-add a chunk's (entries x latent block of α) contribution onto
@@ -448,7 +452,6 @@ class EntryList:
         from ``factors`` on the way (one contraction of the other factors per
         entry, or per chunk, serves both).
         """
-        observed = self._layout[alpha][0]
         total, (n_rows, latent_size) = self._zero_table(alpha)
         if self.engine == "numba":
             bounds = self._blocks[alpha][1]
@@ -468,8 +471,7 @@ class EntryList:
             others = self._others(alpha, factors, chunk).reshape(chunk.stop - chunk.start, -1)
             w = self.values[chunk]
             if ratio:
-                own, _ = self._operand(alpha, factors[alpha], chunk)
-                own = own.reshape(-1, latent_size) if observed else own.reshape(1, -1)
+                own = self._own_rows(alpha, factors[alpha], chunk)
                 xhat = np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
                 w = w / np.maximum(xhat, _kernels.TINY)
             self._add_rows(alpha, chunk, others * w[:, None], total)

@@ -297,7 +297,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 "No draws to export: fit with method='gibbs' or 'sada' and keep_draws=True."
             )
-        return _mcmc.to_inference_data(self.model_, self.draws_, self.log_likelihoods_, self.n_warmup)
+        return _mcmc.to_inference_data(
+            self.model_, self.draws_, self.log_likelihoods_, self.n_warmup, self.thin
+        )
 
     def _reporter(self, init):
         start = time.perf_counter()

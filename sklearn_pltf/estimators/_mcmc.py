@@ -69,7 +69,7 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
     return SampledPosterior(state, draws, trace, log_evidence)
 
 
-def to_inference_data(model, draws, log_likelihoods, n_warmup):
+def to_inference_data(model, draws, log_likelihoods, n_warmup, thin):
     """An ArviZ ``InferenceData``: each free factor's draws under the name
     ``Z<position>_<indices>`` (dimensions named by the model's indices), and
     the log-likelihood of each kept draw as ``total_log_likelihood`` in
@@ -87,8 +87,6 @@ def to_inference_data(model, draws, log_likelihoods, n_warmup):
         name = f"Z{a}_{model.factors[a]}"
         posterior[name] = factor_draws
         dims[name] = list(model.factors[a])
-    n_draws = next(d for d in draws if d is not None).shape[1]
-    kept = log_likelihoods[:, n_warmup:]
-    thin = kept.shape[1] // n_draws
-    sample_stats = {"total_log_likelihood": kept[:, thin - 1::thin]}
+    # the sweeps whose draws were kept (inference/_chains.run_chain)
+    sample_stats = {"total_log_likelihood": log_likelihoods[:, n_warmup + thin - 1::thin]}
     return arviz.from_dict(posterior=posterior, sample_stats=sample_stats, dims=dims)
