@@ -32,9 +32,12 @@ def test_non_integer_counts_raise(method, counts):
 
 @pytest.mark.parametrize(
     "method, evidence, message",
-    [("vb", "chib", "evidence='chib' is estimated from sampler runs"),
-     ("em", "chib", "evidence='chib' is estimated from sampler runs"),
-     ("gibbs", "vb", "evidence='vb' is the variational bound")],
+    [("vb", "chib", "evidence='chib' is estimated from Gibbs runs"),
+     ("em", "chib", "evidence='chib' is estimated from Gibbs runs"),
+     ("sgld", "chib", "evidence='chib' is estimated from Gibbs runs"),
+     ("gibbs", "vb", "evidence='vb' is the variational bound"),
+     ("gibbs", "sti", "evidence='sti' integrates over SGLD runs"),
+     ("vb", "sti", "evidence='sti' integrates over SGLD runs")],
 )
 def test_evidence_must_suit_the_method(method, evidence, message, counts):
     with pytest.raises(ValueError, match=message):

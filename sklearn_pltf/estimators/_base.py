@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
-from ..inference import em, vb
+from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
@@ -35,6 +35,11 @@ __all__ = ["BasePoissonPLTF", "as_generator"]
 
 _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
+
+
+def gibbs_sweeps():
+    """The Gibbs-type samplers (whose runs Chib's estimator uses)."""
+    return tuple(gibbs.SWEEPS)
 
 
 def as_generator(random_state):
@@ -111,7 +116,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     _parameter_constraints: dict = {
         "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
-        "evidence": [StrOptions({"auto", "vb", "chib"}), None],
+        "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -125,6 +130,11 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         "n_warmup": [Interval(Integral, 0, None, closed="left")],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "keep_draws": ["boolean"],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
+        "n_temperatures": [Interval(Integral, 2, None, closed="left")],
+        "steps_per_temperature": [Interval(Integral, 2, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither")],
     }
 
     # ------------------------------------------------------------ subclass API
@@ -191,7 +201,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         rng = as_generator(self.random_state)
         self.model_ = model
         for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
-                      "log_likelihoods_"):
+                      "log_likelihoods_", "log_evidence_error_"):
             self.__dict__.pop(stale, None)
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
@@ -206,13 +216,20 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """The evidence estimator ``evidence`` asks for, checked against ``method``."""
         sampler = self.method in _mcmc.SAMPLERS
         if self.evidence == "auto":
+            if self.method == "sgld":
+                return "sti"
             return "chib" if sampler else ("vb" if self.method == "vb" else None)
         if self.evidence == "vb" and self.method != "vb":
             raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
-        if self.evidence == "chib" and not sampler:
+        if self.evidence == "chib" and self.method not in gibbs_sweeps():
             raise ValueError(
-                f"evidence='chib' is estimated from sampler runs: it needs method='gibbs' or "
+                f"evidence='chib' is estimated from Gibbs runs: it needs method='gibbs' or "
                 f"'sada', got {self.method!r}."
+            )
+        if self.evidence == "sti" and self.method != "sgld":
+            raise ValueError(
+                f"evidence='sti' integrates over SGLD runs at a ladder of temperatures: it needs "
+                f"method='sgld', got {self.method!r}."
             )
         return self.evidence
 
@@ -252,20 +269,27 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         return state
 
     def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
-        """Gibbs or SADA: ``n_init`` chains, their pooled posterior means, and
-        Chib's evidence."""
-        posterior = _mcmc.sample_posterior(
-            self.method, rng, model, data, priors, fixed, n_chains=self.n_init,
-            n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
-            keep_draws=self.keep_draws, chib=evidence == "chib", n_jobs=self.n_jobs,
-        )
-        self._keep_sample_start(model, posterior.state)
+        """Gibbs, SADA or SGLD: ``n_init`` chains, their pooled posterior
+        means, and Chib's or STI's evidence."""
+        common = dict(n_chains=self.n_init, n_warmup=self.n_warmup, n_draws=self.n_draws,
+                      thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs)
+        if self.method == "sgld":
+            settings = {name: getattr(self, name) for name in (
+                "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
+            posterior = _mcmc.sgld_posterior(rng, model, data, priors, fixed, sti=evidence == "sti",
+                                             settings=settings, **common)
+        else:
+            posterior = _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
+                                               chib=evidence == "chib", **common)
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
+        self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:
             self.log_evidence_ = posterior.log_evidence
+        if posterior.log_evidence_error is not None:
+            self.log_evidence_error_ = posterior.log_evidence_error
         return posterior.state
 
     def _keep_sample_start(self, model, state):
@@ -295,10 +319,12 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         if not hasattr(self, "draws_"):
             raise ValueError(
-                "No draws to export: fit with method='gibbs' or 'sada' and keep_draws=True."
+                "No draws to export: fit with method='gibbs', 'sada' or 'sgld' and keep_draws=True."
             )
+        # An SGLD trace holds the kept steps only; the Gibbs ones every sweep.
+        skipped = 0 if self.method == "sgld" else self.n_warmup
         return _mcmc.to_inference_data(
-            self.model_, self.draws_, self.log_likelihoods_, self.n_warmup, self.thin
+            self.model_, self.draws_, self.log_likelihoods_, skipped, self.thin
         )
 
     def _reporter(self, init):
@@ -506,7 +532,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 return float(self.lower_bound_)
             raise ValueError(
                 "This sampler fit has no evidence of its training data (evidence=None); "
-                "refit with evidence='chib'."
+                "refit with evidence='auto'."
             )
         self._check_sample_shape(data)
         return float(_OBJECTIVES[self._fold_in_method](*self._fold_in(data, self._state)))

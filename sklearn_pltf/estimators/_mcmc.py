@@ -9,13 +9,13 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .._contract import make_contractor
-from ..evidence import chib_log_evidence
-from ..inference import gibbs, vb
-from ..inference._chains import align_labels, run_chain
+from ..evidence import chib_log_evidence, sti_log_evidence
+from ..inference import gibbs, sgld, vb
+from ..inference._chains import ChainResult, align_labels, run_chain
 
-__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "to_inference_data"]
+__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "sgld_posterior", "to_inference_data"]
 
-SAMPLERS = tuple(gibbs.SWEEPS)
+SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
 
 class SampledPosterior(NamedTuple):
@@ -27,6 +27,7 @@ class SampledPosterior(NamedTuple):
     draws: tuple
     log_likelihoods: np.ndarray
     log_evidence: float | None
+    log_evidence_error: float | None = None
 
 
 def _chain(sweep, rng, model, data, priors, given, n_warmup, n_draws, thin, keep_draws):
@@ -48,15 +49,7 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
         for child in children[:-1]
     )
     chains = align_labels(chains, model, priors.free)
-    n = model.n_factors
-    mean = tuple(np.mean([c.mean[a] for c in chains], axis=0) for a in range(n))
-    mean_log = tuple(np.mean([c.mean_log[a] for c in chains], axis=0) for a in range(n))
-    none = (None,) * n
-    state = vb.VBState(none, none, mean, tuple(np.exp(m) for m in mean_log), none)
-    draws = tuple(
-        None if chains[0].draws[a] is None else np.stack([c.draws[a] for c in chains])
-        for a in range(n)
-    )
+    state, draws = _pooled(chains, model)
     log_evidence = None
     if chib:
         best = max(chains, key=lambda c: c.best_log_joint).best
@@ -67,6 +60,99 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
         log_evidence = estimate.log_evidence
     trace = np.stack([c.log_likelihoods for c in chains])
     return SampledPosterior(state, draws, trace, log_evidence)
+
+
+def _pooled(chains, model):
+    """The aligned chains' pooled posterior summaries (a ``VBState`` holding
+    means and geometric means) and their draws stacked (chain, draw, ...)."""
+    n = model.n_factors
+    mean = tuple(np.mean([c.mean[a] for c in chains], axis=0) for a in range(n))
+    mean_log = tuple(np.mean([c.mean_log[a] for c in chains], axis=0) for a in range(n))
+    none = (None,) * n
+    state = vb.VBState(none, none, mean, tuple(np.exp(m) for m in mean_log), none)
+    draws = tuple(
+        None if chains[0].draws[a] is None else np.stack([c.draws[a] for c in chains])
+        for a in range(n)
+    )
+    return state, draws
+
+
+def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draws, thin,
+                keep_draws):
+    """One SGLD chain: the STI ladder (if ``sti``), then ``n_warmup`` +
+    ``n_draws * thin`` steps at t = 1 for the posterior summaries."""
+    contractor = make_contractor(model, data)
+    target = sgld.PoissonTarget(model, contractor, priors, given,
+                                batch_size=settings["batch_size"], n_blocks=settings["n_blocks"])
+    free = priors.free
+    estimate = None
+    if sti:
+        estimate = sti_log_evidence(
+            rng, target, n_temperatures=settings["n_temperatures"],
+            n_steps=settings["steps_per_temperature"], n_warmup=n_warmup,
+            step_size=settings["step_size"],
+        )
+        state = estimate.state
+    else:
+        state = sgld.first_state(rng, target, 1.0)
+    sums = [np.zeros(model.factor_shape(a)) for a in free]
+    log_sums = [np.zeros(model.factor_shape(a)) for a in free]
+    kept = [[] for _ in free]
+    steps = [0]
+
+    def collect(params):
+        steps[0] += 1
+        if steps[0] % thin:
+            return
+        for i, phi in enumerate(params):
+            z = np.exp(phi)
+            sums[i] += z
+            log_sums[i] += phi
+            if keep_draws:
+                kept[i].append(z)
+
+    state, trace, _ = sgld.run(rng, state, target, 1.0, n_warmup=n_warmup, n_steps=n_draws * thin,
+                               step_size=settings["step_size"], collect=collect)
+    if not np.all(np.isfinite(trace)):
+        raise FloatingPointError(
+            "SGLD diverged (a non-finite log-likelihood at t = 1); lower step_size."
+        )
+    factors = target.factors(state.params)
+    mean, mean_log, draws = list(factors), [], [None] * model.n_factors
+    with np.errstate(divide="ignore"):
+        mean_log = [None if f is None else np.log(f) for f in factors]
+    for i, a in enumerate(free):
+        mean[a], mean_log[a] = sums[i] / n_draws, log_sums[i] / n_draws
+        if keep_draws:
+            draws[a] = np.array(kept[i])
+    chain = ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, tuple(factors), -np.inf)
+    return chain, estimate
+
+
+def sgld_posterior(rng, model, data, priors, given, *, n_chains, n_warmup, n_draws, thin,
+                   keep_draws, sti, settings, n_jobs):
+    """``n_chains`` SGLD chains in parallel, aligned and pooled; with ``sti``
+    each first walks the temperature ladder and log p(X) is the mean of the
+    chains' STI estimates (its standard error combines theirs)."""
+    results = Parallel(n_jobs=n_jobs)(
+        delayed(_sgld_chain)(child, model, data, priors, given, settings, sti, n_warmup,
+                             n_draws, thin, keep_draws)
+        for child in rng.spawn(n_chains)
+    )
+    chains = align_labels([chain for chain, _ in results], model, priors.free)
+    state, draws = _pooled(chains, model)
+    trace = np.stack([c.log_likelihoods for c in chains])
+    if not sti:
+        return SampledPosterior(state, draws, trace, None)
+    estimates = [estimate for _, estimate in results]
+    values = np.array([e.log_evidence for e in estimates])
+    if not np.all(np.isfinite(values)):
+        raise FloatingPointError(
+            "SGLD diverged on the temperature ladder (a non-finite evidence estimate); "
+            "lower step_size."
+        )
+    error = float(np.sqrt(np.sum([e.standard_error**2 for e in estimates]))) / len(estimates)
+    return SampledPosterior(state, draws, trace, float(values.mean()), error)
 
 
 def to_inference_data(model, draws, log_likelihoods, n_warmup, thin):

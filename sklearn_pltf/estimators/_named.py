@@ -9,21 +9,28 @@ from sklearn.utils._param_validation import Interval
 from ._base import BasePoissonPLTF
 
 SHARED_PARAMETERS = """\
-    method : {"vb", "em", "gibbs", "sada"}, default="vb"
+    method : {"vb", "em", "gibbs", "sada", "sgld"}, default="vb"
         ``"vb"``: variational Bayes, ``q(Z) = Gamma``; its bound is the log
         evidence estimate. ``"em"``: the posterior mode (needs
         ``prior_shape >= 1``); no evidence, and ``score`` is then the log joint
         density, which must not be used to choose the rank. ``"gibbs"``
         (block Gibbs) and ``"sada"`` (a fresh allocation per factor, drawn
         through its margin): Markov chain Monte Carlo, asymptotically exact,
-        for whole-number counts (Şimşekli & Cemgil 2012).
-    evidence : {"auto", "vb", "chib"} or None, default="auto"
+        for whole-number counts (Şimşekli & Cemgil 2012). ``"sgld"``:
+        stochastic gradient Langevin dynamics on minibatches of the
+        non-zeros (cost per step follows ``batch_size``, not the data), for
+        large data; approximate, with a bias that shrinks with ``step_size``.
+    evidence : {"auto", "vb", "chib", "sti"} or None, default="auto"
         How ``log_evidence_`` is estimated: ``"vb"``, the variational bound
         (``method="vb"``); ``"chib"``, Chib's estimator from sampler runs
         (``method="gibbs"`` or ``"sada"``), which costs one clamped run of
         ``n_warmup + n_draws`` sweeps per element of the free factors (see
-        :func:`~sklearn_pltf.evidence.chib_log_evidence`); ``"auto"``, the
-        bound for VB, Chib for the samplers, none for EM; None, no estimate.
+        :func:`~sklearn_pltf.evidence.chib_log_evidence`); ``"sti"``,
+        stochastic thermodynamic integration over SGLD runs at
+        ``n_temperatures`` temperatures (``method="sgld"``; see
+        :func:`~sklearn_pltf.evidence.sti_log_evidence`), with a standard
+        error in ``log_evidence_error_``; ``"auto"``, the bound for VB, Chib
+        for Gibbs and SADA, STI for SGLD, none for EM; None, no estimate.
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every factor entry: a scalar, an array
         broadcastable to every factor, or ``{factor position: value}``. A prior
@@ -55,12 +62,28 @@ SHARED_PARAMETERS = """\
         deviation of about 0.15 nats with 2000 draws and 0.07 with 5000
         (the default of :func:`~sklearn_pltf.evidence.chib_log_evidence`).
     n_warmup : int, default=500
-        Samplers: sweeps discarded at the start of each chain and clamped run.
+        Samplers: sweeps discarded at the start of each chain and clamped
+        run; SGLD: warm-up steps at each temperature and before the draws.
     thin : int, default=1
         Samplers: keep every ``thin``-th sweep after the warm-up.
     keep_draws : bool, default=True
         Samplers: keep the draws (``draws_``, :meth:`to_inference_data`);
-        False keeps running sums only (memory for one draw per chain)."""
+        False keeps running sums only (memory for one draw per chain).
+    batch_size : int, default=1000
+        SGLD: observed non-zeros per minibatch (the zeros enter in closed
+        form, at the cost of the factors).
+    n_blocks : int or None, default=None
+        SGLD: parallel-block minibatches instead, with the data cut into
+        ``n_blocks`` ranges per axis; each step updates every factor row
+        from one part of ``n_blocks`` blocks that share no row (Şimşekli et
+        al., ICML 2015).
+    n_temperatures : int, default=40
+        STI: temperatures of the ladder ``t_i = (i / (n - 1))^6``.
+    steps_per_temperature : int, default=1000
+        STI: SGLD steps kept at each temperature (after ``n_warmup``).
+    step_size : float, default=0.1
+        SGLD: the step after warm-up, in units of each element's posterior
+        width; smaller is less biased and mixes more slowly."""
 
 SHARED_ATTRIBUTES = """\
     model_ : Model
@@ -88,7 +111,10 @@ SHARED_ATTRIBUTES = """\
         chain's labels; None for fixed factors.
     log_likelihoods_ : ndarray of shape (n_init, n_sweeps)
         Samplers: log p(X | Z) after every sweep of each chain
-        (``n_sweeps`` is ``n_iter_``, warm-up included).
+        (``n_sweeps`` is ``n_iter_``, warm-up included). SGLD: unbiased
+        minibatch estimates at the ``n_draws * thin`` kept steps.
+    log_evidence_error_ : float
+        STI: the Monte Carlo standard error of ``log_evidence_``.
     n_features_in_ : int
         Size of axis 1 of the training data."""
 
@@ -129,6 +155,11 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         n_warmup=500,
         thin=1,
         keep_draws=True,
+        batch_size=1000,
+        n_blocks=None,
+        n_temperatures=40,
+        steps_per_temperature=1000,
+        step_size=0.1,
     ):
         self.n_components = n_components
         self.method = method
@@ -146,6 +177,11 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         self.n_warmup = n_warmup
         self.thin = thin
         self.keep_draws = keep_draws
+        self.batch_size = batch_size
+        self.n_blocks = n_blocks
+        self.n_temperatures = n_temperatures
+        self.steps_per_temperature = steps_per_temperature
+        self.step_size = step_size
 
 
 def mode_letters(ndim):

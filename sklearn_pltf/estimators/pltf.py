@@ -88,6 +88,11 @@ class PLTF(BasePoissonPLTF):
         n_warmup=500,
         thin=1,
         keep_draws=True,
+        batch_size=1000,
+        n_blocks=None,
+        n_temperatures=40,
+        steps_per_temperature=1000,
+        step_size=0.1,
     ):
         self.model = model
         self.n_components = n_components
@@ -107,6 +112,11 @@ class PLTF(BasePoissonPLTF):
         self.n_warmup = n_warmup
         self.thin = thin
         self.keep_draws = keep_draws
+        self.batch_size = batch_size
+        self.n_blocks = n_blocks
+        self.n_temperatures = n_temperatures
+        self.steps_per_temperature = steps_per_temperature
+        self.step_size = step_size
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)

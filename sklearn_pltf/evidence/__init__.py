@@ -3,7 +3,9 @@
 - :func:`exact_log_evidence`: exact, by enumerating allocations, for tiny NMF
   problems (a reference for tests);
 - :func:`chib_log_evidence`: Chib's estimate from block Gibbs runs, for any
-  model string.
+  model string;
+- :func:`sti_log_evidence`: stochastic thermodynamic integration from
+  minibatch SGLD over power posteriors, for data too large for Chib.
 
 The variational bound, the other estimate, comes with every VB fit
 (``log_evidence_`` of an estimator fitted with ``method="vb"``).
@@ -11,5 +13,9 @@ The variational bound, the other estimate, comes with every VB fit
 
 from ._chib import ChibEstimate, chib_log_evidence
 from ._exact import exact_log_evidence
+from ._sti import STIEstimate, sti_log_evidence, temperature_ladder
 
-__all__ = ["exact_log_evidence", "chib_log_evidence", "ChibEstimate"]
+__all__ = [
+    "exact_log_evidence", "chib_log_evidence", "ChibEstimate", "sti_log_evidence", "STIEstimate",
+    "temperature_ladder",
+]

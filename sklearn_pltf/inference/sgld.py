@@ -1,0 +1,357 @@
+"""Stochastic gradient Langevin dynamics (SGLD) on power posteriors.
+
+At temperature :math:`t \\in [0, 1]` the target is the power posterior
+:math:`\\pi_t(\\theta) \\propto p(\\theta)\\, p(X \\mid \\theta)^t` (Welling &
+Teh, ICML 2011; Şimşekli, Badeau, Richard & Cemgil, ICASSP 2016). A step is a
+preconditioned discretisation of the Langevin diffusion,
+
+.. math::
+
+    \\theta_{k+1} = \\theta_k + \\frac{\\epsilon}{2} P \\hat g(\\theta_k)
+        + \\sqrt{\\epsilon P}\\, \\frac{\\xi_k + \\xi_{k+1}}{2}, \\qquad
+    \\hat g = \\nabla \\log p(\\theta)
+        + t \\frac{N}{N_s} \\sum_{n \\in B} \\nabla \\log p(x_n \\mid \\theta),
+
+with a minibatch :math:`B` of :math:`N_s` of the :math:`N` listed entries, so
+:math:`\\hat g` is unbiased, and standard normal :math:`\\xi_k`, each used by
+two consecutive steps: the Leimkuhler–Matthews scheme (Leimkuhler &
+Matthews 2013), the same cost as Euler–Maruyama's fresh
+:math:`\\mathcal N(0, \\epsilon P)` per step, but with an invariant law that is
+exact for Gaussian targets at any stable step (Euler's variance is too large
+by a factor :math:`1/(1 - \\epsilon\\lambda/4)` along curvature
+:math:`\\lambda`) and off by :math:`O(\\epsilon^2)` otherwise. Thermodynamic
+integration needs each temperature's mean log-likelihood to within a
+fraction of a nat, which Euler's bias spends at useful step sizes. The
+step size follows
+:math:`\\epsilon_k = (a / k)^b` over the ``n_warmup`` warm-up steps, from 1
+down to the final :math:`(a / K)^b`, which is held afterwards
+(:func:`step_sizes`). ``P`` is diagonal: the inverse of the target's curvature (a positive
+approximation of the diagonal of :math:`-\\nabla^2 \\log \\pi_t`) averaged over
+the warm-up and frozen after it, so ``epsilon`` is a step in units of the
+posterior's width. A constant ``P`` needs no correction term (a
+position-dependent one would; Ma, Chen & Fox 2015). An estimate from squared
+gradients, :math:`1/\\mathbb E[\\hat g^2]` (equal to the curvature at
+stationarity), was tried first and freezes a chain that starts far from the
+mode: large gradients make the steps tiny, so the gradients stay large.
+
+A target is any object with
+
+- ``init(rng)``: a first point, a tuple of arrays (unconstrained coordinates);
+- ``draw_batch(rng)``: a minibatch;
+- ``gradient(params, batch, temperature)``: ``(ĝ, ℓ̂, v̂)``, the stochastic
+  gradient above, an unbiased estimate ℓ̂ of log p(X | θ) and an estimate v̂
+  of ℓ̂'s variance over minibatches (:func:`subsampling_variance`);
+- ``curvature(params, temperature)``: the preconditioner's inverse, one
+  positive array per block;
+- ``anchor(params)``: a reference point for the control variate of ℓ̂
+  (:class:`PoissonTarget`).
+
+:class:`PoissonTarget` is the Poisson–Gamma PLTF model on any model string.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._kernels import TINY
+from ._common import initial_factors
+
+__all__ = [
+    "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "first_state", "PoissonTarget", "RandomBatches",
+    "BlockBatches",
+]
+
+
+class SGLDState(NamedTuple):
+    """The current point (unconstrained coordinates, one array per block of
+    parameters), the diagonal preconditioner of each block, and the standard
+    normal noise of the last step (the next step reuses it)."""
+
+    params: tuple
+    preconditioner: tuple
+    noise: tuple
+
+
+class SGLDInfo(NamedTuple):
+    """What a step reports, at the point it started from: the unbiased
+    estimate of log p(X | θ), an estimate of that estimate's variance over
+    minibatches (0 for the full data), and the stochastic gradient."""
+
+    log_likelihood: float
+    log_likelihood_noise: float
+    gradient: tuple
+
+
+def step(rng, state, target, temperature, step_size, batch):
+    """One SGLD step on ``target``'s power posterior at ``temperature``."""
+    gradient, log_likelihood, noise = target.gradient(state.params, batch, temperature)
+    fresh = tuple(rng.standard_normal(p.shape) for p in state.params)
+    params = tuple(
+        p + 0.5 * step_size * pre * g + np.sqrt(step_size * pre) * 0.5 * (old + new)
+        for p, g, pre, old, new in zip(state.params, gradient, state.preconditioner, state.noise, fresh)
+    )
+    return SGLDState(params, state.preconditioner, fresh), SGLDInfo(log_likelihood, noise, gradient)
+
+
+def step_sizes(step_size, n_warmup, first=1.0):
+    """Warm-up step sizes ``(a / k)^b``, ``k = 1..n_warmup``, from ``first``
+    (``k = 1``) down to ``step_size`` (the last, held afterwards):
+    ``b = log(first / step_size) / log(n_warmup)`` and ``a = first^(1/b)``.
+    Sizes at or below ``step_size`` throughout if ``first`` is not larger."""
+    k = np.arange(1, n_warmup + 1)
+    if first <= step_size or n_warmup < 2:
+        return np.full(n_warmup, float(step_size))
+    decay = np.log(first / step_size) / np.log(n_warmup)
+    return first * k ** -decay
+
+
+def run(rng, state, target, temperature, *, n_warmup, n_steps, step_size, collect=None):
+    """Warm up at ``temperature`` (decreasing steps, the preconditioner
+    re-estimated), anchor the target's control variate, then take ``n_steps``
+    steps at the fixed ``step_size``.
+
+    Returns the final state, the log-likelihood estimate of each kept step
+    and the estimated minibatch variance of each. ``collect(params)``, if
+    given, is called with each kept point.
+    """
+    curvature = [1.0 / p for p in state.preconditioner]
+    for k, size in enumerate(step_sizes(step_size, n_warmup), start=1):
+        # The mean curvature over the warm-up (the start of a temperature
+        # counts as much as its end: both are the posterior's scale).
+        state = state._replace(preconditioner=tuple(1.0 / c for c in curvature))
+        state, _ = step(rng, state, target, temperature, size, target.draw_batch(rng))
+        curvature = [c + (new - c) / (k + 1) for c, new in
+                     zip(curvature, target.curvature(state.params, temperature))]
+    state = state._replace(preconditioner=tuple(1.0 / c for c in curvature))
+    target.anchor(state.params)
+    log_likelihoods, noises = np.empty(n_steps), np.empty(n_steps)
+    for k in range(n_steps):
+        state, info = step(rng, state, target, temperature, step_size, target.draw_batch(rng))
+        log_likelihoods[k], noises[k] = info.log_likelihood, info.log_likelihood_noise
+        if collect is not None:
+            collect(state.params)
+    return state, log_likelihoods, noises
+
+
+def first_state(rng, target, temperature=0.0):
+    """The target's first point, preconditioned by its curvature there at
+    ``temperature`` (``run``'s warm-up re-estimates it)."""
+    params = target.init(rng)
+    target.gradient(params, target.draw_batch(rng), temperature)  # the curvature may use it
+    return SGLDState(
+        params, tuple(1.0 / c for c in target.curvature(params, temperature)),
+        tuple(rng.standard_normal(p.shape) for p in params),
+    )
+
+
+# ------------------------------------------------------------------ minibatches
+class RandomBatches:
+    """Minibatches of ``batch_size`` distinct entries out of ``n_entries``,
+    uniformly at random; each comes with its scale ``n_entries / batch_size``."""
+
+    def __init__(self, n_entries, batch_size):
+        self.n_entries = int(n_entries)
+        self.batch_size = int(min(batch_size, n_entries))
+
+    def draw(self, rng):
+        if self.batch_size >= self.n_entries:
+            return np.arange(self.n_entries), 1.0
+        index = rng.choice(self.n_entries, self.batch_size, replace=False)
+        return index, self.n_entries / self.batch_size
+
+
+def subsampling_variance(terms, scale):
+    """Estimated variance of ``scale * Σ terms`` over minibatches, from the
+    batch's own ``terms``: N² (1 - N_s/N) S² / N_s for a simple random
+    sample of N_s of N = ``scale`` N_s terms with sample variance S² (a
+    part of :class:`BlockBatches` is treated the same way: an approximation,
+    since its entries are not a simple random sample)."""
+    n = terms.size
+    if n < 2 or scale <= 1.0:
+        return 0.0
+    total = scale * n
+    return float(total**2 * (1.0 - n / total) * np.var(terms, ddof=1) / n)
+
+
+class BlockBatches:
+    """Parallel-block minibatches (Şimşekli et al., ICML 2015): the tensor is
+    cut into ``n_blocks`` ranges per axis, and a *part* is a set of
+    ``n_blocks`` blocks no two of which share a range on any axis (block
+    ``(b, b + s_2, ..., b + s_N) mod n_blocks`` for a shift vector ``s``).
+    The blocks of a part touch disjoint rows of every factor that carries
+    an observed index, so their updates are conditionally independent: one
+    vectorised step updates them together. Each step takes one of the
+    ``n_blocks^(N-1)`` parts at random; every entry lies in exactly one
+    part, so scaling by the number of parts keeps the gradient unbiased.
+    """
+
+    def __init__(self, coords, shape, n_blocks):
+        coords = np.asarray(coords)
+        blocks = [(coords[m] * n_blocks) // shape[m] for m in range(len(shape))]
+        part = np.zeros(coords.shape[1], dtype=np.int64)
+        for m in range(1, len(shape)):
+            part = part * n_blocks + (blocks[m] - blocks[0]) % n_blocks
+        self.n_parts = n_blocks ** (len(shape) - 1)
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(self.n_parts + 1))
+        self._parts = [order[bounds[i]:bounds[i + 1]] for i in range(self.n_parts)]
+
+    def draw(self, rng):
+        return self._parts[rng.integers(self.n_parts)], float(self.n_parts)
+
+
+# ------------------------------------------------------------- the PLTF target
+class PoissonTarget:
+    """The Poisson–Gamma PLTF posterior in log coordinates φ = log Z.
+
+    Positivity comes from the transform: SGLD runs on φ, whose density is
+    :math:`p(e^\\phi)\\, e^\\phi` (the Jacobian adds one to the Gamma prior's
+    shape), so the log prior's gradient is :math:`A - R Z`, finite at any φ,
+    and the likelihood's is
+
+    .. math::
+
+        Z_\\alpha \\circ \\big(\\Delta_\\alpha(M \\circ X / \\hat X)
+            - \\Delta_\\alpha(M)\\big),
+
+    bounded by the counts allocated to each element.
+
+    Zeros of the data enter the likelihood only through
+    :math:`-\\sum M \\hat X`, whose gradient :math:`\\Delta_\\alpha(M)` the
+    contractor gives in closed form at the cost of the factors (plus the
+    missing entries). The minibatch samples the observed non-zeros, so a
+    step costs what the batch and the factors cost, whatever the number of
+    non-zeros.
+
+    Both the gradient and the log-likelihood use control variates around a
+    reference point Z₀ set by :meth:`anchor` (one pass over the non-zeros,
+    after each temperature's warm-up). The gradient's data term is the
+    expected allocation :math:`S_\\alpha(Z) = Z_\\alpha \\circ
+    \\Delta_\\alpha(X/\\hat X)(Z)`, estimated as (Baker, Fearnhead, Fox &
+    Nemeth 2019)
+
+    .. math::
+
+        S_\\alpha(Z_0) + \\frac{N}{N_s}\\big(S^B_\\alpha(Z) - S^B_\\alpha(Z_0)\\big),
+
+    with :math:`S^B` over the batch: twice the work of the plain estimate
+    per step, and a noise that shrinks as Z nears Z₀, where the plain
+    estimate's does not (its noise inflates SGLD's stationary variance in
+    proportion to the step). Each term is bounded by the counts; a control
+    variate on :math:`\\Delta_\\alpha(X/\\hat X)` alone, multiplied by Z
+    afterwards, is not, and let a chain run off to Z = inf. The log-likelihood's (Bardenet, Doucet &
+    Holmes 2017) is
+
+    .. math::
+
+        \\hat\\ell(Z) = \\sum_n x_n \\log \\hat x_n(Z_0)
+            + \\frac{N}{N_s} \\sum_{n \\in B} x_n
+                \\log \\frac{\\hat x_n(Z)}{\\hat x_n(Z_0)}
+            - \\sum M \\hat X(Z) - \\sum M \\log \\Gamma(X + 1),
+
+    unbiased at any Z₀, and of small variance when Z stays near Z₀.
+
+    Parameters
+    ----------
+    model : Model
+        A bound model.
+    contractor : DenseContractor or SparseContractor
+        For the data (any non-negative values).
+    priors : GammaPriors
+        ``None`` marks held factors.
+    given : dict
+        ``{position: array}`` for every held factor.
+    batch_size : int, default=None
+        Non-zeros per minibatch (all of them if None or larger). Ignored when
+        ``n_blocks`` is given.
+    n_blocks : int, default=None
+        Parallel-block minibatches (:class:`BlockBatches`) with this many
+        ranges per axis.
+    """
+
+    def __init__(self, model, contractor, priors, given=None, batch_size=None, n_blocks=None):
+        self.model, self.contractor, self.priors = model, contractor, priors
+        self.given = dict(given or {})
+        self.free = priors.free
+        self.entries = contractor.nonzeros
+        n = self.entries.n_entries
+        if n_blocks is not None:
+            self.batches = BlockBatches(self.entries.coords, model.observed_shape, n_blocks)
+        else:
+            self.batches = RandomBatches(n, n if batch_size is None else batch_size)
+        # Control variates, off until anchor() sets a reference point.
+        self._reference = None
+        self._allocated = {a: 0.0 for a in self.free}
+        self._reference_allocation = {a: 0.0 for a in self.free}
+        self._log_xhat_reference = np.zeros(n)
+        self._reference_total = 0.0
+
+    def init(self, rng):
+        """Log of a start drawn around the data's scale (as the samplers and VB start)."""
+        factors = initial_factors(rng, self.model, self.contractor, self.given, self.free)
+        return tuple(np.log(np.maximum(factors[a], TINY)) for a in self.free)
+
+    def factors(self, params):
+        """Every factor in model order: exp(φ) for the free ones."""
+        factors = [self.given.get(a) for a in range(self.model.n_factors)]
+        for alpha, phi in zip(self.free, params):
+            factors[alpha] = np.exp(phi)
+        return factors
+
+    def draw_batch(self, rng):
+        return self.batches.draw(rng)
+
+    def gradient(self, params, batch, temperature):
+        index, scale = batch
+        factors = self.factors(params)
+        sub = self.entries.subset(index)
+        log_xhat = np.log(np.maximum(sub.xhat(factors), TINY)) if sub.n_entries else np.zeros(0)
+        differences = sub.values * (log_xhat - self._log_xhat_reference[index])
+        log_likelihood = (
+            self._reference_total + scale * float(np.sum(differences))
+            - self.contractor.masked_total(factors) - self.contractor.data.log_factorial_total
+        )
+        gradient = []
+        for alpha in self.free:
+            z = factors[alpha]
+            allocated = self._reference_allocation[alpha]
+            if sub.n_entries:
+                allocated = allocated + scale * z * sub.delta(alpha, factors, ratio=True)
+                if self._reference is not None:
+                    reference = self._reference[alpha]
+                    allocated -= scale * reference * sub.delta(alpha, self._reference, ratio=True)
+            self._allocated[alpha] = allocated
+            likelihood = allocated - z * self.contractor.masked_delta(alpha, factors)
+            gradient.append(temperature * likelihood + self.priors.shape[alpha] - self.priors.rate[alpha] * z)
+        return tuple(gradient), float(log_likelihood), subsampling_variance(differences, scale)
+
+    def curvature(self, params, temperature):
+        """:math:`A + t\\,\\hat S_\\alpha`: the shape of Z_α's Gamma conditional
+        (``inference.gibbs``) with the allocation S at its expectation
+        :math:`Z \\circ \\Delta_\\alpha(X / \\hat X)`, as estimated by the last
+        :meth:`gradient`. That conditional's log density in φ has curvature
+        :math:`(R + t\\Delta_\\alpha(M)) Z`, equal to the shape at its mode; the
+        shape, unlike the curvature at the current point, never falls below
+        A, so the steps stay bounded in the flat left tail of log Z."""
+        return tuple(
+            self.priors.shape[a] + temperature * np.maximum(self._allocated[a], 0.0)
+            for a in self.free
+        )
+
+    def anchor(self, params):
+        """Set the control variates' reference point Z₀ (one pass over the non-zeros)."""
+        self._reference = self.factors(params)
+        self._reference_allocation = {
+            a: self._reference[a] * self.contractor.ratio_delta(a, self._reference) for a in self.free
+        }
+        xhat = self.entries.xhat(self._reference)
+        self._log_xhat_reference = np.log(np.maximum(xhat, TINY))
+        self._reference_total = float(np.sum(self.entries.values * self._log_xhat_reference))
+
+    def log_likelihood(self, params):
+        """log p(X | Z) over the whole data (for checks; one pass over the non-zeros)."""
+        factors = self.factors(params)
+        c = self.contractor
+        return c.data_loglik(factors) - c.masked_total(factors) - c.data.log_factorial_total
