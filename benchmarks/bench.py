@@ -8,6 +8,8 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py oslo     # (c) Oslo city-bike 5-way counts
     python benchmarks/bench.py gibbs    # (e) block Gibbs sweeps, and cost vs nnz
     python benchmarks/bench.py chib-rank  # (f) Chib's evidence picks the rank (Model II)
+    python benchmarks/bench.py sti-rank   # (g) STI vs Chib over ranks 1..10, Poisson NMF
+    python benchmarks/bench.py sgld-cost  # (h) SGLD step cost vs batch size and non-zeros
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -306,6 +308,106 @@ def bench_chib_rank(n_datasets):
     return {"(f) Chib picks rank 3 of 1..6 on Model II, fraction of datasets": wins / n_datasets}
 
 
+# ------------------------------------------------------ (g, h) SGLD (issue 5)
+def _poisson_nmf_data(rate, true_rank, seed=0, shape=(100, 75)):
+    """Counts from Poisson NMF with Exponential(rate) factors (Gamma shape 1)."""
+    rng = np.random.default_rng(seed)
+    W = rng.gamma(1.0, 1.0 / rate, size=(shape[0], true_rank))
+    H = rng.gamma(1.0, 1.0 / rate, size=(true_rank, shape[1]))
+    return rng.poisson(W @ H).astype(float)
+
+
+def _chib_nmf(X, rank, rate, n_draws):
+    """Chib's estimate for Poisson NMF with row blocks (one clamped Gibbs run
+    per factor row: 175 runs at every rank, where element blocks take 175 x rank)."""
+    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.evidence import chib_log_evidence
+    from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.model import Model
+
+    model = Model.parse("ik,kj->ij").bind(X.shape, {"k": rank})
+    contractor = make_contractor(model, as_observed_tensor(X))
+    priors = gamma_priors(model, 1.0, rate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # label permutations beyond the limit at rank >= 7
+        return chib_log_evidence(np.random.default_rng(rank), model, contractor, priors,
+                                 n_draws=n_draws, n_warmup=500, blocks="rows")
+
+
+def bench_sti_rank(rates, true_rank, ranks, chib_draws):
+    """The paper's Poisson NMF, 100 x 75, Exponential(rate) priors, data
+    drawn at ``true_rank``: STI (estimator defaults) and Chib over ``ranks``,
+    their curves, argmaxes and total times."""
+    summary = {}
+    for rate in rates:
+        X = _poisson_nmf_data(rate, true_rank)
+        sti, chib, sti_seconds, chib_seconds = {}, {}, 0.0, 0.0
+        for rank in ranks:
+            start = time.perf_counter()
+            est = BayesianNMF(rank, method="sgld", prior_shape=1.0, prior_rate=rate,
+                              random_state=rank).fit(X)
+            sti_time = time.perf_counter() - start
+            start = time.perf_counter()
+            chib_estimate = _chib_nmf(X, rank, rate, chib_draws)
+            chib_time = time.perf_counter() - start
+            sti[rank], chib[rank] = est.log_evidence_, chib_estimate.log_evidence
+            sti_seconds, chib_seconds = sti_seconds + sti_time, chib_seconds + chib_time
+            _line(workload="g", rate=rate, rank=rank, sti=est.log_evidence_,
+                  sti_error=est.log_evidence_error_, chib=chib[rank],
+                  chib_error=chib_estimate.standard_error, sti_seconds=sti_time,
+                  chib_seconds=chib_time)
+        best_sti, best_chib = max(sti, key=sti.get), max(chib, key=chib.get)
+        _line(workload="g", rate=rate, nnz=int(np.count_nonzero(X)), true_rank=true_rank,
+              sti_argmax=best_sti, chib_argmax=best_chib)
+        summary[f"(g) rate {rate:g}: STI time / Chib time, ranks {ranks[0]}..{ranks[-1]}"] = (
+            sti_seconds / chib_seconds)
+        summary[f"(g) rate {rate:g}: STI argmax, Chib argmax, truth"] = float(
+            f"{best_sti}{best_chib}{true_rank}")
+    return summary
+
+
+def _sgld_seconds_per_step(X, rank, batch_size, n_steps):
+    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.inference import sgld
+    from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.model import Model
+
+    model = Model.parse("ir,jr,kr->ijk").bind(X.shape, {"r": rank})
+    contractor = make_contractor(model, as_observed_tensor(X))
+    target = sgld.PoissonTarget(model, contractor, gamma_priors(model, 1.0, 1.0),
+                                batch_size=batch_size)
+    rng = np.random.default_rng(0)
+    state = sgld.first_state(rng, target, 1.0)
+    target.anchor(state.params)
+    step_size = 0.01
+    state, _ = sgld.step(rng, state, target, 1.0, step_size, target.draw_batch(rng))
+    start = time.perf_counter()
+    for _ in range(n_steps):
+        state, _ = sgld.step(rng, state, target, 1.0, step_size, target.draw_batch(rng))
+    return (time.perf_counter() - start) / n_steps
+
+
+def bench_sgld_cost(n_steps):
+    """Seconds per SGLD step on the sparse 1000^3 CP tensor (~10^6 non-zeros,
+    rank 10) at several batch sizes, and at a fixed batch on 2e5 vs 10^6
+    non-zeros."""
+    big = workloads.sparse_poisson_cp((1000, 1000, 1000), 10, 1_000_000, random_state=0)
+    small = workloads.sparse_poisson_cp((1000, 1000, 1000), 10, 200_000, random_state=0)
+    seconds = {}
+    for batch in (1_000, 10_000, 100_000):
+        seconds[batch] = _sgld_seconds_per_step(big, 10, batch, n_steps)
+        _line(workload="h", nnz=big.nnz, batch_size=batch, seconds_per_step=seconds[batch])
+    small_seconds = _sgld_seconds_per_step(small, 10, 10_000, n_steps)
+    _line(workload="h", nnz=small.nnz, batch_size=10_000, seconds_per_step=small_seconds)
+    return {
+        "(h) SGLD s per step, batch 1e4 / batch 1e3 (10^6 nnz)": seconds[10_000] / seconds[1_000],
+        "(h) SGLD s per step, batch 1e5 / batch 1e4 (10^6 nnz)": seconds[100_000] / seconds[10_000],
+        "(h) SGLD s per step at batch 1e4, 10^6 / 2e5 non-zeros": seconds[10_000] / small_seconds,
+    }
+
+
 # ----------------------------------------------------------------- (c) Oslo
 def _loglik_per_entry(x, xhat):
     # the Frobenius fit can put exact zeros where a count is positive
@@ -395,7 +497,8 @@ def _print_table(rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank", "all"])
+    parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
+                                             "sti-rank", "sgld-cost", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -410,6 +513,11 @@ def main():
     parser.add_argument("--hpfrec-runs", type=int, default=5)
     parser.add_argument("--gibbs-sweeps", type=int, default=10)
     parser.add_argument("--chib-datasets", type=int, default=5)
+    parser.add_argument("--sti-rates", type=float, nargs="+", default=[5.0, 1.0])
+    parser.add_argument("--sti-true-rank", type=int, default=3)
+    parser.add_argument("--sti-max-rank", type=int, default=10)
+    parser.add_argument("--sti-chib-draws", type=int, default=2000)
+    parser.add_argument("--sgld-steps", type=int, default=50)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -422,6 +530,11 @@ def main():
         summary.update(bench_gibbs(args.gibbs_sweeps))
     if args.workload in ("chib-rank", "all"):
         summary.update(bench_chib_rank(args.chib_datasets))
+    if args.workload in ("sti-rank", "all"):
+        summary.update(bench_sti_rank(args.sti_rates, args.sti_true_rank,
+                                      list(range(1, args.sti_max_rank + 1)), args.sti_chib_draws))
+    if args.workload in ("sgld-cost", "all"):
+        summary.update(bench_sgld_cost(args.sgld_steps))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

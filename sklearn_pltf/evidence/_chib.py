@@ -56,6 +56,7 @@ from scipy.special import logsumexp
 
 from ..inference import gibbs
 from ..inference._chains import run_chain
+from ._sti import batch_means_error
 
 __all__ = ["ChibEstimate", "chib_log_evidence"]
 
@@ -70,6 +71,9 @@ class ChibEstimate(NamedTuple):
     log_prior: float
     log_ordinates: tuple
     point: tuple
+    #: Monte Carlo standard error of ``log_evidence``: each ordinate's by batch
+    #: means over its run (delta method on the log), combined as independent.
+    standard_error: float = float("nan")
 
 
 def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs.block_sweep,
@@ -119,14 +123,16 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
     log_prior = gibbs.log_prior(point, priors)
     log_likelihood = gibbs.log_likelihood(gibbs.GibbsState(point), contractor)
     clamped = {a: np.zeros(point[a].shape, dtype=bool) for a in free}
-    ordinates = []
+    ordinates, variances = [], []
     for alpha, block in _blocks(model, point, free, blocks == "elements"):
-        ordinates.append(_log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped,
-                                       sweep, n_draws, n_warmup, max_label_permutations))
+        ordinate, error = _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped,
+                                        sweep, n_draws, n_warmup, max_label_permutations)
+        ordinates.append(ordinate)
+        variances.append(error**2)
         clamped[alpha][block] = True
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
-                        tuple(ordinates), point)
+                        tuple(ordinates), point, float(np.sqrt(np.sum(variances))))
 
 
 def _blocks(model, point, free, elementwise=False):
@@ -165,7 +171,8 @@ def _blocks(model, point, free, elementwise=False):
 
 def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws,
                   n_warmup, max_label_permutations):
-    """log p̂(Z*_α[block] | X, the clamped elements at Z*), from a Gibbs run in
+    """log p̂(Z*_α[block] | X, the clamped elements at Z*) and its standard
+    error, from a Gibbs run in
     which the ``clamped`` elements stay at Z* and every other element is drawn
     (elements of a factor are independent given S and the other factors, so
     drawing a whole factor and restoring its clamped elements is exact)."""
@@ -186,7 +193,11 @@ def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, 
             new = rng.standard_gamma(shape) / rate
             new[clamped[a]] = point[a][clamped[a]]
             factors[a] = new
-    return float(logsumexp(per_draw) - math.log(n_draws) - log_group_size)
+    per_draw = np.asarray(per_draw)
+    ordinate = float(logsumexp(per_draw) - math.log(n_draws) - log_group_size)
+    # SE of log(mean w) ≈ SE(mean w) / mean w, with w the densities scaled by their largest.
+    weights = np.exp(per_draw - per_draw.max())
+    return ordinate, batch_means_error(weights) / weights.mean()
 
 
 def _label_permutations(model, priors, point, alpha, block, clamped, limit):

@@ -328,15 +328,22 @@ class PoissonTarget:
         return tuple(gradient), float(log_likelihood), subsampling_variance(differences, scale)
 
     def curvature(self, params, temperature):
-        """:math:`A + t\\,\\hat S_\\alpha`: the shape of Z_α's Gamma conditional
-        (``inference.gibbs``) with the allocation S at its expectation
-        :math:`Z \\circ \\Delta_\\alpha(X / \\hat X)`, as estimated by the last
-        :meth:`gradient`. That conditional's log density in φ has curvature
-        :math:`(R + t\\Delta_\\alpha(M)) Z`, equal to the shape at its mode; the
-        shape, unlike the curvature at the current point, never falls below
-        A, so the steps stay bounded in the flat left tail of log Z."""
+        """The larger of two curvature scales of Z_α's Gamma conditional
+        (``inference.gibbs``) in φ = log Z: its shape :math:`A + t\\,\\hat S_\\alpha`
+        with the allocation at its expectation
+        :math:`\\hat S_\\alpha = Z \\circ \\Delta_\\alpha(X / \\hat X)` (as estimated by
+        the last :meth:`gradient`), and its curvature at the current point,
+        :math:`(R + t\\,\\Delta_\\alpha(M)) Z` (closed form). Both equal the shape
+        at the conditional's mode. The first never falls below A, which keeps
+        steps bounded in the flat left tail of log Z; the second is exact
+        where Z is too large, and does not depend on how many of an element's
+        entries the minibatch happened to hold."""
+        factors = self.factors(params)
         return tuple(
-            self.priors.shape[a] + temperature * np.maximum(self._allocated[a], 0.0)
+            np.maximum(
+                self.priors.shape[a] + temperature * np.maximum(self._allocated[a], 0.0),
+                factors[a] * (self.priors.rate[a] + temperature * self.contractor.masked_delta(a, factors)),
+            )
             for a in self.free
         )
 

@@ -1,0 +1,72 @@
+"""method="sgld" and evidence="sti" through the estimators."""
+
+import pickle
+
+import numpy as np
+import pytest
+import sparse
+from sklearn.base import clone
+
+from sklearn_pltf import BayesianNMF, PoissonCP
+from sklearn_pltf.evidence import exact_log_evidence
+
+SHORT = dict(n_temperatures=8, steps_per_temperature=100, n_warmup=100, n_draws=200)
+
+
+@pytest.fixture
+def counts():
+    rng = np.random.default_rng(0)
+    return rng.poisson(rng.gamma(1.0, 1.0, (25, 2)) @ rng.gamma(1.0, 1.0, (2, 15))).astype(float)
+
+
+def test_sgld_fit_has_evidence_draws_and_reproduces(counts):
+    est = BayesianNMF(2, method="sgld", random_state=0, **SHORT).fit(counts)
+    assert np.isfinite(est.log_evidence_) and est.log_evidence_error_ > 0
+    assert est.score(counts) == est.log_evidence_
+    assert est.draws_[0].shape == (1, 200, 25, 2)
+    np.testing.assert_allclose(est.factors_[0], est.draws_[0].mean(axis=(0, 1)), rtol=1e-12)
+    assert est.log_likelihoods_.shape == (1, 200) and np.all(np.isfinite(est.log_likelihoods_))
+    assert est.transform(counts[:4]).shape == (4, 2)
+    again = clone(est).fit(counts)
+    assert again.log_evidence_ == est.log_evidence_
+    np.testing.assert_array_equal(again.factors_[1], est.factors_[1])
+    restored = pickle.loads(pickle.dumps(est))
+    assert restored.score(counts) == est.score(counts)
+    idata = est.to_inference_data()
+    assert idata.sample_stats["total_log_likelihood"].shape == (1, 200)
+
+
+def test_sgld_without_evidence(counts):
+    est = BayesianNMF(2, method="sgld", evidence=None, random_state=0, keep_draws=False,
+                      n_warmup=100, n_draws=100).fit(counts)
+    assert not hasattr(est, "log_evidence_") and not hasattr(est, "draws_")
+    with pytest.raises(ValueError, match="no evidence of its training data"):
+        est.score(counts)
+    # the posterior mean reconstructs the data's scale
+    xhat = est.factors_[0] @ est.factors_[1]
+    assert xhat.sum() == pytest.approx(counts.sum(), rel=0.1)
+
+
+def test_sgld_accepts_non_integer_values(counts):
+    # The Poisson likelihood's gradient needs no whole counts (unlike Gibbs).
+    est = BayesianNMF(2, method="sgld", random_state=0, **SHORT).fit(counts + 0.5)
+    assert np.isfinite(est.log_evidence_)
+
+
+def test_parallel_block_minibatches_on_a_sparse_tensor():
+    rng = np.random.default_rng(1)
+    X = sparse.COO.from_numpy(rng.poisson(0.4, size=(20, 15, 10)))
+    est = PoissonCP(2, method="sgld", n_blocks=3, random_state=0, **SHORT).fit(X)
+    assert np.isfinite(est.log_evidence_)
+    assert [f.shape for f in est.factors_] == [(20, 2), (15, 2), (10, 2)]
+
+
+def test_sti_through_the_estimator_matches_the_exact_evidence():
+    """Default STI settings on a matrix small enough to enumerate: within
+    1 nat of the exact log evidence, and within 3 of its standard errors
+    plus 0.2 nats (the ladder's quadrature error)."""
+    X = np.array([[2, 0, 1], [0, 3, 1]], dtype=float)
+    exact = exact_log_evidence(X, 2)
+    est = BayesianNMF(2, method="sgld", random_state=0).fit(X)
+    assert abs(est.log_evidence_ - exact) < 1.0
+    assert abs(est.log_evidence_ - exact) < 3 * est.log_evidence_error_ + 0.2
