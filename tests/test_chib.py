@@ -77,3 +77,15 @@ def test_chib_is_close_to_the_exact_evidence_over_seeds(index, n_components):
     exact = exact_log_evidence(X, n_components)
     errors = [chib(X, n_components, (1.0, 1.0), seed).log_evidence - exact for seed in range(5)]
     assert np.all(np.abs(errors) < TOLERANCE), np.round(errors, 3)
+
+
+def test_standard_error_describes_the_scatter_over_seeds():
+    # Rank 1 on the first matrix, 500 draws per run: the reported standard
+    # errors should match the spread of the estimates over seeds (within the
+    # noise of a standard deviation from 8 values, about ±25%, and a factor 2).
+    X = TINY_MATRICES[0]
+    estimates = [chib(X, 1, (1.0, 1.0), seed, n_draws=500) for seed in range(8)]
+    values = np.array([e.log_evidence for e in estimates])
+    errors = np.array([e.standard_error for e in estimates])
+    assert np.all(np.isfinite(errors)) and np.all(errors > 0)
+    assert 0.5 < np.mean(errors) / values.std(ddof=1) < 2.0

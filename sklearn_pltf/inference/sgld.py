@@ -22,14 +22,14 @@ by a factor :math:`1/(1 - \\epsilon\\lambda/4)` along curvature
 :math:`\\lambda`) and off by :math:`O(\\epsilon^2)` otherwise. Thermodynamic
 integration needs each temperature's mean log-likelihood to within a
 fraction of a nat, which Euler's bias spends at useful step sizes. The
-step size follows
-:math:`\\epsilon_k = (a / k)^b` over the ``n_warmup`` warm-up steps, from 1
-down to the final :math:`(a / K)^b`, which is held afterwards
-(:func:`step_sizes`). ``P`` is diagonal: the inverse of the target's curvature (a positive
-approximation of the diagonal of :math:`-\\nabla^2 \\log \\pi_t`) averaged over
-the warm-up and frozen after it, so ``epsilon`` is a step in units of the
-posterior's width. A constant ``P`` needs no correction term (a
-position-dependent one would; Ma, Chen & Fox 2015). An estimate from squared
+step size follows :math:`\\epsilon_k = (a / k)^b` over the ``n_warmup``
+warm-up steps, from 1 down to the final :math:`(a / K)^b`, which is held
+afterwards (:func:`step_sizes`). ``P`` is diagonal: the inverse of the
+target's curvature (a positive approximation of the diagonal of
+:math:`-\\nabla^2 \\log \\pi_t`) averaged over the warm-up and frozen after
+it, so ``epsilon`` is a step in units of the posterior's width. A constant
+``P`` needs no correction term (a position-dependent one would; Ma, Chen &
+Fox 2015). An estimate from squared
 gradients, :math:`1/\\mathbb E[\\hat g^2]` (equal to the curvature at
 stationarity), was tried first and freezes a chain that starts far from the
 mode: large gradients make the steps tiny, so the gradients stay large.
@@ -43,10 +43,14 @@ A target is any object with
   of ℓ̂'s variance over minibatches (:func:`subsampling_variance`);
 - ``curvature(params, temperature)``: the preconditioner's inverse, one
   positive array per block;
-- ``anchor(params)``: a reference point for the control variate of ℓ̂
+- ``anchor(params)``: a reference point for the control variates of ĝ and ℓ̂
   (:class:`PoissonTarget`).
 
-:class:`PoissonTarget` is the Poisson–Gamma PLTF model on any model string.
+A target keeps its reference point (and may cache what ``curvature`` reads
+from the last ``gradient``); the chain's own state is the ``SGLDState``.
+:class:`PoissonTarget` is the Poisson–Gamma PLTF model on any model string,
+with uniform (:class:`RandomBatches`) or parallel-block
+(:class:`BlockBatches`) minibatches.
 """
 
 from __future__ import annotations
@@ -59,8 +63,8 @@ from .._kernels import TINY
 from ._common import initial_factors
 
 __all__ = [
-    "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "first_state", "PoissonTarget", "RandomBatches",
-    "BlockBatches",
+    "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "first_state", "PoissonTarget",
+    "RandomBatches", "BlockBatches", "subsampling_variance",
 ]
 
 
