@@ -318,14 +318,18 @@ class PoissonTarget:
             - self.contractor.masked_total(factors) - self.contractor.data.log_factorial_total
         )
         gradient = []
+        full_batch = sub.n_entries == self.entries.n_entries
         for alpha in self.free:
             z = factors[alpha]
-            allocated = self._reference_allocation[alpha]
-            if sub.n_entries:
-                allocated = allocated + scale * z * sub.delta(alpha, factors, ratio=True)
-                if self._reference is not None:
-                    reference = self._reference[alpha]
-                    allocated -= scale * reference * sub.delta(alpha, self._reference, ratio=True)
+            if full_batch:  # the control variate would cancel exactly
+                allocated = z * sub.delta(alpha, factors, ratio=True) if sub.n_entries else 0.0
+            else:
+                allocated = self._reference_allocation[alpha]
+                if sub.n_entries:
+                    allocated = allocated + scale * z * sub.delta(alpha, factors, ratio=True)
+                    if self._reference is not None:
+                        reference = self._reference[alpha]
+                        allocated -= scale * reference * sub.delta(alpha, self._reference, ratio=True)
             self._allocated[alpha] = allocated
             likelihood = allocated - z * self.contractor.masked_delta(alpha, factors)
             gradient.append(temperature * likelihood + self.priors.shape[alpha] - self.priors.rate[alpha] * z)
