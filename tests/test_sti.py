@@ -69,9 +69,9 @@ def test_ladder_must_span_zero_to_one():
                          temperatures=[0.1, 0.5, 1.0])
 
 
-def _sti(x, rank, seed):
+def _sti(x, rank, seed, n_steps=3000):
     return sti_log_evidence(np.random.default_rng(seed), GaussianAdditiveTarget(x, rank),
-                            n_steps=3000, n_warmup=500)
+                            n_steps=n_steps, n_warmup=500)
 
 
 @pytest.mark.parametrize("rank", [2, 5])
@@ -98,10 +98,18 @@ def test_sti_is_reproducible():
 @pytest.mark.parametrize("true_rank", [3, 5, 7])
 def test_sti_curve_matches_analytic_curve(true_rank):
     """Every rank 1..10 within 1 nat of the analytic evidence, and the same
-    argmax wherever the analytic best beats the runner-up by over 1 nat."""
+    argmax wherever the analytic best beats the runner-up by over 1 nat.
+
+    12,000 kept steps per temperature. Ranks far below the truth carry the
+    largest Monte Carlo error: the posterior mean travels far between the
+    prior and the data, and the log-likelihood's spread over that stretch of
+    the ladder is intrinsic (not a mixing problem). At 3000 steps their
+    standard errors reached 0.6–1.3 nats (rank 1 of data drawn at rank 5 came
+    out 1.16 nats off with a standard error of 0.62); at 12,000, 0.35–0.46."""
     x = draw_data(np.random.default_rng(true_rank), true_rank)
     exact = np.array([log_evidence(x, r) for r in RANKS])
-    estimated = np.array([_sti(x, r, seed=100 * true_rank + r).log_evidence for r in RANKS])
+    estimated = np.array([_sti(x, r, seed=100 * true_rank + r, n_steps=12_000).log_evidence
+                          for r in RANKS])
     assert np.max(np.abs(estimated - exact)) < 1.0
     best, runner_up = np.sort(exact)[::-1][:2]
     if best - runner_up > 1.0:
