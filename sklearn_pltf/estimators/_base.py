@@ -37,11 +37,6 @@ _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
 
 
-def gibbs_sweeps():
-    """The Gibbs-type samplers (whose runs Chib's estimator uses)."""
-    return tuple(gibbs.SWEEPS)
-
-
 def as_generator(random_state):
     """One ``numpy.random.Generator`` from a scikit-learn ``random_state``.
 
@@ -221,7 +216,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             return "chib" if sampler else ("vb" if self.method == "vb" else None)
         if self.evidence == "vb" and self.method != "vb":
             raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
-        if self.evidence == "chib" and self.method not in gibbs_sweeps():
+        if self.evidence == "chib" and self.method not in gibbs.SWEEPS:
             raise ValueError(
                 f"evidence='chib' is estimated from Gibbs runs: it needs method='gibbs' or "
                 f"'sada', got {self.method!r}."

@@ -118,7 +118,7 @@ def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draw
             "SGLD diverged (a non-finite log-likelihood at t = 1); lower step_size."
         )
     factors = target.factors(state.params)
-    mean, mean_log, draws = list(factors), [], [None] * model.n_factors
+    mean, draws = list(factors), [None] * model.n_factors
     with np.errstate(divide="ignore"):
         mean_log = [None if f is None else np.log(f) for f in factors]
     for i, a in enumerate(free):

@@ -94,8 +94,7 @@ def batch_means_error(values, n_batches=20):
 
 
 def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
-                     n_warmup=500, step_size=0.1, temperatures=None,
-                     collect=None):
+                     n_warmup=500, step_size=0.1, temperatures=None):
     """Estimate log p(X) by stochastic thermodynamic integration.
 
     The chain starts from ``target.init`` and walks the ladder upwards: at
@@ -121,8 +120,6 @@ def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
     temperatures : array-like, default=None
         A ladder of your own (increasing, from 0 to 1), instead of
         ``n_temperatures`` and ``power``.
-    collect : callable, default=None
-        Called with the parameters after each kept step at ``t = 1``.
 
     Returns
     -------
@@ -137,7 +134,7 @@ def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
     for i, temperature in enumerate(ladder):
         state, log_likelihoods, noises = sgld.run(
             rng, state, target, temperature, n_warmup=n_warmup, n_steps=n_steps,
-            step_size=step_size, collect=collect if temperature == 1 else None,
+            step_size=step_size,
         )
         means[i] = log_likelihoods.mean()
         errors[i] = batch_means_error(log_likelihoods)
