@@ -255,17 +255,18 @@ class EntryList:
                 np.all(self._cols == np.arange(n_configs)) and np.all(self._widths == n_configs)
             )
 
-    def subset(self, index):
+    def subset(self, index, values=None):
         """The entries at positions ``index`` as an :class:`EntryList` that
         reuses this one's plan (rows, layouts, expressions) and contracts with
         einsum: a minibatch costs what its entries cost, with no per-batch
-        planning."""
+        planning. ``values`` replaces theirs (e.g. X / X̂ computed once, for
+        :meth:`delta` of every factor)."""
         sub = object.__new__(EntryList)
         sub.model, sub._planner, sub._layout = self.model, self._planner, self._layout
         sub._widths, sub.chunk, sub.engine, sub._pair = self._widths, self.chunk, "einsum", False
         sub.coords = self.coords[:, index]
         sub.n_entries = sub.coords.shape[1]
-        sub.values = self.values[index]
+        sub.values = self.values[index] if values is None else np.asarray(values, dtype=np.float64)
         sub._rows = self._rows[:, index]
         return sub
 

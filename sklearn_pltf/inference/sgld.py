@@ -317,19 +317,25 @@ class PoissonTarget:
             self._reference_total + scale * float(np.sum(differences))
             - self.contractor.masked_total(factors) - self.contractor.data.log_factorial_total
         )
-        gradient = []
+        # X / X̂ at the batch, at the point and at the reference, computed once
+        # for every factor's Δ (delta(ratio=True) would recompute X̂ per factor).
+        ratio = self.entries.subset(index, sub.values / np.exp(log_xhat))
         full_batch = sub.n_entries == self.entries.n_entries
+        cancel = None
+        if not full_batch and self._reference is not None and sub.n_entries:
+            cancel = self.entries.subset(index, sub.values / np.exp(self._log_xhat_reference[index]))
+        gradient = []
         for alpha in self.free:
             z = factors[alpha]
             if full_batch:  # the control variate would cancel exactly
-                allocated = z * sub.delta(alpha, factors, ratio=True) if sub.n_entries else 0.0
+                allocated = z * ratio.delta(alpha, factors) if sub.n_entries else 0.0
             else:
                 allocated = self._reference_allocation[alpha]
                 if sub.n_entries:
-                    allocated = allocated + scale * z * sub.delta(alpha, factors, ratio=True)
-                    if self._reference is not None:
-                        reference = self._reference[alpha]
-                        allocated -= scale * reference * sub.delta(alpha, self._reference, ratio=True)
+                    allocated = allocated + scale * z * ratio.delta(alpha, factors)
+                if cancel is not None:
+                    reference = self._reference[alpha]
+                    allocated = allocated - scale * reference * cancel.delta(alpha, self._reference)
             self._allocated[alpha] = allocated
             likelihood = allocated - z * self.contractor.masked_delta(alpha, factors)
             gradient.append(temperature * likelihood + self.priors.shape[alpha] - self.priors.rate[alpha] * z)
