@@ -62,6 +62,8 @@ class _Planner:
         self.symbol = {c: opt_einsum.get_symbol(i) for i, c in enumerate(model.indices)}
         self.batch = opt_einsum.get_symbol(len(model.indices))
         self._expressions = {}
+        self._presummed = {}
+        self._others = {}
 
     def subs(self, indices):
         return "".join(self.symbol[c] for c in indices)
@@ -82,24 +84,41 @@ class _Planner:
     def others_of(self, alpha, with_output=False):
         """The other factors' positions, and α's indices that they (or, with
         ``with_output``, the observed indices) carry, in α's order."""
-        model = self.model
-        others = [a for a in range(model.n_factors) if a != alpha]
-        carried = set(model.output if with_output else "").union(*(model.factors[a] for a in others))
-        return others, "".join(c for c in model.factors[alpha] if c in carried)
+        key = (alpha, with_output)
+        if key not in self._others:
+            model = self.model
+            others = [a for a in range(model.n_factors) if a != alpha]
+            carried = set(model.output if with_output else "").union(*(model.factors[a] for a in others))
+            self._others[key] = (others, "".join(c for c in model.factors[alpha] if c in carried))
+        return self._others[key]
 
     def contract_presummed(self, operands, indices, output):
         """Contract after summing each operand over indices no other operand or the
         output carries, so e.g. ``ir,jr->r`` costs O((I+J)R), not O(IJR)."""
-        reduced, reduced_indices = [], []
-        for position, (operand, own) in enumerate(zip(operands, indices)):
-            elsewhere = set(output).union(*(set(o) for p, o in enumerate(indices) if p != position))
-            lonely = tuple(axis for axis, c in enumerate(own) if c not in elsewhere)
-            reduced.append(operand.sum(axis=lonely) if lonely else operand)
-            reduced_indices.append("".join(c for c in own if c in elsewhere))
-        if not reduced:
+        key = (tuple(indices), output)
+        plan = self._presummed.get(key)
+        if plan is None:
+            plan = self._presummed[key] = self._plan_presummed(indices, output)
+        lonely_axes, subscripts = plan
+        if not lonely_axes:
             return np.float64(1.0)
-        subscripts = ",".join(self.subs(i) for i in reduced_indices) + "->" + self.subs(output)
+        reduced = [operand.sum(axis=lonely) if lonely else operand
+                   for operand, lonely in zip(operands, lonely_axes)]
+        if subscripts is None:  # one operand, already in the output's order
+            return reduced[0]
         return self.contract(subscripts, *reduced)
+
+    def _plan_presummed(self, indices, output):
+        """For :meth:`contract_presummed`: each operand's axes to sum first, and
+        the subscripts that contract the rest (None when nothing is left to do)."""
+        lonely_axes, reduced_indices = [], []
+        for position, own in enumerate(indices):
+            elsewhere = set(output).union(*(set(o) for p, o in enumerate(indices) if p != position))
+            lonely_axes.append(tuple(axis for axis, c in enumerate(own) if c not in elsewhere))
+            reduced_indices.append("".join(c for c in own if c in elsewhere))
+        if len(reduced_indices) == 1 and reduced_indices[0] == output:
+            return lonely_axes, None
+        return lonely_axes, ",".join(self.subs(i) for i in reduced_indices) + "->" + self.subs(output)
 
     def all_observed_delta(self, alpha, factors):
         """Δ_α(1): the product of the other factors summed over every index not in α."""

@@ -310,6 +310,8 @@ class PoissonTarget:
     def gradient(self, params, batch, temperature):
         index, scale = batch
         factors = self.factors(params)
+        if index.size == self.entries.n_entries:
+            return self._full_gradient(factors, temperature)
         sub = self.entries.subset(index)
         log_xhat = np.log(np.maximum(sub.xhat(factors), TINY)) if sub.n_entries else np.zeros(0)
         differences = sub.values * (log_xhat - self._log_xhat_reference[index])
@@ -320,26 +322,44 @@ class PoissonTarget:
         # X / X̂ at the batch, at the point and at the reference, computed once
         # for every factor's Δ (delta(ratio=True) would recompute X̂ per factor).
         ratio = self.entries.subset(index, sub.values / np.exp(log_xhat))
-        full_batch = sub.n_entries == self.entries.n_entries
         cancel = None
-        if not full_batch and self._reference is not None and sub.n_entries:
+        if self._reference is not None and sub.n_entries:
             cancel = self.entries.subset(index, sub.values / np.exp(self._log_xhat_reference[index]))
         gradient = []
         for alpha in self.free:
             z = factors[alpha]
-            if full_batch:  # the control variate would cancel exactly
-                allocated = z * ratio.delta(alpha, factors) if sub.n_entries else 0.0
-            else:
-                allocated = self._reference_allocation[alpha]
-                if sub.n_entries:
-                    allocated = allocated + scale * z * ratio.delta(alpha, factors)
-                if cancel is not None:
-                    reference = self._reference[alpha]
-                    allocated = allocated - scale * reference * cancel.delta(alpha, self._reference)
-            self._allocated[alpha] = allocated
-            likelihood = allocated - z * self.contractor.masked_delta(alpha, factors)
-            gradient.append(temperature * likelihood + self.priors.shape[alpha] - self.priors.rate[alpha] * z)
+            allocated = self._reference_allocation[alpha]
+            if sub.n_entries:
+                allocated = allocated + scale * z * ratio.delta(alpha, factors)
+            if cancel is not None:
+                allocated = allocated - scale * self._reference[alpha] * cancel.delta(alpha, self._reference)
+            gradient.append(self._factor_gradient(alpha, factors, allocated, temperature))
         return tuple(gradient), float(log_likelihood), subsampling_variance(differences, scale)
+
+    def _full_gradient(self, factors, temperature):
+        """The exact gradient and log-likelihood, for a batch of every non-zero:
+        the control variates would cancel exactly, and the full list has the
+        contractor's compiled kernels where the model allows them."""
+        entries, c = self.entries, self.contractor
+        log_xhat = np.log(np.maximum(entries.xhat(factors), TINY))
+        log_likelihood = (
+            float(np.sum(entries.values * log_xhat))
+            - c.masked_total(factors) - c.data.log_factorial_total
+        )
+        gradient = tuple(
+            self._factor_gradient(alpha, factors, factors[alpha] * entries.delta(alpha, factors, ratio=True),
+                                  temperature)
+            for alpha in self.free
+        )
+        return gradient, float(log_likelihood), 0.0
+
+    def _factor_gradient(self, alpha, factors, allocated, temperature):
+        """∂/∂φ_α of the log power posterior, given the (estimated) expected
+        allocation ``allocated`` = Z_α ∘ Δ_α(X / X̂); keeps it for :meth:`curvature`."""
+        z = factors[alpha]
+        self._allocated[alpha] = allocated
+        likelihood = allocated - z * self.contractor.masked_delta(alpha, factors)
+        return temperature * likelihood + self.priors.shape[alpha] - self.priors.rate[alpha] * z
 
     def curvature(self, params, temperature):
         """The larger of two curvature scales of Z_α's Gamma conditional
