@@ -143,16 +143,20 @@ def is_sparse_input(X):
     return isinstance(X, sparse.SparseArray) or sp.issparse(X)
 
 
-def as_observed_tensor(X, mask=None):
+def as_observed_tensor(X, mask=None, allow_negative=False):
     """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`.
 
     Parameters
     ----------
     X : ndarray, pydata sparse array or scipy.sparse matrix
-        Non-negative data. ``NaN`` marks missing entries.
+        Non-negative data (any real values with ``allow_negative``). ``NaN``
+        marks missing entries.
     mask : array-like of bool, default=None
         True where the entry is observed. See the module docstring for the
         forms accepted with sparse data.
+    allow_negative : bool, default=False
+        Accept negative values (a Gaussian likelihood; Poisson models need
+        non-negative data).
 
     Raises
     ------
@@ -161,13 +165,13 @@ def as_observed_tensor(X, mask=None):
         values, a mask of the wrong shape, or data with every entry missing.
     """
     if is_sparse_input(X):
-        coords, values, shape = _sparse_parts(X)
+        coords, values, shape = _sparse_parts(X, allow_negative)
         coords, values, nan_coords = _split_nan(coords, values)
         missing = _missing_coords(mask, shape, nan_coords)
         coords, values = _drop_entries(coords, values, missing, shape)
         data = ObservedTensor(shape=shape, coords=coords, values=values, missing=missing)
     else:
-        dense, observed = _dense_parts(X)
+        dense, observed = _dense_parts(X, allow_negative)
         if mask is not None:
             observed &= _dense_mask(mask, dense.shape)
         all_observed = bool(observed.all())
@@ -182,7 +186,7 @@ def as_observed_tensor(X, mask=None):
 
 
 # ----------------------------------------------------------------- dense input
-def _dense_parts(X):
+def _dense_parts(X, allow_negative=False):
     try:
         array = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
@@ -192,7 +196,7 @@ def _dense_parts(X):
         raise ValueError(f"The data are empty (shape {array.shape}); need at least one entry.")
     array = array.astype(np.float64, copy=False)
     observed = ~np.isnan(array)
-    _check_values(array[observed])
+    _check_values(array[observed], allow_negative)
     return array, observed
 
 
@@ -210,7 +214,7 @@ def _dense_mask(mask, shape):
 
 
 # ---------------------------------------------------------------- sparse input
-def _sparse_parts(X):
+def _sparse_parts(X, allow_negative=False):
     if sp.issparse(X):
         coo = sp.coo_matrix(X, copy=True)
         coo.sum_duplicates()
@@ -229,7 +233,7 @@ def _sparse_parts(X):
     if len(shape) == 0 or 0 in shape:
         raise ValueError(f"The data are empty (shape {shape}); need at least one entry.")
     values = values.astype(np.float64)  # a copy: never alias the user's buffer
-    _check_values(values[~np.isnan(values)])
+    _check_values(values[~np.isnan(values)], allow_negative)
     return _canonical(coords, values, shape)
 
 
@@ -298,10 +302,10 @@ def _check_dtype(dtype):
         raise ValueError(f"The data must be real numbers, got dtype {dtype}.")
 
 
-def _check_values(finite_candidates):
+def _check_values(finite_candidates, allow_negative=False):
     if np.isinf(finite_candidates).any():
         raise ValueError("The data contain infinite values; use NaN to mark missing entries.")
-    if (finite_candidates < 0).any():
+    if not allow_negative and (finite_candidates < 0).any():
         raise ValueError(
             "Negative values in data: a Poisson model needs non-negative counts "
             f"(smallest value {finite_candidates.min():g})."

@@ -1,0 +1,163 @@
+"""The sums over data a Gaussian CP (PARAFAC) model needs, without a dense X̂.
+
+For :math:`\\hat X = [\\![A_1, \\dots, A_N]\\!]` (rank R) and the observed
+entries O, every Gibbs conditional, gradient and likelihood reads three kinds
+of sums (Schmidt & Mohamed 2009, §3.3):
+
+- the MTTKRP :math:`\\Pi_n = X_{(n)} K_n`, with
+  :math:`K_n = \\odot_{m \\ne n} A_m` the Khatri–Rao product of the other
+  factors: over the observed non-zeros only (missing entries hold 0);
+- the Gram identity :math:`\\sum_{\\text{all } v} \\hat X_{v} K_n(v, r) =
+  (A_n G_n)(\\cdot, r)` with :math:`G_n = \\ast_{m \\ne n} A_m^\\top A_m`
+  (Hadamard product of Gram matrices): over every entry at the cost of the
+  factors;
+- corrections over the listed missing entries, which the Gram identity counted
+  but the likelihood excludes: :math:`\\hat X_v` and :math:`K_n(v, \\cdot)` there.
+
+So a sweep costs O(nnz·R·N + n_missing·R·N + Σ I_n R²), the cost of the
+non-zeros and the missing entries; sparse input is never densified, and dense
+input without missing entries takes its MTTKRP as one BLAS-backed contraction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import opt_einsum
+import scipy.sparse as sp
+
+__all__ = ["CPStatistics"]
+
+
+class CPStatistics:
+    """Data-side sums for a CP model on an :class:`~sklearn_pltf._data.ObservedTensor`.
+
+    Attributes
+    ----------
+    shape : tuple
+    n_observed : int
+        Observed entries (zeros included).
+    sum_of_squares : float
+        :math:`\\sum_O x^2`.
+    """
+
+    def __init__(self, data):
+        self.shape, self.ndim = tuple(data.shape), data.ndim
+        self.n_observed = data.n_observed
+        if data.is_sparse:
+            self._dense, coords, values, missing = None, data.coords, data.values, data.missing
+        else:
+            self._dense = data.dense if data.mask is None else None
+            if data.mask is None:
+                coords, values = np.empty((self.ndim, 0), dtype=np.intp), np.empty(0)
+                missing = np.empty((self.ndim, 0), dtype=np.intp)
+            else:  # the dense data's non-zeros, and where the mask is False
+                coords = np.vstack(np.nonzero(data.dense)).astype(np.intp)
+                values = data.dense[tuple(coords)]
+                missing = np.vstack(np.nonzero(~data.mask)).astype(np.intp)
+        self._coords, self._values, self._missing = coords, values, missing
+        self.n_missing = missing.shape[1]
+        source = self._dense if self._dense is not None else values
+        self.sum_of_squares = float(np.sum(np.square(source)))
+        # Row selection matrices (I_n x entries): scatter-adds as sparse products.
+        self._select = [self._selector(coords[n], n) for n in range(self.ndim)]
+        self._select_missing = [self._selector(missing[n], n) for n in range(self.ndim)]
+        self._mttkrp_plans = {}
+
+    def _selector(self, rows, n):
+        return sp.csr_matrix(
+            (np.ones(rows.size), (rows, np.arange(rows.size))), shape=(self.shape[n], rows.size)
+        )
+
+    # ------------------------------------------------------------- building blocks
+    @staticmethod
+    def khatri_rao_rows(factors, coords, skip=None):
+        """:math:`\\prod_{m \\ne \\text{skip}} A_m(v_m, :)` at each listed entry (entries x R)."""
+        rows = None
+        for m, factor in enumerate(factors):
+            if m == skip:
+                continue
+            taken = factor[coords[m]]
+            rows = taken if rows is None else rows * taken
+        return rows
+
+    @staticmethod
+    def grams(factors):
+        """:math:`A_m^\\top A_m` for every mode."""
+        return [f.T @ f for f in factors]
+
+    @staticmethod
+    def hadamard_gram(grams, skip=None):
+        """:math:`G_n = \\ast_{m \\ne n} A_m^\\top A_m` (all modes if ``skip`` is None)."""
+        result = None
+        for m, g in enumerate(grams):
+            if m != skip:
+                result = g.copy() if result is None else result * g
+        return result
+
+    def mttkrp(self, n, factors):
+        """:math:`X_{(n)} K_n` over the observed entries (I_n x R)."""
+        if self._dense is not None:
+            return self._dense_mttkrp(n, factors)
+        if self._values.size == 0:
+            return np.zeros((self.shape[n], factors[0].shape[1]))
+        rows = self.khatri_rao_rows(factors, self._coords, skip=n)
+        return np.asarray(self._select[n] @ (self._values[:, None] * rows))
+
+    def _dense_mttkrp(self, n, factors):
+        symbols = [opt_einsum.get_symbol(m) for m in range(self.ndim)]
+        rank = opt_einsum.get_symbol(self.ndim)
+        key = (n, factors[0].shape[1])
+        plan = self._mttkrp_plans.get(key)
+        if plan is None:
+            subscripts = "".join(symbols) + "," + ",".join(
+                s + rank for m, s in enumerate(symbols) if m != n) + "->" + symbols[n] + rank
+            shapes = [self.shape] + [(self.shape[m], key[1]) for m in range(self.ndim) if m != n]
+            plan = self._mttkrp_plans[key] = opt_einsum.contract_expression(subscripts, *shapes)
+        return plan(self._dense, *(f for m, f in enumerate(factors) if m != n))
+
+    def missing_rows(self, n, factors):
+        """:math:`K_n(v, :)` at the missing entries (n_missing x R), or None."""
+        if not self.n_missing:
+            return None
+        return self.khatri_rao_rows(factors, self._missing, skip=n)
+
+    def missing_xhat(self, factors):
+        """:math:`\\hat X` at the missing entries (or an empty array)."""
+        if not self.n_missing:
+            return np.zeros(0)
+        return np.sum(self.khatri_rao_rows(factors, self._missing), axis=1)
+
+    def missing_row_index(self, n):
+        """Each missing entry's index along mode n."""
+        return self._missing[n]
+
+    def scatter_missing(self, n, values):
+        """Σ over missing entries with v_n = i of ``values`` (entries x k) -> (I_n x k)."""
+        return np.asarray(self._select_missing[n] @ values)
+
+    # ------------------------------------------------------------------ the model
+    def masked_gradient_terms(self, n, factors, grams=None, with_mttkrp=False):
+        """:math:`\\sum_O (x_v - \\hat x_v) K_n(v, :)` summed per index of mode n:
+        the log-likelihood's gradient in :math:`A_n` times :math:`\\sigma^2`
+        (and the MTTKRP on the way, with ``with_mttkrp``)."""
+        grams = self.grams(factors) if grams is None else grams
+        mttkrp = self.mttkrp(n, factors)
+        result = mttkrp - factors[n] @ self.hadamard_gram(grams, skip=n)
+        if self.n_missing:
+            others = self.missing_rows(n, factors)
+            xhat = np.sum(others * factors[n][self._missing[n]], axis=1)
+            result += self.scatter_missing(n, xhat[:, None] * others)
+        return (result, mttkrp) if with_mttkrp else result
+
+    def sum_of_squared_errors(self, factors, mttkrp_0=None, grams=None):
+        """:math:`\\sum_O (x - \\hat x)^2 = \\sum x^2 - 2 \\sum x \\hat x + \\sum \\hat x^2`:
+        :math:`\\sum_O x \\hat x = \\langle A_0, \\Pi_0 \\rangle`, and
+        :math:`\\sum_O \\hat x^2` is the all-entry Gram sum minus the missing entries'.
+        ``mttkrp_0`` (mode 0's MTTKRP) saves a contraction when known."""
+        grams = self.grams(factors) if grams is None else grams
+        mttkrp_0 = self.mttkrp(0, factors) if mttkrp_0 is None else mttkrp_0
+        cross = float(np.sum(factors[0] * mttkrp_0))
+        squares = float(np.sum(self.hadamard_gram(grams)))
+        if self.n_missing:
+            squares -= float(np.sum(self.missing_xhat(factors) ** 2))
+        return max(self.sum_of_squares - 2.0 * cross + squares, 0.0)

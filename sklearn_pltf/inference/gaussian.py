@@ -1,0 +1,439 @@
+"""Bayesian non-negative PARAFAC with Gaussian noise (Schmidt & Mohamed,
+"Probabilistic non-negative tensor factorisation using Markov chain Monte
+Carlo", EUSIPCO 2009): the model, a column-wise Gibbs sampler and HMC.
+
+The model, for an N-way tensor with observed entries O and rank R:
+
+.. math::
+
+    x_v \\mid A, \\sigma^2 \\sim \\mathcal N\\Big(\\sum_r \\prod_n A_n(v_n, r),\\;
+        \\sigma^2\\Big),\\ v \\in O, \\qquad
+    \\sigma^2 \\sim \\mathcal{IG}(k, \\theta),
+
+    A_n(i, r) \\mid \\mu_{nr}, v_{nr} \\sim \\mathcal R(\\mu_{nr}, v_{nr})
+        \\text{ (the Gaussian truncated to } [0, \\infty)\\text{)},
+
+    p(\\mu_{nr}, v_{nr}) = \\frac{1}{C_{I_n}}\\, \\Phi\\big(\\mu/\\sqrt v\\big)^{I_n}\\,
+        \\mathcal N(\\mu \\mid 0, v / s)\\, \\mathcal{IG}(v \\mid a_0, b_0).
+
+Each column (n, r) has its own location and scale. The hyper-prior carries the
+power of :math:`\\Phi(\\mu/\\sqrt v)` that cancels the truncated Gaussian's
+normaliser over the column's :math:`I_n` elements — Schmidt & Mohamed's
+device — so that given the column, (μ, v) is Normal–inverse-Gamma: v
+inverse-Gamma, μ given v Gaussian, drawn jointly. Its constant
+:math:`C_I = \\mathbb E_{u \\sim \\mathcal N(0, 1/s)}[\\Phi(u)^I]` does not
+depend on v (substitute :math:`u = \\mu/\\sqrt v`): a one-dimensional
+integral (:func:`log_hyper_normalizer`). Integrating (μ, v) out gives each
+column's marginal prior in closed form (:func:`log_factor_prior`), which is
+what the evidence needs.
+
+Given everything else, the elements of one column are independent rectified
+Gaussians: with the column's data precision :math:`P_i` and linear term
+:math:`L_i` (from the MTTKRP and Gram identities, :mod:`._cp_stats`),
+
+.. math::
+
+    A_n(i, r) \\mid \\cdot \\sim \\mathcal R\\Big(
+        \\frac{L_i/\\sigma^2 + \\mu/v}{P_i/\\sigma^2 + 1/v},\\;
+        \\frac{1}{P_i/\\sigma^2 + 1/v}\\Big),
+
+    \\sigma^2 \\mid \\cdot \\sim \\mathcal{IG}\\big(k + |O|/2,\\;
+        \\theta + \\tfrac12 \\textstyle\\sum_O (x - \\hat x)^2\\big).
+
+:func:`gibbs_sweep` draws, mode by mode, the hyper-parameters of every
+column, then the columns one at a time, then the noise. :func:`hmc_step`
+moves all factors jointly by Hamiltonian Monte Carlo on
+:math:`\\phi = \\log A` (the Jacobian adds :math:`\\sum \\phi` to the log
+density), then draws the hyper-parameters and the noise as Gibbs does.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import gammaln, log_ndtr, logsumexp
+
+from ._cp_stats import CPStatistics
+from ._truncnorm import log_rectified_normal_density, sample_rectified_normal
+
+__all__ = [
+    "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
+    "log_likelihood", "log_factor_prior", "log_noise_prior", "log_hyper_normalizer",
+    "sample_prior", "column_conditional", "log_joint", "run_chain", "GaussianChain",
+    "DualAveraging",
+]
+
+
+class GaussianPriors(NamedTuple):
+    """Hyper-parameters: σ² ~ IG(``noise_shape``, ``noise_scale``); each
+    column's v ~ IG(``hyper_shape``, ``hyper_scale``) and μ | v ~ N(0, v /
+    ``hyper_precision``) (times the normaliser-cancelling power of Φ)."""
+
+    noise_shape: float = 1.0
+    noise_scale: float = 1.0
+    hyper_precision: float = 1.0
+    hyper_shape: float = 1.0
+    hyper_scale: float = 1.0
+
+
+class GaussianState(NamedTuple):
+    """Factors (I_n x R each), each column's (μ, v) as length-R arrays per
+    mode, and the noise variance σ²."""
+
+    factors: tuple
+    means: tuple
+    variances: tuple
+    noise_variance: float
+
+
+class GaussianInfo(NamedTuple):
+    """log p(X | A, σ²) at the returned state, and HMC's acceptance
+    probability for the proposal (1 for a Gibbs sweep)."""
+
+    log_likelihood: float
+    acceptance: float = 1.0
+
+
+# ------------------------------------------------------------------ densities
+@lru_cache(maxsize=256)
+def log_hyper_normalizer(n_elements, precision):
+    """:math:`\\log C_I = \\log \\int \\mathcal N(u \\mid 0, 1/s)\\, \\Phi(u)^I\\, du`,
+    by the trapezoid rule on a fine grid (the integrand is smooth and
+    negligible beyond 12 prior standard deviations; relative error ~1e-10)."""
+    scale = 1.0 / np.sqrt(precision)
+    u = np.linspace(-12.0 * scale, 12.0 * scale, 40001)
+    log_f = -0.5 * (u / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi) + n_elements * log_ndtr(u)
+    return float(logsumexp(log_f) + np.log(u[1] - u[0]))
+
+
+def _posterior_hyper(column_sums, column_squares, n_elements, priors):
+    """Normal–inverse-Gamma parameters of (μ, v) given columns with these sums."""
+    precision = priors.hyper_precision + n_elements
+    location = column_sums / precision
+    shape = priors.hyper_shape + 0.5 * n_elements
+    scale = priors.hyper_scale + 0.5 * (column_squares - column_sums**2 / precision)
+    return location, precision, shape, scale
+
+
+def log_factor_prior(factor, priors):
+    """:math:`\\log p(A_n)` with each column's (μ, v) integrated out: the
+    Normal–inverse-Gamma evidence of the column's values minus
+    :math:`\\log C_{I_n}`; ``-inf`` if an element is negative."""
+    factor = np.asarray(factor, dtype=np.float64)
+    if np.any(factor < 0):
+        return -np.inf
+    n = factor.shape[0]
+    _, precision, shape, scale = _posterior_hyper(factor.sum(0), (factor**2).sum(0), n, priors)
+    per_column = (
+        -0.5 * n * np.log(2 * np.pi) + 0.5 * np.log(priors.hyper_precision / precision)
+        + priors.hyper_shape * np.log(priors.hyper_scale) - shape * np.log(scale)
+        + gammaln(shape) - gammaln(priors.hyper_shape)
+    )
+    return float(np.sum(per_column) - factor.shape[1] * log_hyper_normalizer(n, priors.hyper_precision))
+
+
+def log_inverse_gamma_density(x, shape, scale):
+    """:math:`\\log \\mathcal{IG}(x \\mid \\text{shape}, \\text{scale})`."""
+    return shape * np.log(scale) - gammaln(shape) - (shape + 1) * np.log(x) - scale / x
+
+
+def log_noise_prior(noise_variance, priors):
+    return float(log_inverse_gamma_density(noise_variance, priors.noise_shape, priors.noise_scale))
+
+
+def log_likelihood(stats, factors, noise_variance, sse=None):
+    """:math:`\\log p(X \\mid A, \\sigma^2)` over the observed entries."""
+    sse = stats.sum_of_squared_errors(factors) if sse is None else sse
+    return float(-0.5 * stats.n_observed * np.log(2 * np.pi * noise_variance) - 0.5 * sse / noise_variance)
+
+
+# ---------------------------------------------------------------- initial state
+def init(rng, stats, rank, priors):
+    """Random factors whose X̂ has the data's mean square; (μ, v) drawn from
+    their conditionals; σ² at the observed values' variance."""
+    mean_square = stats.sum_of_squares / stats.n_observed
+    scale = (max(mean_square, 1e-12) / rank) ** (0.5 / stats.ndim)
+    factors = tuple(scale * rng.standard_exponential((size, rank)) for size in stats.shape)
+    means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
+    noise = max(mean_square, 1e-12)
+    return GaussianState(factors, tuple(means), tuple(variances), float(noise))
+
+
+def _draw_hyper(rng, factor, priors):
+    """(μ, v) of every column of ``factor`` from their Normal–inverse-Gamma conditional."""
+    location, precision, shape, scale = _posterior_hyper(
+        factor.sum(0), (factor**2).sum(0), factor.shape[0], priors
+    )
+    variance = scale / rng.standard_gamma(shape)
+    return location + np.sqrt(variance / precision) * rng.standard_normal(variance.shape), variance
+
+
+def sample_prior(rng, shape, rank, priors):
+    """A draw of (A, μ, v, σ²) from the prior, for simulation-based checks.
+
+    u = μ/√v has density ∝ N(u | 0, 1/s) Φ(u)^I independent of v (drawn by
+    the inverse CDF on the grid of :func:`log_hyper_normalizer`), so
+    μ = u √v with v ~ IG(a₀, b₀)."""
+    factors, means, variances = [], [], []
+    for size in shape:
+        v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=rank)
+        u = _sample_standardised_location(rng, size, priors.hyper_precision, rank)
+        mu = u * np.sqrt(v)
+        factors.append(sample_rectified_normal(rng, np.broadcast_to(mu, (size, rank)),
+                                               np.broadcast_to(np.sqrt(v), (size, rank))))
+        means.append(mu)
+        variances.append(v)
+    noise = priors.noise_scale / rng.standard_gamma(priors.noise_shape)
+    return GaussianState(tuple(factors), tuple(means), tuple(variances), float(noise))
+
+
+def _sample_standardised_location(rng, n_elements, precision, size):
+    scale = 1.0 / np.sqrt(precision)
+    u = np.linspace(-12.0 * scale, 12.0 * scale, 40001)
+    log_f = -0.5 * (u / scale) ** 2 + n_elements * log_ndtr(u)
+    cdf = np.cumsum(np.exp(log_f - log_f.max()))
+    cdf /= cdf[-1]
+    return np.interp(rng.uniform(size=size), cdf, u)
+
+
+# ------------------------------------------------------------------ Gibbs sweep
+class _ModeTerms(NamedTuple):
+    """What the column conditionals of mode n read, fixed while mode n is updated."""
+
+    mttkrp: np.ndarray  # I_n x R
+    gram: np.ndarray  # R x R, the Hadamard product of the other modes' Grams
+    missing_others: np.ndarray | None  # K_n at the missing entries
+    missing_precision: np.ndarray | None  # I_n x R: Σ_missing K_n²
+
+
+def _mode_terms(stats, n, factors, grams):
+    others = stats.missing_rows(n, factors)
+    precision = None if others is None else stats.scatter_missing(n, others**2)
+    return _ModeTerms(stats.mttkrp(n, factors), stats.hadamard_gram(grams, skip=n), others, precision)
+
+
+def column_conditional(stats, n, r, factor, terms, missing_xhat, mean, variance, noise_variance):
+    """Location and scale (standard deviation) of the rectified Gaussians of
+    column r of mode n given everything else (module docstring);
+    ``missing_xhat`` is X̂ at the missing entries with the current ``factor``."""
+    linear = terms.mttkrp[:, r] - factor @ terms.gram[:, r] + factor[:, r] * terms.gram[r, r]
+    precision = np.full(factor.shape[0], terms.gram[r, r])
+    if terms.missing_others is not None:
+        k_r = terms.missing_others[:, r]
+        rows = stats.missing_row_index(n)
+        without_r = missing_xhat - factor[rows, r] * k_r
+        linear = linear + stats.scatter_missing(n, (without_r * k_r)[:, None])[:, 0]
+        precision = precision - terms.missing_precision[:, r]
+    total_precision = np.maximum(precision, 0.0) / noise_variance + 1.0 / variance
+    location = (linear / noise_variance + mean / variance) / total_precision
+    return location, 1.0 / np.sqrt(total_precision)
+
+
+def gibbs_sweep(rng, state, stats, priors, clamped=frozenset(), clamp_noise=False, visit=None):
+    """One sweep: for each mode, every column's (μ, v), then each column;
+    then σ². Columns ``(n, r)`` in ``clamped`` (and σ² with ``clamp_noise``)
+    keep their values; ``visit(n, r, location, scale)`` (or
+    ``visit("noise", shape, scale)``) sees each conditional before its draw
+    (Chib's estimator reads them). Returns ``(state, info)``."""
+    factors, means, variances = list(state.factors), list(state.means), list(state.variances)
+    grams = stats.grams(factors)
+    missing_xhat = stats.missing_xhat(factors)
+    for n in range(stats.ndim):
+        means[n], variances[n] = _draw_hyper(rng, factors[n], priors)
+        terms = _mode_terms(stats, n, factors, grams)
+        factor = factors[n].copy()
+        for r in range(factor.shape[1]):
+            location, scale = column_conditional(stats, n, r, factor, terms, missing_xhat,
+                                                 means[n][r], variances[n][r], state.noise_variance)
+            if visit is not None:
+                visit(n, r, location, scale)
+            if (n, r) in clamped:
+                continue
+            new = sample_rectified_normal(rng, location, scale)
+            if terms.missing_others is not None:
+                rows = stats.missing_row_index(n)
+                missing_xhat = missing_xhat + (new - factor[:, r])[rows] * terms.missing_others[:, r]
+            factor[:, r] = new
+        factors[n], grams[n] = factor, factor.T @ factor
+    sse = stats.sum_of_squared_errors(factors, grams=grams)
+    shape, scale = priors.noise_shape + 0.5 * stats.n_observed, priors.noise_scale + 0.5 * sse
+    if visit is not None:
+        visit("noise", shape, scale)
+    noise = state.noise_variance if clamp_noise else float(scale / rng.standard_gamma(shape))
+    new_state = GaussianState(tuple(factors), tuple(means), tuple(variances), noise)
+    return new_state, GaussianInfo(log_likelihood(stats, factors, noise, sse))
+
+
+# ------------------------------------------------------------------------ HMC
+def _log_target_and_gradient(phi, state, stats):
+    """log p(A | X, μ, v, σ²) in φ = log A (Jacobian Σφ included), up to a
+    constant, and its gradient in each φ_n:
+    :math:`A_n \\circ \\big(\\sum_O (x - \\hat x) K_n / \\sigma^2 - (A_n - \\mu_n)/v_n\\big) + 1`."""
+    factors = [np.exp(p) for p in phi]
+    grams = stats.grams(factors)
+    noise = state.noise_variance
+    value, gradient = 0.0, []
+    for n, (p, a) in enumerate(zip(phi, factors)):
+        residual_terms, mttkrp = stats.masked_gradient_terms(n, factors, grams, with_mttkrp=True)
+        if n == 0:
+            sse = stats.sum_of_squared_errors(factors, mttkrp_0=mttkrp, grams=grams)
+            value -= 0.5 * sse / noise
+        centred = (a - state.means[n]) / state.variances[n]
+        value += float(np.sum(-0.5 * centred * (a - state.means[n]) + p))
+        gradient.append(a * (residual_terms / noise - centred) + 1.0)
+    return value, gradient, factors
+
+
+def hmc_step(rng, state, stats, priors, step_size, n_leapfrog, inverse_mass=None):
+    """One HMC transition for the factors (in log space, leapfrog with
+    ``n_leapfrog`` steps of ``step_size``, Metropolis accept/reject), then
+    (μ, v) and σ² from their conditionals as in :func:`gibbs_sweep`.
+
+    ``inverse_mass`` (one array per factor, default ones) is the diagonal
+    inverse mass matrix: the scale of each φ, so that one step size suits
+    elements whose posterior widths differ. The info's ``acceptance`` is
+    the proposal's acceptance probability."""
+    phi = [np.log(f) for f in state.factors]
+    inverse_mass = [np.ones_like(p) for p in phi] if inverse_mass is None else inverse_mass
+    value, gradient, _ = _log_target_and_gradient(phi, state, stats)
+    momentum = [rng.standard_normal(p.shape) / np.sqrt(w) for p, w in zip(phi, inverse_mass)]
+
+    def kinetic(momentum):
+        return 0.5 * sum(float(np.sum(w * m**2)) for m, w in zip(momentum, inverse_mass))
+
+    energy = -value + kinetic(momentum)
+    position, new_gradient, new_value = phi, gradient, value
+    with np.errstate(over="ignore", invalid="ignore"):
+        momentum = [m + 0.5 * step_size * g for m, g in zip(momentum, new_gradient)]
+        for k in range(n_leapfrog):
+            position = [p + step_size * w * m for p, m, w in zip(position, momentum, inverse_mass)]
+            new_value, new_gradient, _ = _log_target_and_gradient(position, state, stats)
+            scale = step_size if k < n_leapfrog - 1 else 0.5 * step_size
+            momentum = [m + scale * g for m, g in zip(momentum, new_gradient)]
+        new_energy = -new_value + kinetic(momentum)
+    log_ratio = energy - new_energy
+    acceptance = float(np.exp(min(log_ratio, 0.0))) if np.isfinite(log_ratio) else 0.0
+    factors = state.factors
+    if rng.uniform() < acceptance:
+        factors = tuple(np.exp(p) for p in position)
+    return _draw_hyper_and_noise(rng, factors, stats, priors, acceptance)
+
+
+def _draw_hyper_and_noise(rng, factors, stats, priors, acceptance):
+    means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
+    sse = stats.sum_of_squared_errors(list(factors))
+    shape, scale = priors.noise_shape + 0.5 * stats.n_observed, priors.noise_scale + 0.5 * sse
+    noise = float(scale / rng.standard_gamma(shape))
+    state = GaussianState(tuple(factors), tuple(means), tuple(variances), noise)
+    return state, GaussianInfo(log_likelihood(stats, factors, noise, sse), acceptance)
+
+
+def log_joint(state, stats, priors):
+    """:math:`\\log p(X, A, \\sigma^2)` with (μ, v) integrated out."""
+    return (log_likelihood(stats, state.factors, state.noise_variance)
+            + sum(log_factor_prior(f, priors) for f in state.factors)
+            + log_noise_prior(state.noise_variance, priors))
+
+
+# ---------------------------------------------------------------------- chains
+class GaussianChain(NamedTuple):
+    """One chain's output: posterior means of the factors and of σ², the kept
+    draws (or None), log p(X | A, σ²) after every iteration (warm-up
+    included), the kept state of highest log joint, the mean acceptance
+    probability after warm-up and HMC's adapted step size (None for Gibbs)."""
+
+    mean_factors: tuple
+    mean_noise_variance: float
+    draws: tuple | None
+    log_likelihoods: np.ndarray
+    best: GaussianState
+    acceptance: float
+    step_size: float | None
+
+
+class DualAveraging:
+    """Step-size adaptation toward an acceptance probability (Hoffman & Gelman
+    2014, Algorithm 5; γ = 0.05, t₀ = 10, κ = 0.75): ``update(acceptance)``
+    after each warm-up iteration, ``step_size`` to use next, ``final`` after."""
+
+    def __init__(self, step_size, target):
+        self.target, self.log_step = target, np.log(step_size)
+        self._shrink_toward, self._mean_error, self._log_average, self._m = np.log(10 * step_size), 0.0, 0.0, 0
+
+    @property
+    def step_size(self):
+        return float(np.exp(self.log_step))
+
+    def update(self, acceptance):
+        self._m += 1
+        m = self._m
+        self._mean_error += ((self.target - acceptance) - self._mean_error) / (m + 10)
+        self.log_step = self._shrink_toward - np.sqrt(m) / 0.05 * self._mean_error
+        weight = m**-0.75
+        self._log_average = weight * self.log_step + (1 - weight) * self._log_average
+
+    @property
+    def final(self):
+        return float(np.exp(self._log_average)) if self._m else self.step_size
+
+
+def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draws=1000, thin=1,
+              keep_draws=True, step_size=0.05, n_leapfrog=20, target_acceptance=0.8):
+    """Run one Gibbs or HMC chain from a random start (:func:`init`).
+
+    HMC adapts over the warm-up: the step size toward ``target_acceptance``
+    (Schmidt & Mohamed's rule asks for rejections below 25%, so at least
+    0.75) by dual averaging throughout, and the diagonal inverse mass to the
+    variance of each log-factor over the warm-up's middle half (then the
+    step size adapts anew), both fixed afterwards."""
+    state = init(rng, stats, rank, priors)
+    adaptation = DualAveraging(step_size, target_acceptance) if sampler == "hmc" else None
+    inverse_mass, window = None, []
+    window_start, window_end = n_warmup // 4, (3 * n_warmup) // 4
+    sums = [np.zeros_like(f) for f in state.factors]
+    noise_sum, acceptances, kept = 0.0, [], [[] for _ in state.factors] if keep_draws else None
+    trace = np.empty(n_warmup + n_draws * thin)
+    best, best_value = state, -np.inf
+    for t in range(trace.size):
+        if sampler == "hmc":
+            size = adaptation.step_size if t < n_warmup else adaptation.final
+            state, info = hmc_step(rng, state, stats, priors, size * rng.uniform(0.9, 1.1), n_leapfrog,
+                                   inverse_mass)
+            if t < n_warmup:
+                adaptation.update(info.acceptance)
+                if window_start <= t < window_end:
+                    window.append([np.log(f) for f in state.factors])
+                elif t == window_end and len(window) > 1:
+                    inverse_mass = _regularised_variances(window)
+                    adaptation = DualAveraging(adaptation.step_size, target_acceptance)
+        else:
+            state, info = gibbs_sweep(rng, state, stats, priors)
+        trace[t] = info.log_likelihood
+        if t < n_warmup or (t - n_warmup) % thin != thin - 1:
+            continue
+        acceptances.append(info.acceptance)
+        noise_sum += state.noise_variance
+        for n, f in enumerate(state.factors):
+            sums[n] += f
+            if kept is not None:
+                kept[n].append(f)
+        value = log_joint(state, stats, priors)
+        if value > best_value:
+            best, best_value = state, value
+    return GaussianChain(
+        tuple(s / n_draws for s in sums), noise_sum / n_draws,
+        None if kept is None else tuple(np.array(k) for k in kept), trace, best,
+        float(np.mean(acceptances)), adaptation.final if adaptation is not None else None,
+    )
+
+
+def _regularised_variances(window):
+    """Each log-factor element's variance over the window, shrunk toward 1e-3
+    as Stan does (weight 5 / (n + 5)), for the inverse mass."""
+    n = len(window)
+    return [
+        (n / (n + 5.0)) * np.var(np.array([w[m] for w in window]), axis=0, ddof=1) + 1e-3 * 5.0 / (n + 5.0)
+        for m in range(len(window[0]))
+    ]

@@ -1,0 +1,186 @@
+"""Gaussian non-negative PARAFAC (inference.gaussian): the rectified-Gaussian
+sampler, the data sums, the conditionals, the HMC gradient and the priors."""
+
+import numpy as np
+import pytest
+import sparse
+from scipy import stats as scipy_stats
+from scipy.integrate import quad
+
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.inference import gaussian
+from sklearn_pltf.inference._cp_stats import CPStatistics
+from sklearn_pltf.inference._truncnorm import (
+    log_rectified_normal_density,
+    sample_rectified_normal,
+)
+
+
+def _cp(factors):
+    return np.einsum("ir,jr,kr->ijk", *factors)
+
+
+def _data(seed=0, shape=(8, 6, 5), rank=2, noise=0.5, missing=0.0):
+    rng = np.random.default_rng(seed)
+    factors = [rng.gamma(2.0, 1.0, (s, rank)) for s in shape]
+    X = _cp(factors) + rng.normal(0.0, noise, shape)
+    if missing:
+        X[rng.uniform(size=shape) < missing] = np.nan
+    return X, factors
+
+
+@pytest.mark.parametrize("mean, std", [(1.0, 1.0), (0.0, 2.0), (-3.0, 1.0), (-50.0, 1.0), (40.0, 0.5)])
+def test_rectified_normal_draws_match_scipy(mean, std):
+    # Kolmogorov–Smirnov against scipy's truncnorm, deep in the tail included
+    # (mean 50 standard deviations below the bound); 20,000 draws detect a
+    # CDF error of 0.015 with probability > 0.999.
+    rng = np.random.default_rng(0)
+    draws = sample_rectified_normal(rng, np.full(20000, mean), std)
+    assert np.all(draws >= 0)
+    reference = scipy_stats.truncnorm(-mean / std, np.inf, loc=mean, scale=std)
+    assert scipy_stats.kstest(draws, reference.cdf).pvalue > 1e-3
+    # The mean within 4 standard errors.
+    assert abs(draws.mean() - reference.mean()) < 4 * reference.std() / np.sqrt(draws.size)
+
+
+def test_rectified_normal_density_matches_scipy():
+    x = np.array([0.0, 0.1, 1.0, 5.0])
+    for mean, std in [(1.0, 1.0), (-20.0, 0.7), (3.0, 2.0)]:
+        expected = scipy_stats.truncnorm(-mean / std, np.inf, loc=mean, scale=std).logpdf(x)
+        np.testing.assert_allclose(log_rectified_normal_density(x, mean, std), expected, rtol=1e-9)
+    assert log_rectified_normal_density(-1.0, 0.0, 1.0) == -np.inf
+
+
+def _layouts(X):
+    """The same data as dense (NaN = missing) and as pydata sparse with a mask."""
+    observed = ~np.isnan(X)
+    yield as_observed_tensor(X, allow_negative=True)
+    coo = sparse.COO.from_numpy(np.where(observed, X, 0.0))
+    mask = sparse.COO.from_numpy(observed, fill_value=True)
+    yield as_observed_tensor(coo, mask=mask if not observed.all() else None, allow_negative=True)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_cp_statistics_match_dense_sums(missing):
+    X, _ = _data(missing=missing)
+    rng = np.random.default_rng(1)
+    factors = [rng.gamma(2.0, 1.0, (s, 2)) for s in X.shape]
+    observed = ~np.isnan(X)
+    residual = np.where(observed, X - _cp(factors), 0.0)
+    expected_gradients = [
+        np.einsum("ijk,jr,kr->ir", residual, factors[1], factors[2]),
+        np.einsum("ijk,ir,kr->jr", residual, factors[0], factors[2]),
+        np.einsum("ijk,ir,jr->kr", residual, factors[0], factors[1]),
+    ]
+    for data in _layouts(X):
+        stats = CPStatistics(data)
+        assert stats.n_observed == observed.sum()
+        np.testing.assert_allclose(stats.sum_of_squared_errors(factors), np.sum(residual**2), rtol=1e-10)
+        for n in range(3):
+            np.testing.assert_allclose(stats.masked_gradient_terms(n, factors), expected_gradients[n],
+                                       rtol=1e-9, atol=1e-9)
+
+
+def test_negative_values_need_allow_negative():
+    X = np.array([[1.0, -0.5], [2.0, 0.0]])
+    with pytest.raises(ValueError, match="Negative values"):
+        as_observed_tensor(X)
+    assert as_observed_tensor(X, allow_negative=True).dense[0, 1] == -0.5
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_column_conditional_is_the_log_joint_in_that_column(missing):
+    # The log joint as a function of one column differs from the rectified
+    # Gaussians' log density by a constant: compare differences between two columns.
+    X, _ = _data(missing=missing)
+    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
+    rng = np.random.default_rng(2)
+    factors = [rng.gamma(2.0, 1.0, (s, 2)) for s in X.shape]
+    mean, variance, noise = 0.3, 2.0, 0.7
+    for n in range(3):
+        terms = gaussian._mode_terms(stats, n, factors, stats.grams(factors))
+        location, scale = gaussian.column_conditional(
+            stats, n, 1, factors[n], terms, stats.missing_xhat(factors), mean, variance, noise)
+
+        def log_joint(column, n=n):
+            changed = list(factors)
+            changed[n] = factors[n].copy()
+            changed[n][:, 1] = column
+            return (gaussian.log_likelihood(stats, changed, noise)
+                    - np.sum((column - mean) ** 2) / (2 * variance))
+
+        first = factors[n][:, 1]
+        second = first + rng.uniform(0.0, 0.5, first.shape)
+        expected = log_joint(second) - log_joint(first)
+        got = np.sum(log_rectified_normal_density(second, location, scale)
+                     - log_rectified_normal_density(first, location, scale))
+        assert got == pytest.approx(expected, rel=1e-8)
+
+
+def test_hmc_gradient_matches_finite_differences():
+    X, _ = _data(missing=0.2)
+    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
+    rng = np.random.default_rng(3)
+    state = gaussian.init(rng, stats, 2, gaussian.GaussianPriors())
+    phi = [np.log(f) for f in state.factors]
+    value, gradient, _ = gaussian._log_target_and_gradient(phi, state, stats)
+    h = 1e-6
+    for n in range(3):
+        for index in [(0, 0), (2, 1)]:
+            moved = [p.copy() for p in phi]
+            moved[n][index] += h
+            forward, _, _ = gaussian._log_target_and_gradient(moved, state, stats)
+            moved[n][index] -= 2 * h
+            backward, _, _ = gaussian._log_target_and_gradient(moved, state, stats)
+            assert gradient[n][index] == pytest.approx((forward - backward) / (2 * h), rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("n_elements, precision", [(1, 1.0), (5, 1.0), (20, 0.1)])
+def test_hyper_normalizer_matches_quadrature(n_elements, precision):
+    def integrand(u):
+        return scipy_stats.norm.pdf(u, scale=1 / np.sqrt(precision)) * scipy_stats.norm.cdf(u) ** n_elements
+
+    expected, _ = quad(integrand, -np.inf, np.inf, epsabs=1e-13)
+    assert gaussian.log_hyper_normalizer(n_elements, precision) == pytest.approx(np.log(expected), rel=1e-7)
+
+
+def test_factor_prior_is_the_hyper_prior_average():
+    # p(column) in closed form against the average of prod R(a | mu, v) over
+    # (mu, v) drawn from the hyper-prior (sample_prior's draws): 200,000 draws,
+    # the standard error of the mean is < 1% here; allow 4%.
+    priors = gaussian.GaussianPriors(hyper_precision=1.0, hyper_shape=3.0, hyper_scale=2.0)
+    column = np.array([[0.4], [1.3], [0.9]])
+    rng = np.random.default_rng(4)
+    n_draws = 200_000
+    v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=n_draws)
+    u = gaussian._sample_standardised_location(rng, column.shape[0], priors.hyper_precision, n_draws)
+    mu = u * np.sqrt(v)
+    log_terms = np.sum(log_rectified_normal_density(column, mu, np.sqrt(v)), axis=0)
+    weights = np.exp(log_terms)
+    estimate = np.log(weights.mean())
+    relative_error = weights.std() / weights.mean() / np.sqrt(n_draws)
+    assert relative_error < 0.01
+    assert gaussian.log_factor_prior(column, priors) == pytest.approx(estimate, abs=0.04)
+
+
+def test_gibbs_and_hmc_agree_on_the_posterior_mean():
+    # Posterior means of X̂ from Gibbs and from HMC, each with a Monte Carlo
+    # error estimated by batch means; they agree within 4 combined errors.
+    X, _ = _data(seed=5, shape=(6, 5, 4), rank=2, noise=0.5, missing=0.1)
+    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
+    priors = gaussian.GaussianPriors()
+    means, errors = [], []
+    for sampler, n_draws in [("gibbs", 2000), ("hmc", 1000)]:
+        chain = gaussian.run_chain(np.random.default_rng(6), stats, 2, priors, sampler=sampler,
+                                   n_warmup=500, n_draws=n_draws, n_leapfrog=10)
+        xhat = np.array([_cp([d[k] for d in chain.draws]) for k in range(n_draws)])
+        batches = xhat.reshape(20, -1, *X.shape).mean(axis=1)
+        means.append(xhat.mean(axis=0))
+        errors.append(batches.std(axis=0, ddof=1) / np.sqrt(20))
+        if sampler == "hmc":
+            assert chain.acceptance > 0.6
+    z = np.abs(means[0] - means[1]) / np.hypot(errors[0], errors[1])
+    # 120 entries: under agreement, |z| > 4 is rare (batch means with 20 batches
+    # make z roughly t with 19 df per side; P(|z| > 4) ~ 1e-3 per entry).
+    assert np.mean(z > 4) < 0.03
+    assert np.median(z) < 1.5
