@@ -4,7 +4,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import sklearn_pltf
-from sklearn_pltf import PLTF, BayesianNMF, PoissonCP, TuckerVB
+from sklearn_pltf import PLTF, BayesianNMF, GibbsNTF, PoissonCP, TuckerVB
 
 FAST = {"max_iter": 30, "tol": 1e-4, "random_state": 0}
 
@@ -13,6 +13,7 @@ ESTIMATORS = [
     BayesianNMF(2, **FAST),
     PoissonCP(2, **FAST),
     TuckerVB(2, **FAST),
+    GibbsNTF(2, n_warmup=20, n_draws=30, random_state=0),
 ]
 
 

@@ -1,8 +1,9 @@
 """scikit-learn estimators on the PLTF engine."""
 
 from .cp import PoissonCP
+from .gaussian_ntf import GibbsNTF
 from .nmf import BayesianNMF
 from .pltf import PLTF
 from .tucker import TuckerVB
 
-__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF"]

@@ -31,7 +31,7 @@ from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
 
-__all__ = ["BasePoissonPLTF", "as_generator"]
+__all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor"]
 
 _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
@@ -51,6 +51,31 @@ def as_generator(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
     raise ValueError(f"random_state must be None, an int or a numpy generator, got {random_state!r}.")
+
+
+def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False):
+    """Validate ``X`` (and ``mask``) for ``estimator`` into an :class:`ObservedTensor`.
+
+    Dense arrays and scipy.sparse matrices go through scikit-learn's
+    ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
+    array is checked here, since ``validate_data`` would densify it.
+    """
+    if isinstance(X, sparse.SparseArray):
+        if X.ndim < min_ndim:
+            raise ValueError(f"Expected a {min_ndim}-D or larger array, got {X.ndim}-D.")
+        if reset:
+            estimator.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
+        elif X.ndim > 1 and X.shape[1] != estimator.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+                f"{estimator.n_features_in_} features as input."
+            )
+    else:
+        X = validate_data(
+            estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
+            ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
+        )
+    return as_observed_tensor(X, mask, allow_negative=allow_negative)
 
 
 def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None):
@@ -143,28 +168,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         return 2
 
     def _observed(self, X, mask, reset):
-        """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`.
-
-        Dense arrays and scipy.sparse matrices go through scikit-learn's
-        ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
-        array is checked here, since ``validate_data`` would densify it.
-        """
-        if isinstance(X, sparse.SparseArray):
-            if X.ndim < self._min_ndim():
-                raise ValueError(f"Expected a {self._min_ndim()}-D or larger array, got {X.ndim}-D.")
-            if reset:
-                self.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
-            elif X.ndim > 1 and X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                    f"{self.n_features_in_} features as input."
-                )
-        else:
-            X = validate_data(
-                self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
-                ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=self._min_ndim() >= 2,
-            )
-        return as_observed_tensor(X, mask)
+        """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor` (:func:`validate_tensor`)."""
+        return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim())
 
     # ------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)

@@ -22,7 +22,6 @@ input without missing entries takes its MTTKRP as one BLAS-backed contraction.
 from __future__ import annotations
 
 import numpy as np
-import opt_einsum
 import scipy.sparse as sp
 
 __all__ = ["CPStatistics"]
@@ -59,9 +58,14 @@ class CPStatistics:
         source = self._dense if self._dense is not None else values
         self.sum_of_squares = float(np.sum(np.square(source)))
         # Row selection matrices (I_n x entries): scatter-adds as sparse products.
-        self._select = [self._selector(coords[n], n) for n in range(self.ndim)]
-        self._select_missing = [self._selector(missing[n], n) for n in range(self.ndim)]
-        self._mttkrp_plans = {}
+        self._select = [self._selector(coords[n], n) for n in range(self.ndim)] if values.size else None
+        self._select_missing = ([self._selector(missing[n], n) for n in range(self.ndim)]
+                                if self.n_missing else None)
+        # Dense data: each mode's unfolding X_(n) (I_n x the other sizes, in order), once.
+        self._unfolded = None if self._dense is None else [
+            np.ascontiguousarray(np.moveaxis(self._dense, n, 0)).reshape(self.shape[n], -1)
+            for n in range(self.ndim)
+        ]
 
     def _selector(self, rows, n):
         return sp.csr_matrix(
@@ -104,16 +108,13 @@ class CPStatistics:
         return np.asarray(self._select[n] @ (self._values[:, None] * rows))
 
     def _dense_mttkrp(self, n, factors):
-        symbols = [opt_einsum.get_symbol(m) for m in range(self.ndim)]
-        rank = opt_einsum.get_symbol(self.ndim)
-        key = (n, factors[0].shape[1])
-        plan = self._mttkrp_plans.get(key)
-        if plan is None:
-            subscripts = "".join(symbols) + "," + ",".join(
-                s + rank for m, s in enumerate(symbols) if m != n) + "->" + symbols[n] + rank
-            shapes = [self.shape] + [(self.shape[m], key[1]) for m in range(self.ndim) if m != n]
-            plan = self._mttkrp_plans[key] = opt_einsum.contract_expression(subscripts, *shapes)
-        return plan(self._dense, *(f for m, f in enumerate(factors) if m != n))
+        """X_(n) times the Khatri–Rao product of the other factors (in the
+        unfolding's row order, the last mode fastest): one BLAS product."""
+        others = [f for m, f in enumerate(factors) if m != n]
+        product = others[0]
+        for f in others[1:]:
+            product = (product[:, None, :] * f[None, :, :]).reshape(-1, f.shape[1])
+        return self._unfolded[n] @ product
 
     def missing_rows(self, n, factors):
         """:math:`K_n(v, :)` at the missing entries (n_missing x R), or None."""

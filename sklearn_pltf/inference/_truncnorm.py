@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, ndtri_exp
 
-__all__ = ["sample_rectified_normal", "log_rectified_normal_density"]
+__all__ = ["sample_rectified_normal", "log_rectified_normal_density", "rectified_normal_mean"]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -49,3 +49,13 @@ def log_rectified_normal_density(x, mean, std):
     z = (x - mean) / std
     density = -0.5 * z**2 - np.log(std) - _LOG_SQRT_2PI - log_ndtr(mean / std)
     return np.where(x >= 0, density, -np.inf)
+
+
+def rectified_normal_mean(mean, std):
+    """:math:`\\mathbb E[x] = m + s\\, \\varphi(m/s) / \\Phi(m/s)`, the inverse
+    Mills ratio taken in log space so that it stays finite (≈ s²/|m|) far
+    below zero."""
+    mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    ratio = mean / std
+    mills = np.exp(-0.5 * ratio**2 - _LOG_SQRT_2PI - log_ndtr(ratio))
+    return np.maximum(mean + std * mills, 0.0)

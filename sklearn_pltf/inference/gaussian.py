@@ -56,12 +56,12 @@ import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
 from ._cp_stats import CPStatistics
-from ._truncnorm import log_rectified_normal_density, sample_rectified_normal
+from ._truncnorm import log_rectified_normal_density, rectified_normal_mean, sample_rectified_normal
 
 __all__ = [
     "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
     "log_likelihood", "log_factor_prior", "log_noise_prior", "log_hyper_normalizer",
-    "sample_prior", "column_conditional", "log_joint", "run_chain", "GaussianChain",
+    "sample_prior", "column_conditional", "log_joint", "fold_in", "run_chain", "GaussianChain",
     "DualAveraging",
 ]
 
@@ -231,12 +231,17 @@ def column_conditional(stats, n, r, factor, terms, missing_xhat, mean, variance,
     return location, 1.0 / np.sqrt(total_precision)
 
 
-def gibbs_sweep(rng, state, stats, priors, clamped=frozenset(), clamp_noise=False, visit=None):
+def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visit=None):
     """One sweep: for each mode, every column's (μ, v), then each column;
-    then σ². Columns ``(n, r)`` in ``clamped`` (and σ² with ``clamp_noise``)
-    keep their values; ``visit(n, r, location, scale)`` (or
-    ``visit("noise", shape, scale)``) sees each conditional before its draw
-    (Chib's estimator reads them). Returns ``(state, info)``."""
+    then σ². Returns ``(state, info)``.
+
+    ``clamped`` maps a column ``(n, r)`` to True (the column keeps its
+    values) or to a boolean array over its elements (those keep theirs; the
+    others are drawn, exactly, as the elements are independent given the
+    rest); σ² keeps its value with ``clamp_noise``. ``visit(n, r, location,
+    scale)`` (or ``visit("noise", shape, scale)``) sees each conditional
+    before its draw (Chib's estimator reads them)."""
+    clamped = clamped or {}
     factors, means, variances = list(state.factors), list(state.means), list(state.variances)
     grams = stats.grams(factors)
     missing_xhat = stats.missing_xhat(factors)
@@ -249,9 +254,12 @@ def gibbs_sweep(rng, state, stats, priors, clamped=frozenset(), clamp_noise=Fals
                                                  means[n][r], variances[n][r], state.noise_variance)
             if visit is not None:
                 visit(n, r, location, scale)
-            if (n, r) in clamped:
+            keep = clamped.get((n, r))
+            if keep is True:
                 continue
             new = sample_rectified_normal(rng, location, scale)
+            if keep is not None:
+                new = np.where(keep, factor[:, r], new)
             if terms.missing_others is not None:
                 rows = stats.missing_row_index(n)
                 missing_xhat = missing_xhat + (new - factor[:, r])[rows] * terms.missing_others[:, r]
@@ -264,6 +272,39 @@ def gibbs_sweep(rng, state, stats, priors, clamped=frozenset(), clamp_noise=Fals
     noise = state.noise_variance if clamp_noise else float(scale / rng.standard_gamma(shape))
     new_state = GaussianState(tuple(factors), tuple(means), tuple(variances), noise)
     return new_state, GaussianInfo(log_likelihood(stats, factors, noise, sse))
+
+
+def fold_in(stats, factors, mode, means, variances, noise_variance, *, max_iter=500, tol=1e-8):
+    """Mean-field posterior mean of ``factors[mode]`` with every other factor,
+    the column hyper-parameters ``means``/``variances`` (length R) and σ²
+    held: coordinate ascent over that mode's columns, each element's factor
+    :math:`q(a_{ir})` the rectified Gaussian of :func:`column_conditional`
+    with the other columns at their means (the likelihood is quadratic in
+    the factor, so this is exact mean-field VB). The start is
+    ``factors[mode]``. Each row (sample) stops once its own entries change by
+    less than ``tol`` relative to its largest, so a row's result depends on
+    its data alone, not on the other rows.
+    """
+    factors = list(factors)
+    terms = _mode_terms(stats, mode, factors, stats.grams(factors))
+    factor = factors[mode].copy()
+    active = np.ones(factor.shape[0], dtype=bool)
+    for _ in range(max_iter):
+        old = factor.copy()
+        missing_xhat = stats.missing_xhat([factor if m == mode else f for m, f in enumerate(factors)])
+        for r in range(factor.shape[1]):
+            location, scale = column_conditional(stats, mode, r, factor, terms, missing_xhat,
+                                                 means[r], variances[r], noise_variance)
+            new = np.where(active, rectified_normal_mean(location, scale), factor[:, r])
+            if terms.missing_others is not None:
+                rows = stats.missing_row_index(mode)
+                missing_xhat = missing_xhat + (new - factor[:, r])[rows] * terms.missing_others[:, r]
+            factor[:, r] = new
+        change = np.max(np.abs(factor - old), axis=1) / np.maximum(np.max(old, axis=1), 1e-300)
+        active &= change > tol
+        if not active.any():
+            break
+    return factor
 
 
 # ------------------------------------------------------------------------ HMC
@@ -339,12 +380,15 @@ def log_joint(state, stats, priors):
 
 # ---------------------------------------------------------------------- chains
 class GaussianChain(NamedTuple):
-    """One chain's output: posterior means of the factors and of σ², the kept
-    draws (or None), log p(X | A, σ²) after every iteration (warm-up
-    included), the kept state of highest log joint, the mean acceptance
-    probability after warm-up and HMC's adapted step size (None for Gibbs)."""
+    """One chain's output: posterior means of the factors, of each column's
+    (μ, v) and of σ², the kept draws (or None), log p(X | A, σ²) after every
+    iteration (warm-up included), the kept state of highest log joint, the
+    mean acceptance probability after warm-up and HMC's adapted step size
+    (None for Gibbs)."""
 
     mean_factors: tuple
+    mean_hyper_means: tuple
+    mean_hyper_variances: tuple
     mean_noise_variance: float
     draws: tuple | None
     log_likelihoods: np.ndarray
@@ -393,6 +437,7 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
     inverse_mass, window = None, []
     window_start, window_end = n_warmup // 4, (3 * n_warmup) // 4
     sums = [np.zeros_like(f) for f in state.factors]
+    hyper_sums = [np.zeros((2, rank)) for _ in state.factors]
     noise_sum, acceptances, kept = 0.0, [], [[] for _ in state.factors] if keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
     best, best_value = state, -np.inf
@@ -417,13 +462,15 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         noise_sum += state.noise_variance
         for n, f in enumerate(state.factors):
             sums[n] += f
+            hyper_sums[n] += (state.means[n], state.variances[n])
             if kept is not None:
                 kept[n].append(f)
         value = log_joint(state, stats, priors)
         if value > best_value:
             best, best_value = state, value
     return GaussianChain(
-        tuple(s / n_draws for s in sums), noise_sum / n_draws,
+        tuple(s / n_draws for s in sums), tuple(h[0] / n_draws for h in hyper_sums),
+        tuple(h[1] / n_draws for h in hyper_sums), noise_sum / n_draws,
         None if kept is None else tuple(np.array(k) for k in kept), trace, best,
         float(np.mean(acceptances)), adaptation.final if adaptation is not None else None,
     )

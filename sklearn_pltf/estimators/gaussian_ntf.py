@@ -1,0 +1,321 @@
+"""GibbsNTF: Bayesian non-negative PARAFAC for continuous data with Gaussian
+noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..evidence._gaussian_chib import gaussian_chib_log_evidence
+from ..inference import gaussian
+from ..inference._cp_stats import CPStatistics
+from ..model import Model
+from . import _mcmc
+from ._base import as_generator, validate_tensor
+from ._named import mode_letters
+
+__all__ = ["GibbsNTF"]
+
+
+class GibbsNTF(TransformerMixin, BaseEstimator):
+    """Bayesian non-negative CP (PARAFAC) of real-valued tensors with Gaussian noise.
+
+    The model of Schmidt & Mohamed ("Probabilistic non-negative tensor
+    factorisation using Markov chain Monte Carlo", EUSIPCO 2009):
+
+    ``X(i, j, k, ...) ~ N(Σ_r A_ir B_jr C_kr ..., σ²)`` on the observed entries,
+    ``σ² ~ InvGamma(noise_shape, noise_scale)``, every factor element a
+    Gaussian truncated to ``[0, ∞)`` with its column's location μ and variance
+    v, and each column's (μ, v) under the joint hyper-prior that makes them
+    Normal–inverse-Gamma given the column (``hyper_precision``,
+    ``hyper_shape``, ``hyper_scale``; see :mod:`sklearn_pltf.inference.gaussian`).
+    The hierarchy lets each component shrink when the data do not support
+    it, so the fit does not overfit as the rank grows.
+
+    Data are any real values (negative ones included); NaN marks a missing
+    entry of a dense array, and the implicit zeros of sparse input are
+    observed zeros (pass ``mask`` for missing ones). Axis 0 is the sample axis.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        The CP rank R.
+    sampler : {"gibbs", "hmc"}, default="gibbs"
+        Column-wise Gibbs sampling with rectified-Gaussian conditionals, or
+        Hamiltonian Monte Carlo on the log-factors (Jacobian included) with
+        the noise and hyper-parameters drawn by Gibbs between trajectories.
+    evidence : {"chib"} or None, default="chib"
+        Estimate log p(X) by Chib's method (one clamped Gibbs run per block:
+        each column of mode 0, then each element of the other modes; it
+        runs Gibbs whatever the ``sampler``), or skip it.
+    n_warmup : int, default=500
+        Iterations discarded (HMC adapts its step size and mass over them).
+    n_draws : int, default=1000
+        Iterations kept; also the length of each of Chib's clamped runs.
+    thin : int, default=1
+        Keep every ``thin``-th iteration after warm-up.
+    n_leapfrog : int, default=20
+        Leapfrog steps per HMC trajectory.
+    step_size : float, default=0.05
+        HMC's first step size; adapted during warm-up.
+    target_acceptance : float, default=0.8
+        HMC's warm-up aims at this acceptance probability (the paper's rule:
+        rejections below 25%).
+    noise_shape, noise_scale : float, default=1.0
+        Inverse-Gamma prior of the noise variance, in squared data units.
+    hyper_precision, hyper_shape, hyper_scale : float, default=1.0
+        Column hyper-prior: v ~ InvGamma(hyper_shape, hyper_scale), μ | v ~
+        N(0, v / hyper_precision), in factor units (factor entries of order 1
+        make X̂ of order R).
+    keep_draws : bool, default=True
+        Keep every kept draw of the factors in ``draws_`` (for
+        :meth:`to_inference_data` and :meth:`predict_entries`).
+    random_state : int, Generator or None, default=None
+        Seeds the chain and Chib's runs.
+
+    Attributes
+    ----------
+    model_ : Model
+        The CP model string bound to the data's shape, e.g. ``"az,bz,cz->abc"``.
+    factors_ : tuple of ndarray
+        Posterior mean of each factor matrix, (I_n, n_components).
+    noise_variance_ : float
+        Posterior mean of σ².
+    draws_ : tuple of ndarray
+        Per factor, the kept draws, shape (1, n_draws, I_n, n_components)
+        (one chain). Only with ``keep_draws``.
+    log_likelihoods_ : ndarray of shape (1, n_warmup + n_draws * thin)
+        log p(X | A, σ²) after every iteration.
+    acceptance_rate_ : float
+        Mean acceptance probability over the kept HMC iterations (1 for Gibbs).
+    step_size_ : float or None
+        HMC's adapted step size.
+    log_evidence_, log_evidence_error_ : float
+        Chib's estimate of log p(X) and its Monte Carlo standard error
+        (with ``evidence="chib"``).
+    n_iter_ : int
+        Iterations run by the chain.
+    n_features_in_ : int
+        Size of axis 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pltf import GibbsNTF
+    >>> rng = np.random.default_rng(0)
+    >>> A, B, C = (rng.gamma(2.0, 1.0, (n, 2)) for n in (10, 8, 6))
+    >>> X = np.einsum("ir,jr,kr->ijk", A, B, C) + rng.normal(0, 0.1, (10, 8, 6))
+    >>> est = GibbsNTF(2, evidence=None, n_warmup=100, n_draws=100, random_state=0).fit(X)
+    >>> est.factors_[0].shape
+    (10, 2)
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "sampler": [StrOptions({"gibbs", "hmc"})],
+        "evidence": [StrOptions({"chib"}), None],
+        "n_warmup": [Interval(Integral, 0, None, closed="left")],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "target_acceptance": [Interval(Real, 0, 1, closed="neither")],
+        "noise_shape": [Interval(Real, 0, None, closed="neither")],
+        "noise_scale": [Interval(Real, 0, None, closed="neither")],
+        "hyper_precision": [Interval(Real, 0, None, closed="neither")],
+        "hyper_shape": [Interval(Real, 0, None, closed="neither")],
+        "hyper_scale": [Interval(Real, 0, None, closed="neither")],
+        "keep_draws": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(self, n_components=2, *, sampler="gibbs", evidence="chib", n_warmup=500,
+                 n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05, target_acceptance=0.8,
+                 noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
+                 hyper_scale=1.0, keep_draws=True, random_state=None):
+        self.n_components = n_components
+        self.sampler = sampler
+        self.evidence = evidence
+        self.n_warmup = n_warmup
+        self.n_draws = n_draws
+        self.thin = thin
+        self.n_leapfrog = n_leapfrog
+        self.step_size = step_size
+        self.target_acceptance = target_acceptance
+        self.noise_shape = noise_shape
+        self.noise_scale = noise_scale
+        self.hyper_precision = hyper_precision
+        self.hyper_shape = hyper_shape
+        self.hyper_scale = hyper_scale
+        self.keep_draws = keep_draws
+        self.random_state = random_state
+
+    def _priors(self):
+        return gaussian.GaussianPriors(self.noise_shape, self.noise_scale, self.hyper_precision,
+                                       self.hyper_shape, self.hyper_scale)
+
+    def _observed(self, X, mask, reset):
+        return validate_tensor(self, X, mask, reset=reset, allow_negative=True)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, mask=None):
+        """Sample the posterior of the factors and estimate the evidence.
+
+        Parameters
+        ----------
+        X : ndarray, pydata sparse array or scipy.sparse matrix
+            Real-valued data with at least 2 dimensions; NaN marks missing
+            entries of a dense array.
+        y : None
+            Ignored.
+        mask : array-like of bool, default=None
+            True where an entry is observed.
+
+        Returns
+        -------
+        self : object
+        """
+        data = self._observed(X, mask, reset=True)
+        stats = CPStatistics(data)
+        priors = self._priors()
+        rng = as_generator(self.random_state)
+        chain_rng, evidence_rng = rng.spawn(2)
+        modes = mode_letters(data.ndim)
+        self.model_ = Model.parse(",".join(m + "z" for m in modes) + "->" + modes).bind(
+            data.shape, {"z": self.n_components})
+        for stale in ("draws_", "log_evidence_", "log_evidence_error_"):
+            self.__dict__.pop(stale, None)
+        chain = gaussian.run_chain(
+            chain_rng, stats, self.n_components, priors, sampler=self.sampler,
+            n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
+            keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
+            target_acceptance=self.target_acceptance,
+        )
+        self.factors_ = chain.mean_factors
+        self.noise_variance_ = float(chain.mean_noise_variance)
+        self._sample_hyper = (chain.mean_hyper_means[0], chain.mean_hyper_variances[0])
+        self.log_likelihoods_ = chain.log_likelihoods[None, :]
+        self.acceptance_rate_ = chain.acceptance
+        self.step_size_ = chain.step_size
+        self.n_iter_ = chain.log_likelihoods.size
+        if self.keep_draws:
+            self.draws_ = tuple(d[None] for d in chain.draws)
+        if self.evidence == "chib":
+            estimate = gaussian_chib_log_evidence(
+                evidence_rng, stats, self.n_components, priors, n_draws=self.n_draws,
+                n_warmup=min(self.n_warmup, self.n_draws), point=chain.best)
+            if not np.isfinite(estimate.log_evidence):
+                raise FloatingPointError("Chib's estimate of the evidence is not finite.")
+            self.log_evidence_ = estimate.log_evidence
+            self.log_evidence_error_ = estimate.standard_error
+        self._fingerprint = data.fingerprint
+        return self
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X, mask=None):
+        """Posterior mean of the sample-mode factor for the samples in ``X``,
+        the other factors, σ² and the column hyper-parameters held at their
+        posterior means: a mean-field fold-in, deterministic, each sample on
+        its own (:func:`~sklearn_pltf.inference.gaussian.fold_in`).
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        data = self._observed(X, mask, reset=False)
+        if data.shape[1:] != self.model_.observed_shape[1:]:
+            raise ValueError(
+                f"X has shape {data.shape}; the estimator was fitted to data of shape "
+                f"(n_samples, {', '.join(map(str, self.model_.observed_shape[1:]))})."
+            )
+        factors = list(self.factors_)
+        start = np.broadcast_to(self.factors_[0].mean(axis=0), (data.shape[0], self.n_components))
+        factors[0] = start.copy()
+        means, variances = self._sample_hyper
+        return gaussian.fold_in(CPStatistics(data), factors, 0, means, variances, self.noise_variance_)
+
+    def fit_transform(self, X, y=None, mask=None):
+        """Fit to ``X``, then :meth:`transform` it."""
+        return self.fit(X, mask=mask).transform(X, mask=mask)
+
+    def inverse_transform(self, X):
+        """X̂ from sample-mode factor values ``X`` (n_samples, n_components),
+        the other factors at their posterior means (dense)."""
+        check_is_fitted(self)
+        W = np.asarray(X, dtype=np.float64)
+        if W.ndim != 2 or W.shape[1] != self.n_components:
+            raise ValueError(f"Expected an array of shape (n_samples, {self.n_components}), got {W.shape}.")
+        return _cp_dense([W, *self.factors_[1:]])
+
+    def predict_entries(self, indices):
+        """Posterior mean of X̂ at the given entries of the fitted tensor (the
+        average of X̂ over the kept draws; with ``keep_draws=False``, X̂ of the
+        posterior-mean factors, an approximation).
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n_entries, n_dims)
+
+        Returns
+        -------
+        xhat : ndarray of shape (n_entries,)
+        """
+        check_is_fitted(self)
+        shape = self.model_.observed_shape
+        coords = np.asarray(indices)
+        if coords.ndim != 2 or coords.shape[1] != len(shape) or not np.issubdtype(coords.dtype, np.integer):
+            raise ValueError(f"indices must be integers of shape (n_entries, {len(shape)}).")
+        if (coords < 0).any() or (coords >= np.asarray(shape)).any():
+            raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
+        if not hasattr(self, "draws_"):
+            return CPStatistics.khatri_rao_rows(self.factors_, coords.T).sum(axis=1)
+        total = np.zeros(coords.shape[0])
+        n_draws = self.draws_[0].shape[1]
+        for k in range(n_draws):
+            total += CPStatistics.khatri_rao_rows([d[0, k] for d in self.draws_], coords.T).sum(axis=1)
+        return total / n_draws
+
+    def score(self, X, y=None, mask=None):
+        """``log_evidence_`` when ``X`` is the training data; for new samples,
+        log p(X_new | Â) with their factor folded in (:meth:`transform`) and
+        the rest at the posterior means: a plug-in predictive log-likelihood."""
+        check_is_fitted(self)
+        data = self._observed(X, mask, reset=False)
+        if data.fingerprint == self._fingerprint:
+            if not hasattr(self, "log_evidence_"):
+                raise ValueError("This fit has no evidence (evidence=None); refit with evidence='chib'.")
+            return float(self.log_evidence_)
+        factors = [self.transform(X, mask=mask), *self.factors_[1:]]
+        return gaussian.log_likelihood(CPStatistics(data), factors, self.noise_variance_)
+
+    def to_inference_data(self):
+        """The kept draws as an ArviZ ``InferenceData`` (``diagnostics`` extra):
+        factor n as ``Z<n>_<indices>``, the log-likelihood of each kept draw
+        as ``total_log_likelihood``."""
+        check_is_fitted(self)
+        if not hasattr(self, "draws_"):
+            raise ValueError("No draws to export: fit with keep_draws=True.")
+        return _mcmc.to_inference_data(self.model_, self.draws_, self.log_likelihoods_,
+                                       self.n_warmup, self.thin)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
+        tags.input_tags.three_d_array = True
+        tags.non_deterministic = False
+        return tags
+
+
+def _cp_dense(factors):
+    """X̂ = Σ_r ∏_n A_n(:, r) as a dense array."""
+    rank = factors[0].shape[1]
+    result = factors[0]
+    for f in factors[1:]:
+        result = (result[..., None, :] * f.reshape((1,) * (result.ndim - 1) + f.shape))
+    return result.reshape(tuple(f.shape[0] for f in factors) + (rank,)).sum(axis=-1)

@@ -1,0 +1,161 @@
+"""Chib's estimate of log p(X) for Gaussian non-negative PARAFAC (Chib 1995),
+from the column-wise Gibbs sampler of :mod:`sklearn_pltf.inference.gaussian`.
+
+At a point θ* = (A*, σ²*), the draw of highest log joint in a Gibbs run,
+
+.. math::
+
+    \\log p(X) = \\log p(X \\mid A^*, \\sigma^{2*}) + \\sum_n \\log p(A_n^*)
+        + \\log p(\\sigma^{2*}) - \\log p(\\sigma^{2*} \\mid X)
+        - \\sum_b \\log p(A^*_b \\mid X, \\sigma^{2*}, A^*_{<b}),
+
+with each column's (μ, v) integrated out of the prior in closed form, and the
+hyper-parameters left free (sampled) in every run. The chain rule runs over
+σ² first, then the blocks b: each column of mode 0 whole, then (by default)
+each element of the other modes. Every ordinate is a Rao–Blackwellised
+average, over a Gibbs run with the earlier blocks clamped at θ*, of the
+block's conditional density at θ* — rectified Gaussians and an inverse
+Gamma, all in closed form.
+
+Small blocks: a column's conditional, given the other modes, is far
+narrower than its marginal (CP's scaling freedom trades a column's scale
+against the same component's columns in the other modes), so an average of
+its density over a run is ruled by rare draws and its logarithm comes out
+low: the evidence too high, increasingly with the rank. One element at a
+time keeps each average over a one-dimensional density.
+
+Labels (Neal 1999): permuting the components leaves the model unchanged, so
+the posterior has R! symmetric modes. Mode 0's columns pin the labels: the
+ordinate of column r is averaged over every column slot r' ≥ r not yet
+clamped, :math:`\\frac{1}{R - r} \\sum_{r'} p(A_0(:, r') = A_0^*(:, r) \\mid
+\\cdot)`, which is right whether or not the chain switches labels (Berkhof,
+van Mechelen & Gelman 2003), and once they are clamped later blocks have no
+symmetry left.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..inference import gaussian
+from ..inference._truncnorm import log_rectified_normal_density
+from ._sti import batch_means_error
+
+__all__ = ["GaussianChibEstimate", "gaussian_chib_log_evidence"]
+
+
+class GaussianChibEstimate(NamedTuple):
+    """The terms of Chib's identity (module docstring) and a Monte Carlo
+    standard error (each ordinate's by batch means, combined as independent)."""
+
+    log_evidence: float
+    log_likelihood: float
+    log_prior: float
+    log_ordinates: tuple
+    point: gaussian.GaussianState
+    standard_error: float
+
+
+def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warmup=200,
+                               point=None, blocks="elements"):
+    """Chib's estimate of log p(X) for Gaussian NTF of rank ``rank``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    stats : CPStatistics
+        The data.
+    rank : int
+    priors : GaussianPriors
+    n_draws, n_warmup : int
+        Sweeps kept and discarded in the run that finds θ* and in each clamped run.
+    point : GaussianState, default=None
+        θ*; by default the kept draw of highest log p(X, A, σ²) in a Gibbs run.
+    blocks : {"elements", "columns"}, default="elements"
+        How modes 1..N-1 are cut (mode 0 is always cut into columns).
+
+    Returns
+    -------
+    GaussianChibEstimate
+    """
+    if point is None:
+        point = gaussian.run_chain(rng, stats, rank, priors, n_warmup=n_warmup, n_draws=n_draws,
+                                   keep_draws=False).best
+    factors = point.factors
+    log_likelihood = gaussian.log_likelihood(stats, factors, point.noise_variance)
+    log_prior = (sum(gaussian.log_factor_prior(f, priors) for f in factors)
+                 + gaussian.log_noise_prior(point.noise_variance, priors))
+
+    ordinates, variances = [], []
+
+    def record(per_draw):
+        per_draw = np.asarray(per_draw, dtype=np.float64)
+        ordinates.append(float(logsumexp(per_draw) - math.log(per_draw.size)))
+        # SE of log(mean w) ~ SE(mean w) / mean w, w scaled by its largest.
+        weights = np.exp(per_draw - per_draw.max())
+        variances.append((batch_means_error(weights) / weights.mean()) ** 2)
+
+    # σ² first, nothing clamped.
+    values = []
+
+    def noise_visit(n, *conditional):
+        if n == "noise":
+            values.append(gaussian.log_inverse_gamma_density(point.noise_variance, *conditional))
+
+    _clamped_run(rng, point, stats, priors, {}, False, n_warmup, n_draws, noise_visit)
+    record(values)
+
+    clamped = {}
+    for n, r, element in _blocks(stats.shape, rank, blocks):
+        slots = tuple(range(r, rank)) if n == 0 else (r,)
+        values = []
+
+        def visit(m, s, location=None, scale=None, n=n, slots=slots, element=element):
+            if m != n or s not in slots:
+                return
+            if element is None:  # a whole column, under each slot's conditional
+                values.append(np.sum(log_rectified_normal_density(factors[n][:, r], location, scale)))
+            else:
+                values.append(log_rectified_normal_density(
+                    factors[n][element, r], location[element], scale[element]))
+
+        _clamped_run(rng, point, stats, priors, clamped, True, n_warmup, n_draws, visit)
+        # One value per slot per kept sweep: average over the slots, then the sweeps.
+        per_draw = np.asarray(values, dtype=np.float64).reshape(n_draws, len(slots))
+        record(logsumexp(per_draw, axis=1) - math.log(len(slots)))
+        if element is None:
+            clamped[(n, r)] = True
+        else:
+            keep = clamped.get((n, r), np.zeros(stats.shape[n], dtype=bool)).copy()
+            keep[element] = True
+            clamped[(n, r)] = True if keep.all() else keep
+    log_evidence = log_likelihood + log_prior - sum(ordinates)
+    return GaussianChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
+                                tuple(ordinates), point, float(np.sqrt(np.sum(variances))))
+
+
+def _blocks(shape, rank, blocks):
+    """(mode, column, element or None) in chain-rule order."""
+    for n, size in enumerate(shape):
+        for r in range(rank):
+            if n == 0 or blocks == "columns":
+                yield n, r, None
+            else:
+                for i in range(size):
+                    yield n, r, i
+
+
+def _clamped_run(rng, point, stats, priors, clamped, clamp_noise, n_warmup, n_draws, visit):
+    """Gibbs from θ* with the ``clamped`` columns or elements (as
+    :func:`~sklearn_pltf.inference.gaussian.gibbs_sweep` takes them) and σ²
+    (if ``clamp_noise``) kept at θ*; ``visit`` sees every conditional of the
+    ``n_draws`` sweeps after the warm-up."""
+    state = point
+    for t in range(n_warmup + n_draws):
+        state, _ = gaussian.gibbs_sweep(rng, state, stats, priors, clamped=clamped,
+                                        clamp_noise=clamp_noise,
+                                        visit=visit if t >= n_warmup else None)

@@ -1,0 +1,72 @@
+"""Geweke's joint-distribution test (Geweke 2004) of the Gaussian NTF samplers.
+
+Two ways to draw (X, θ) from the joint p(θ) p(X | θ): marginal-conditional
+(θ from the prior, then X) and successive-conditional (alternately X | θ and
+one sampler transition θ | X). The second has the joint as its stationary
+law only if the transition leaves p(θ | X) invariant, so any error in a
+conditional, a density, a Jacobian or an accept/reject step shows up as a
+difference in the means of test functions of θ.
+"""
+
+import numpy as np
+import pytest
+
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.estimators._base import as_generator
+from sklearn_pltf.evidence._sti import batch_means_error
+from sklearn_pltf.inference import gaussian
+from sklearn_pltf.inference._cp_stats import CPStatistics
+
+SHAPE, RANK = (3, 2, 2), 2
+PRIORS = gaussian.GaussianPriors(noise_shape=3.0, noise_scale=1.0, hyper_precision=1.0,
+                                 hyper_shape=3.0, hyper_scale=2.0)
+
+
+def _simulate(rng, state):
+    xhat = np.einsum("ir,jr,kr->ijk", *state.factors)
+    return xhat + rng.normal(0.0, np.sqrt(state.noise_variance), SHAPE)
+
+
+def _test_functions(state):
+    """Label-invariant summaries of θ (the posterior has R! symmetric modes)."""
+    a = state.factors
+    return np.array([
+        state.noise_variance,
+        np.log(state.noise_variance),
+        a[0].sum(),
+        a[1].sum(),
+        (a[2] ** 2).sum(),
+        np.einsum("ir,jr,kr->", *a),
+        state.means[0].sum(),
+        state.variances[1].sum(),
+    ])
+
+
+def _transition(sampler):
+    if sampler == "gibbs":
+        return lambda rng, state, stats: gaussian.gibbs_sweep(rng, state, stats, PRIORS)[0]
+    # A fixed step (adaptation would make the transition depend on the past):
+    # 0.03 x 30 leapfrog steps accepts about 80% of proposals here.
+    return lambda rng, state, stats: gaussian.hmc_step(rng, state, stats, PRIORS, 0.03, 30)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler, n_steps", [("gibbs", 40_000), ("hmc", 20_000)])
+def test_sampler_passes_geweke(sampler, n_steps):
+    rng = as_generator(0)
+    prior = np.array([_test_functions(gaussian.sample_prior(rng, SHAPE, RANK, PRIORS))
+                      for _ in range(n_steps)])
+    transition = _transition(sampler)
+    state = gaussian.sample_prior(rng, SHAPE, RANK, PRIORS)
+    successive = np.empty_like(prior)
+    for t in range(n_steps):
+        stats = CPStatistics(as_observed_tensor(_simulate(rng, state), allow_negative=True))
+        state = transition(rng, state, stats)
+        successive[t] = _test_functions(state)
+    se_prior = prior.std(axis=0, ddof=1) / np.sqrt(n_steps)
+    se_successive = np.array([batch_means_error(successive[:, j], n_batches=50)
+                              for j in range(prior.shape[1])])
+    z = (successive.mean(axis=0) - prior.mean(axis=0)) / np.hypot(se_prior, se_successive)
+    # Eight functions, each z ~ N(0, 1) when the sampler is right (batch means
+    # with 50 batches): P(any |z| > 4) < 1e-3.
+    assert np.all(np.abs(z) < 4), z

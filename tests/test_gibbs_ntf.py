@@ -1,0 +1,116 @@
+"""GibbsNTF: the estimator over the Gaussian NTF samplers."""
+
+import pickle
+
+import numpy as np
+import pytest
+import sparse
+
+from sklearn_pltf import GibbsNTF
+
+QUICK = dict(n_warmup=150, n_draws=200, random_state=0)
+
+
+def _data(seed=0, shape=(12, 8, 6), rank=2, noise=0.3, missing=0.0):
+    rng = np.random.default_rng(seed)
+    factors = [rng.gamma(2.0, 1.0, (s, rank)) for s in shape]
+    truth = np.einsum("ir,jr,kr->ijk", *factors)
+    X = truth + rng.normal(0.0, noise, shape)
+    hidden = rng.uniform(size=shape) < missing
+    X[hidden] = np.nan
+    return X, truth, hidden
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.full((4, 3), np.nan), "All entries of the data are missing"),
+    (np.array([[1.0, np.inf], [0.0, 1.0]]), "infinity"),
+])
+def test_bad_input_gets_a_clear_error(bad, message):
+    with pytest.raises(ValueError, match=message):
+        GibbsNTF(1, evidence=None, **QUICK).fit(bad)
+
+
+def test_rank_below_one_is_rejected():
+    with pytest.raises(ValueError, match="n_components"):
+        GibbsNTF(0).fit(np.ones((3, 3)))
+
+
+def test_negative_values_are_data_not_errors():
+    X, _, _ = _data()
+    X[0, 0, 0] = -0.4  # Gaussian noise can push a measurement below zero
+    est = GibbsNTF(2, evidence=None, **QUICK).fit(X)
+    assert all(np.all(f >= 0) for f in est.factors_)
+
+
+def test_missing_entries_are_predicted_by_the_posterior_mean():
+    # 15% held out: the posterior mean of X̂ there is closer to the noise-free
+    # truth than the noise (sd 0.3) is, and far closer than the data's spread.
+    X, truth, hidden = _data(missing=0.15)
+    est = GibbsNTF(2, evidence=None, n_warmup=300, n_draws=300, random_state=0).fit(X)
+    coords = np.argwhere(hidden)
+    predicted = est.predict_entries(coords)
+    rmse = np.sqrt(np.mean((predicted - truth[hidden]) ** 2))
+    assert rmse < 0.3
+    assert rmse < 0.1 * truth.std()
+    assert est.noise_variance_ == pytest.approx(0.09, rel=0.25)
+
+
+def test_same_seed_same_numbers_and_pickle_round_trip():
+    X, _, _ = _data(missing=0.1)
+    first = GibbsNTF(2, evidence=None, **QUICK).fit(X)
+    second = GibbsNTF(2, evidence=None, **QUICK).fit(X)
+    for a, b in zip(first.factors_, second.factors_):
+        np.testing.assert_array_equal(a, b)
+    restored = pickle.loads(pickle.dumps(first))
+    np.testing.assert_array_equal(restored.transform(X), first.transform(X))
+
+
+def test_sparse_input_gives_the_dense_posterior():
+    # pydata sparse (implicit zeros observed) against the same dense tensor:
+    # the sums agree to rounding, so chains with one seed agree closely.
+    X, _, _ = _data(shape=(10, 6, 5))
+    X[X < 2.0] = 0.0  # a sparse tensor of exact zeros and larger values
+    dense = GibbsNTF(2, evidence=None, **QUICK).fit(X)
+    sparse_fit = GibbsNTF(2, evidence=None, **QUICK).fit(sparse.COO.from_numpy(X))
+    xhat_dense = np.einsum("ir,jr,kr->ijk", *dense.factors_)
+    xhat_sparse = np.einsum("ir,jr,kr->ijk", *sparse_fit.factors_)
+    np.testing.assert_allclose(xhat_sparse, xhat_dense, rtol=1e-6, atol=1e-6)
+
+
+def test_transform_folds_in_near_the_posterior_mean():
+    # The mean-field fold-in of the training samples against the chain's
+    # posterior mean of their factor: the same fit within a few percent.
+    X, _, _ = _data(noise=0.1)
+    est = GibbsNTF(2, evidence=None, n_warmup=300, n_draws=400, random_state=1).fit(X)
+    W = est.transform(X)
+    assert W.shape == (12, 2)
+    relative = np.abs(W - est.factors_[0]) / est.factors_[0].max()
+    assert np.median(relative) < 0.02
+    assert est.fit_transform(X) == pytest.approx(W)
+    reconstruction = est.inverse_transform(W)
+    assert np.sqrt(np.mean((reconstruction - X) ** 2)) < 0.15
+
+
+def test_hmc_adapts_to_the_papers_acceptance_rule():
+    X, _, _ = _data(shape=(8, 6, 5))
+    est = GibbsNTF(2, sampler="hmc", evidence=None, n_warmup=200, n_draws=100, n_leapfrog=10,
+                   random_state=0).fit(X)
+    assert est.acceptance_rate_ > 0.75  # rejections below 25%
+    assert est.step_size_ > 0
+
+
+def test_draws_export_to_arviz():
+    X, _, _ = _data(shape=(6, 5, 4))
+    est = GibbsNTF(2, evidence=None, n_warmup=20, n_draws=30, random_state=0).fit(X)
+    data = est.to_inference_data()
+    assert data.posterior["Z0_az"].shape == (1, 30, 6, 2)
+    assert data.sample_stats["total_log_likelihood"].shape == (1, 30)
+
+
+def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
+    X, _, _ = _data(shape=(8, 6, 5), missing=0.1)
+    est = GibbsNTF(2, n_warmup=100, n_draws=200, random_state=0).fit(X)
+    assert np.isfinite(est.log_evidence_)
+    assert 0 < est.log_evidence_error_ < 5
+    assert est.score(X) == est.log_evidence_
+    assert np.isfinite(est.score(X[:4] + 0.01))  # new samples: plug-in predictive log-likelihood
