@@ -10,6 +10,8 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py chib-rank  # (f) Chib's evidence picks the rank (Model II)
     python benchmarks/bench.py sti-rank   # (g) STI vs Chib over ranks 1..10, Poisson NMF
     python benchmarks/bench.py sgld-cost  # (h) SGLD step cost vs batch size and non-zeros
+    python benchmarks/bench.py ntf-heldout  # (i) GibbsNTF vs TensorLy held-out RMSE by rank
+    python benchmarks/bench.py ntf-cost     # (j) GibbsNTF Gibbs sweep and HMC iteration cost
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -36,6 +38,7 @@ import warnings
 
 import numpy as np
 
+import bench_gaussian
 import peers
 import workloads
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
@@ -498,7 +501,7 @@ def _print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
-                                             "sti-rank", "sgld-cost", "all"])
+                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -518,6 +521,7 @@ def main():
     parser.add_argument("--sti-max-rank", type=int, default=10)
     parser.add_argument("--sti-chib-draws", type=int, default=2000)
     parser.add_argument("--sgld-steps", type=int, default=50)
+    parser.add_argument("--ntf-splits", type=int, default=10)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -535,6 +539,10 @@ def main():
                                       list(range(1, args.sti_max_rank + 1)), args.sti_chib_draws))
     if args.workload in ("sgld-cost", "all"):
         summary.update(bench_sgld_cost(args.sgld_steps))
+    if args.workload in ("ntf-heldout", "all"):
+        summary.update(bench_gaussian.bench_ntf_heldout(args.ntf_splits))
+    if args.workload in ("ntf-cost", "all"):
+        summary.update(bench_gaussian.bench_ntf_cost())
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

@@ -1,0 +1,138 @@
+"""Benchmarks of GibbsNTF (issue 6), run through ``bench.py``:
+
+- (i) held-out RMSE by rank, GibbsNTF against TensorLy's masked
+  ``non_negative_parafac``: the paper's synthetic rank-3 20 x 15 x 10 tensor
+  and TensorLy's real ``load_IL2data`` and ``load_kinetic`` tensors, 10% of the
+  observed entries held out per split;
+- (j) seconds per Gibbs sweep and per HMC iteration on a 100 x 100 x 100
+  rank-10 tensor.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import numpy as np
+
+from sklearn_pltf import GibbsNTF
+
+
+def _line(**fields):
+    print(json.dumps(fields, default=float), flush=True)
+
+
+def synthetic_gaussian_cp(shape=(20, 15, 10), rank=3, noise_ratio=0.3, seed=0):
+    """Non-negative rank-``rank`` CP (Exponential(1) factors) plus Gaussian
+    noise of standard deviation ``noise_ratio`` times X̂'s."""
+    rng = np.random.default_rng(seed)
+    factors = [rng.standard_exponential((n, rank)) for n in shape]
+    xhat = np.einsum("ir,jr,kr->ijk", *factors) if len(shape) == 3 else _cp(factors)
+    return xhat + rng.normal(0.0, noise_ratio * xhat.std(), shape)
+
+
+def _cp(factors):
+    result = factors[0]
+    for f in factors[1:]:
+        result = result[..., None, :] * f.reshape((1,) * (result.ndim - 1) + f.shape)
+    return result.sum(axis=-1)
+
+
+def held_out_splits(X, n_splits, fraction=0.1, seed=0):
+    """``n_splits`` random sets of ``fraction`` of the observed entries (as
+    boolean masks), independently drawn."""
+    rng = np.random.default_rng(seed)
+    observed = np.flatnonzero(~np.isnan(X))
+    for _ in range(n_splits):
+        hidden = np.zeros(X.size, dtype=bool)
+        hidden[rng.choice(observed, int(round(fraction * observed.size)), replace=False)] = True
+        yield hidden.reshape(X.shape)
+
+
+def gibbs_ntf_rmse(X, hidden, rank, n_warmup, n_draws, seed):
+    train = X.copy()
+    train[hidden] = np.nan
+    est = GibbsNTF(rank, evidence=None, n_warmup=n_warmup, n_draws=n_draws, random_state=seed).fit(train)
+    predicted = est.predict_entries(np.argwhere(hidden))
+    return float(np.sqrt(np.mean((predicted - X[hidden]) ** 2)))
+
+
+def tensorly_rmse(X, hidden, rank, seed, n_iter_max=2000):
+    """TensorLy's non_negative_parafac with the held-out (and missing) entries masked."""
+    import tensorly as tl
+    from tensorly.decomposition import non_negative_parafac
+
+    observed = ~np.isnan(X) & ~hidden
+    filled = np.where(observed, X, 0.0)
+    filled = np.maximum(filled, 0.0)  # TensorLy's multiplicative updates need X >= 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cp = non_negative_parafac(filled, rank, mask=observed.astype(float), init="random",
+                                  n_iter_max=n_iter_max, tol=1e-8, random_state=seed)
+    xhat = tl.cp_to_tensor(cp)
+    return float(np.sqrt(np.mean((xhat[hidden] - X[hidden]) ** 2)))
+
+
+def rmse_table(name, X, ranks, n_splits, n_warmup, n_draws):
+    """Mean held-out RMSE per rank for both methods over ``n_splits`` splits."""
+    ours, theirs = {r: [] for r in ranks}, {r: [] for r in ranks}
+    for split, hidden in enumerate(held_out_splits(X, n_splits)):
+        for rank in ranks:
+            start = time.perf_counter()
+            ours[rank].append(gibbs_ntf_rmse(X, hidden, rank, n_warmup, n_draws, seed=split))
+            middle = time.perf_counter()
+            theirs[rank].append(tensorly_rmse(X, hidden, rank, seed=split))
+            _line(workload="i", data=name, split=split, rank=rank, gibbs_ntf=ours[rank][-1],
+                  tensorly=theirs[rank][-1], gibbs_ntf_seconds=middle - start,
+                  tensorly_seconds=time.perf_counter() - middle)
+    table = {r: (float(np.mean(ours[r])), float(np.std(ours[r]) / np.sqrt(n_splits)),
+                 float(np.mean(theirs[r])), float(np.std(theirs[r]) / np.sqrt(n_splits))) for r in ranks}
+    for r, row in table.items():
+        _line(workload="i", data=name, rank=r, gibbs_ntf_mean=row[0], gibbs_ntf_se=row[1],
+              tensorly_mean=row[2], tensorly_se=row[3])
+    return table
+
+
+def bench_ntf_heldout(n_splits=10, n_warmup=500, n_draws=500):
+    """(i): the synthetic table (ranks 1-8) and the two real tensors."""
+    from tensorly.datasets import load_IL2data, load_kinetic
+
+    summary = {}
+    X = synthetic_gaussian_cp()
+    table = rmse_table("synthetic 20x15x10 rank 3", X, list(range(1, 9)), n_splits, n_warmup, n_draws)
+    summary["(i) synthetic: GibbsNTF RMSE rank 8 / rank 3"] = table[8][0] / table[3][0]
+    summary["(i) synthetic: TensorLy RMSE rank 8 / rank 3"] = table[8][2] / table[3][2]
+    for name, loader, ranks in [("IL2", load_IL2data, range(1, 7)), ("kinetic", load_kinetic, range(1, 7))]:
+        tensor = np.asarray(loader().tensor, dtype=float)
+        table = rmse_table(name, tensor, list(ranks), n_splits, n_warmup, n_draws)
+        best = min(table, key=lambda r: table[r][0])
+        summary[f"(i) {name}: best GibbsNTF RMSE / best TensorLy RMSE"] = (
+            table[best][0] / min(row[2] for row in table.values()))
+    return summary
+
+
+def bench_ntf_cost(n_iterations=20):
+    """(j): seconds per Gibbs sweep and per HMC iteration (20 leapfrog steps)
+    on a 100 x 100 x 100 rank-10 tensor."""
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.inference import gaussian
+    from sklearn_pltf.inference._cp_stats import CPStatistics
+
+    X = synthetic_gaussian_cp((100, 100, 100), 10)
+    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
+    priors = gaussian.GaussianPriors()
+    rng = np.random.default_rng(0)
+    state = gaussian.init(rng, stats, 10, priors)
+    state, _ = gaussian.gibbs_sweep(rng, state, stats, priors)
+    start = time.perf_counter()
+    for _ in range(n_iterations):
+        state, _ = gaussian.gibbs_sweep(rng, state, stats, priors)
+    sweep = (time.perf_counter() - start) / n_iterations
+    start = time.perf_counter()
+    for _ in range(n_iterations):
+        state, _ = gaussian.hmc_step(rng, state, stats, priors, 0.01, 20)
+    hmc = (time.perf_counter() - start) / n_iterations
+    _line(workload="j", seconds_per_gibbs_sweep=sweep, seconds_per_hmc_iteration=hmc)
+    return {"(j) Gibbs s per sweep, 100^3 rank 10": sweep,
+            "(j) HMC s per iteration (20 leapfrog steps), 100^3 rank 10": hmc}
