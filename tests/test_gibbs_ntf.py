@@ -114,3 +114,21 @@ def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
     assert 0 < est.log_evidence_error_ < 5
     assert est.score(X) == est.log_evidence_
     assert np.isfinite(est.score(X[:4] + 0.01))  # new samples: plug-in predictive log-likelihood
+
+
+@pytest.mark.slow
+def test_evidence_is_highest_at_the_true_rank():
+    # The paper's synthetic setting: 20 x 15 x 10, rank 3, Exponential factors,
+    # noise 0.3 x the signal's standard deviation. Chib's estimate over ranks
+    # 1-5 peaks at 3, by more than 3 combined standard errors on each side.
+    rng = np.random.default_rng(0)
+    factors = [rng.standard_exponential((n, 3)) for n in (20, 15, 10)]
+    signal = np.einsum("ir,jr,kr->ijk", *factors)
+    X = signal + rng.normal(0.0, 0.3 * signal.std(), signal.shape)
+    fits = {rank: GibbsNTF(rank, n_warmup=200, n_draws=500, random_state=rank).fit(X)
+            for rank in range(1, 6)}
+    evidence = {rank: est.log_evidence_ for rank, est in fits.items()}
+    assert max(evidence, key=evidence.get) == 3
+    for rank in (2, 4):
+        margin = evidence[3] - evidence[rank]
+        assert margin > 3 * np.hypot(fits[3].log_evidence_error_, fits[rank].log_evidence_error_)
