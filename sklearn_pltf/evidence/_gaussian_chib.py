@@ -114,7 +114,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         slots = tuple(range(r, rank)) if n == 0 else (r,)
         values = []
 
-        def visit(m, s, location=None, scale=None, n=n, slots=slots, element=element):
+        def visit(m, s, location=None, scale=None, n=n, r=r, slots=slots, element=element):
             if m != n or s not in slots:
                 return
             if element is None:  # a whole column, under each slot's conditional
