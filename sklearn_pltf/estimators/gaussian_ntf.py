@@ -49,8 +49,8 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         Hamiltonian Monte Carlo on the log-factors (Jacobian included) with
         the noise and hyper-parameters drawn by Gibbs between trajectories.
     evidence : {"chib"} or None, default="chib"
-        Estimate log p(X) by Chib's method (one clamped Gibbs run per block:
-        each column of mode 0, then each element of the other modes; it
+        Estimate log p(X) by Chib's method (one clamped Gibbs run of
+        ``min(n_warmup, n_draws) + n_draws`` sweeps per factor element; it
         runs Gibbs whatever the ``sampler``), or skip it.
     n_warmup : int, default=500
         Iterations discarded (HMC adapts its step size and mass over them).
