@@ -31,7 +31,7 @@ from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
 
-__all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor"]
+__all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor", "check_entry_indices"]
 
 _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
@@ -76,6 +76,19 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
             ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
         )
     return as_observed_tensor(X, mask, allow_negative=allow_negative)
+
+
+def check_entry_indices(indices, shape):
+    """``indices`` as an (n_entries, n_dims) integer array of entries inside
+    ``shape``, or a ValueError saying what is wrong."""
+    coords = np.asarray(indices)
+    if coords.ndim != 2 or coords.shape[1] != len(shape):
+        raise ValueError(f"indices must have shape (n_entries, {len(shape)}), got {coords.shape}.")
+    if not np.issubdtype(coords.dtype, np.integer):
+        raise ValueError("indices must be integers.")
+    if (coords < 0).any() or (coords >= np.asarray(shape)).any():
+        raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
+    return coords
 
 
 def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None):
@@ -500,14 +513,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         xhat : ndarray of shape (n_entries,)
         """
         check_is_fitted(self)
-        shape = self.model_.observed_shape
-        coords = np.asarray(indices)
-        if coords.ndim != 2 or coords.shape[1] != len(shape):
-            raise ValueError(f"indices must have shape (n_entries, {len(shape)}), got {coords.shape}.")
-        if not np.issubdtype(coords.dtype, np.integer):
-            raise ValueError("indices must be integers.")
-        if (coords < 0).any() or (coords >= np.asarray(shape)).any():
-            raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
+        coords = check_entry_indices(indices, self.model_.observed_shape)
         return EntryList(self.model_, coords.T).xhat(self._state.mean)
 
     def score(self, X, y=None, mask=None):

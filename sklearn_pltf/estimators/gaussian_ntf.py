@@ -3,6 +3,7 @@ noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,12 +11,13 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._contract import EntryList, full_xhat
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
 from ..model import Model
 from . import _mcmc
-from ._base import as_generator, validate_tensor
+from ._base import as_generator, check_entry_indices, validate_tensor
 from ._named import mode_letters
 
 __all__ = ["GibbsNTF"]
@@ -250,7 +252,8 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         W = np.asarray(X, dtype=np.float64)
         if W.ndim != 2 or W.shape[1] != self.n_components:
             raise ValueError(f"Expected an array of shape (n_samples, {self.n_components}), got {W.shape}.")
-        return _cp_dense([W, *self.factors_[1:]])
+        sizes = {**self.model_.sizes, self.model_.output[0]: W.shape[0]}
+        return full_xhat(replace(self.model_, sizes=sizes), [W, *self.factors_[1:]])
 
     def predict_entries(self, indices):
         """Posterior mean of X̂ at the given entries of the fitted tensor (the
@@ -266,19 +269,11 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         xhat : ndarray of shape (n_entries,)
         """
         check_is_fitted(self)
-        shape = self.model_.observed_shape
-        coords = np.asarray(indices)
-        if coords.ndim != 2 or coords.shape[1] != len(shape) or not np.issubdtype(coords.dtype, np.integer):
-            raise ValueError(f"indices must be integers of shape (n_entries, {len(shape)}).")
-        if (coords < 0).any() or (coords >= np.asarray(shape)).any():
-            raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
+        entries = EntryList(self.model_, check_entry_indices(indices, self.model_.observed_shape).T)
         if not hasattr(self, "draws_"):
-            return CPStatistics.khatri_rao_rows(self.factors_, coords.T).sum(axis=1)
-        total = np.zeros(coords.shape[0])
+            return entries.xhat(self.factors_)
         n_draws = self.draws_[0].shape[1]
-        for k in range(n_draws):
-            total += CPStatistics.khatri_rao_rows([d[0, k] for d in self.draws_], coords.T).sum(axis=1)
-        return total / n_draws
+        return sum(entries.xhat([d[0, k] for d in self.draws_]) for k in range(n_draws)) / n_draws
 
     def score(self, X, y=None, mask=None):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
@@ -311,11 +306,3 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         tags.non_deterministic = False
         return tags
 
-
-def _cp_dense(factors):
-    """X̂ = Σ_r ∏_n A_n(:, r) as a dense array."""
-    rank = factors[0].shape[1]
-    result = factors[0]
-    for f in factors[1:]:
-        result = (result[..., None, :] * f.reshape((1,) * (result.ndim - 1) + f.shape))
-    return result.reshape(tuple(f.shape[0] for f in factors) + (rank,)).sum(axis=-1)

@@ -387,8 +387,12 @@ def _draw_hyper_and_noise(rng, factors, stats, priors, acceptance):
 
 def log_joint(state, stats, priors):
     """:math:`\\log p(X, A, \\sigma^2)` with (μ, v) integrated out."""
-    return (log_likelihood(stats, state.factors, state.noise_variance)
-            + sum(log_factor_prior(f, priors) for f in state.factors)
+    return log_likelihood(stats, state.factors, state.noise_variance) + _log_prior(state, priors)
+
+
+def _log_prior(state, priors):
+    """:math:`\\log p(A) + \\log p(\\sigma^2)`, (μ, v) integrated out."""
+    return (sum(log_factor_prior(f, priors) for f in state.factors)
             + log_noise_prior(state.noise_variance, priors))
 
 
@@ -479,7 +483,7 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
             hyper_sums[n] += (state.means[n], state.variances[n])
             if kept is not None:
                 kept[n].append(f)
-        value = log_joint(state, stats, priors)
+        value = info.log_likelihood + _log_prior(state, priors)  # log_joint, reusing the likelihood
         if value > best_value:
             best, best_value = state, value
     return GaussianChain(
