@@ -24,19 +24,12 @@ def _line(**fields):
 
 
 def synthetic_gaussian_cp(shape=(20, 15, 10), rank=3, noise_ratio=0.3, seed=0):
-    """Non-negative rank-``rank`` CP (Exponential(1) factors) plus Gaussian
+    """Three-way non-negative rank-``rank`` CP (Exponential(1) factors) plus Gaussian
     noise of standard deviation ``noise_ratio`` times X̂'s."""
     rng = np.random.default_rng(seed)
     factors = [rng.standard_exponential((n, rank)) for n in shape]
-    xhat = np.einsum("ir,jr,kr->ijk", *factors) if len(shape) == 3 else _cp(factors)
+    xhat = np.einsum("ir,jr,kr->ijk", *factors)
     return xhat + rng.normal(0.0, noise_ratio * xhat.std(), shape)
-
-
-def _cp(factors):
-    result = factors[0]
-    for f in factors[1:]:
-        result = result[..., None, :] * f.reshape((1,) * (result.ndim - 1) + f.shape)
-    return result.sum(axis=-1)
 
 
 def held_out_splits(X, n_splits, fraction=0.1, seed=0):

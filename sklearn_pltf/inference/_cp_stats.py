@@ -150,15 +150,17 @@ class CPStatistics:
             result += self.scatter_missing(n, xhat[:, None] * others)
         return (result, mttkrp) if with_mttkrp else result
 
-    def sum_of_squared_errors(self, factors, mttkrp_0=None, grams=None):
+    def sum_of_squared_errors(self, factors, grams=None, mttkrp=None, mode=0, missing_xhat=None):
         """:math:`\\sum_O (x - \\hat x)^2 = \\sum x^2 - 2 \\sum x \\hat x + \\sum \\hat x^2`:
-        :math:`\\sum_O x \\hat x = \\langle A_0, \\Pi_0 \\rangle`, and
+        :math:`\\sum_O x \\hat x = \\langle A_n, \\Pi_n \\rangle` for any mode n, and
         :math:`\\sum_O \\hat x^2` is the all-entry Gram sum minus the missing entries'.
-        ``mttkrp_0`` (mode 0's MTTKRP) saves a contraction when known."""
+        What a caller already holds saves work: the Grams, ``mode``'s MTTKRP
+        ``mttkrp``, and X̂ at the missing entries."""
         grams = self.grams(factors) if grams is None else grams
-        mttkrp_0 = self.mttkrp(0, factors) if mttkrp_0 is None else mttkrp_0
-        cross = float(np.sum(factors[0] * mttkrp_0))
+        mttkrp = self.mttkrp(mode, factors) if mttkrp is None else mttkrp
+        cross = float(np.sum(factors[mode] * mttkrp))
         squares = float(np.sum(self.hadamard_gram(grams)))
         if self.n_missing:
-            squares -= float(np.sum(self.missing_xhat(factors) ** 2))
+            missing_xhat = self.missing_xhat(factors) if missing_xhat is None else missing_xhat
+            squares -= float(np.sum(missing_xhat**2))
         return max(self.sum_of_squares - 2.0 * cross + squares, 0.0)

@@ -279,7 +279,9 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
                 missing_xhat = missing_xhat + (new - factor[:, r])[rows] * terms.missing_others[:, r]
             factor[:, r] = new
         factors[n], grams[n] = factor, factor.T @ factor
-    sse = stats.sum_of_squared_errors(factors, grams=grams)
+    # The last mode's MTTKRP and the tracked X̂ at missing entries still hold.
+    sse = stats.sum_of_squared_errors(factors, grams=grams, mttkrp=terms.mttkrp,
+                                      mode=stats.ndim - 1, missing_xhat=missing_xhat)
     shape, scale = priors.noise_shape + 0.5 * stats.n_observed, priors.noise_scale + 0.5 * sse
     if visit is not None:
         visit("noise", shape, scale)
@@ -303,9 +305,10 @@ def fold_in(stats, factors, mode, means, variances, noise_variance, *, max_iter=
     terms = _mode_terms(stats, mode, factors, stats.grams(factors))
     factor = factors[mode].copy()
     active = np.ones(factor.shape[0], dtype=bool)
+    # Kept up to date column by column below.
+    missing_xhat = stats.missing_xhat([factor if m == mode else f for m, f in enumerate(factors)])
     for _ in range(max_iter):
         old = factor.copy()
-        missing_xhat = stats.missing_xhat([factor if m == mode else f for m, f in enumerate(factors)])
         for r in range(factor.shape[1]):
             location, scale = column_conditional(stats, mode, r, factor, terms, missing_xhat,
                                                  means[r], variances[r], noise_variance)
@@ -333,7 +336,7 @@ def _log_target_and_gradient(phi, state, stats):
     for n, (p, a) in enumerate(zip(phi, factors)):
         residual_terms, mttkrp = stats.masked_gradient_terms(n, factors, grams, with_mttkrp=True)
         if n == 0:
-            sse = stats.sum_of_squared_errors(factors, mttkrp_0=mttkrp, grams=grams)
+            sse = stats.sum_of_squared_errors(factors, grams=grams, mttkrp=mttkrp)
             value -= 0.5 * sse / noise
         centred = (a - state.means[n]) / state.variances[n]
         value += float(np.sum(-0.5 * centred * (a - state.means[n]) + p))
