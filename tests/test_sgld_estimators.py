@@ -107,3 +107,16 @@ def test_sti_agrees_with_chib_on_poisson_nmf():
         difference = abs(sti[rank][0] - chib[rank][0])
         band = 2 * np.hypot(sti[rank][1], chib[rank][1])
         assert difference <= max(1.0, band), (rank, sti[rank], chib[rank])
+
+
+def test_chains_evidence_error_is_at_least_their_spread():
+    from sklearn_pltf.estimators._mcmc import combine_chain_estimates
+
+    # Chains that agree: their own errors, combined.
+    value, error = combine_chain_estimates([-100.0, -100.1, -99.9], [1.0, 1.0, 1.0])
+    assert value == pytest.approx(-100.0) and error == pytest.approx(np.sqrt(3) / 3)
+    # Chains whose spread exceeds their errors: the spread.
+    value, error = combine_chain_estimates([-100.0, -106.0, -94.0], [1.0, 1.0, 1.0])
+    assert error == pytest.approx(6.0 / np.sqrt(3))
+    # One chain: its own error.
+    assert combine_chain_estimates([-5.0], [0.3]) == (-5.0, pytest.approx(0.3))

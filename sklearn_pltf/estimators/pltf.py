@@ -88,7 +88,7 @@ class PLTF(BasePoissonPLTF):
         n_warmup=500,
         thin=1,
         keep_draws=True,
-        batch_size=1000,
+        batch_size=10_000,
         n_blocks=None,
         n_temperatures=40,
         steps_per_temperature=1000,
