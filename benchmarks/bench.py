@@ -12,6 +12,8 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py sgld-cost  # (h) SGLD step cost vs batch size and non-zeros
     python benchmarks/bench.py ntf-heldout  # (i) GibbsNTF vs TensorLy held-out RMSE by rank
     python benchmarks/bench.py ntf-cost     # (j) GibbsNTF Gibbs sweep and HMC iteration cost
+    python benchmarks/bench.py bam-rank     # (k) AllocationSMC: rank selection, SMC evidence vs VB
+    python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -38,6 +40,7 @@ import warnings
 
 import numpy as np
 
+import bench_allocation
 import bench_gaussian
 import peers
 import workloads
@@ -338,10 +341,11 @@ def _chib_nmf(X, rank, rate, n_draws):
                                  n_draws=n_draws, n_warmup=500, blocks="rows")
 
 
-def bench_sti_rank(rates, true_rank, ranks, chib_draws):
+def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, with_chib=True):
     """The paper's Poisson NMF, 100 x 75, Exponential(rate) priors, data
-    drawn at ``true_rank``: STI (estimator defaults) and Chib over ``ranks``,
-    their curves, argmaxes and total times."""
+    drawn at ``true_rank``: STI (estimator defaults, ``sti_chains``
+    independent ladders) and Chib over ``ranks``, their curves, argmaxes and
+    total times."""
     summary = {}
     for rate in rates:
         X = _poisson_nmf_data(rate, true_rank)
@@ -349,17 +353,25 @@ def bench_sti_rank(rates, true_rank, ranks, chib_draws):
         for rank in ranks:
             start = time.perf_counter()
             est = BayesianNMF(rank, method="sgld", prior_shape=1.0, prior_rate=rate,
-                              random_state=rank).fit(X)
+                              n_init=sti_chains, random_state=rank).fit(X)
             sti_time = time.perf_counter() - start
+            sti[rank] = est.log_evidence_
+            if not with_chib:
+                _line(workload="g", rate=rate, rank=rank, sti=est.log_evidence_,
+                      sti_error=est.log_evidence_error_, sti_seconds=sti_time)
+                continue
             start = time.perf_counter()
             chib_estimate = _chib_nmf(X, rank, rate, chib_draws)
             chib_time = time.perf_counter() - start
-            sti[rank], chib[rank] = est.log_evidence_, chib_estimate.log_evidence
+            chib[rank] = chib_estimate.log_evidence
             sti_seconds, chib_seconds = sti_seconds + sti_time, chib_seconds + chib_time
             _line(workload="g", rate=rate, rank=rank, sti=est.log_evidence_,
                   sti_error=est.log_evidence_error_, chib=chib[rank],
                   chib_error=chib_estimate.standard_error, sti_seconds=sti_time,
                   chib_seconds=chib_time)
+        if not with_chib:
+            summary[f"(g) rate {rate:g}: STI argmax"] = float(max(sti, key=sti.get))
+            continue
         best_sti, best_chib = max(sti, key=sti.get), max(chib, key=chib.get)
         _line(workload="g", rate=rate, nnz=int(np.count_nonzero(X)), true_rank=true_rank,
               sti_argmax=best_sti, chib_argmax=best_chib)
@@ -501,7 +513,8 @@ def _print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
-                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "all"])
+                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank",
+                                             "bam-cost", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -520,8 +533,13 @@ def main():
     parser.add_argument("--sti-true-rank", type=int, default=3)
     parser.add_argument("--sti-max-rank", type=int, default=10)
     parser.add_argument("--sti-chib-draws", type=int, default=2000)
+    parser.add_argument("--sti-chains", type=int, default=1,
+                        help="independent STI ladders per rank (n_init)")
+    parser.add_argument("--sti-only", action="store_true", help="(g) without Chib")
     parser.add_argument("--sgld-steps", type=int, default=50)
     parser.add_argument("--ntf-splits", type=int, default=10)
+    parser.add_argument("--bam-datasets", type=int, default=20)
+    parser.add_argument("--bam-particles", type=int, default=10_000)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -536,13 +554,18 @@ def main():
         summary.update(bench_chib_rank(args.chib_datasets))
     if args.workload in ("sti-rank", "all"):
         summary.update(bench_sti_rank(args.sti_rates, args.sti_true_rank,
-                                      list(range(1, args.sti_max_rank + 1)), args.sti_chib_draws))
+                                      list(range(1, args.sti_max_rank + 1)), args.sti_chib_draws,
+                                      args.sti_chains, not args.sti_only))
     if args.workload in ("sgld-cost", "all"):
         summary.update(bench_sgld_cost(args.sgld_steps))
     if args.workload in ("ntf-heldout", "all"):
         summary.update(bench_gaussian.bench_ntf_heldout(args.ntf_splits))
     if args.workload in ("ntf-cost", "all"):
         summary.update(bench_gaussian.bench_ntf_cost())
+    if args.workload in ("bam-rank", "all"):
+        summary.update(bench_allocation.bench_bam_rank(args.bam_datasets, args.bam_particles))
+    if args.workload in ("bam-cost", "all"):
+        summary.update(bench_allocation.bench_bam_cost())
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

@@ -1,4 +1,5 @@
-"""numba kernels for the per-entry loops of the sparse path.
+"""numba kernels for the per-entry loops of the sparse path, and the Pólya-urn
+sequential Monte Carlo of the Bayesian Allocation Model (:func:`urn_smc`).
 
 Every factor is packed as a 2-D table (rows: its observed-index block, columns:
 its latent-index block) into one flat buffer. For a listed entry ``n`` and a
@@ -25,7 +26,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks"]
+__all__ = [
+    "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks", "urn_smc",
+]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
 # EM) is floored so that a ratio X / X̂ stays finite.
@@ -195,3 +198,112 @@ def entry_allocate(buffer, offsets, widths, rows, cols, alpha, counts, first_tok
                 while l < n_configs - 1 and cumulative[l] <= target:
                     l += 1
                 out[out_base + cols[alpha, l]] += 1.0
+
+
+# ---------------------------------------------------------------------------
+# Pólya-urn sequential Monte Carlo for the Bayesian Allocation Model
+# (inference/allocation.py). Particles live in islands of equal size; each
+# island is its own particle system (own weights, own resampling), so the
+# islands' evidence estimates are independent and their spread is the
+# estimate's standard error. Islands run in parallel; every random number is
+# drawn beforehand by the caller's Generator, so results do not depend on the
+# thread count.
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def urn_smc(cells, first_token, component_alpha, cell_alpha, concentration, uniforms,
+            resample_uniforms, threshold, totals, tables, log_weights, log_evidence,
+            n_resampled):  # pragma: no cover - compiled
+    """Allocate a run of tokens in every particle; reweight and resample.
+
+    Token ``t`` falls in the cell whose index in mode n is ``cells[t, n]``
+    (already offset to its column of ``tables``). Particle p's urn holds
+    ``totals[p, r]`` tokens in component r and ``tables[p, c, r]`` tokens of
+    component r at column c (components last, so a token reads R adjacent
+    counts per mode); ``first_token + t`` tokens came before. The token's
+    predictive probability under component r is
+
+        (a/R + s0(r)) / (a + done) · Π_n (a/(R I_n) + s_n(r, i_n)) / (a/R + s0(r)),
+
+    its sum over r is the incremental weight, and the token is allocated in
+    proportion to the terms (the exact conditional: the urn proposal). The
+    island's log evidence grows by log Σ_p W_p w_p, W the normalised weights
+    before the token; when the island's effective sample size falls below
+    ``threshold`` x its size it is resampled systematically (one uniform per
+    token and island, used only then). Resampling works in place: a particle
+    with offspring keeps its slot, and only the slots of particles without
+    any are overwritten, so a resampling copies (dead particles) x Σ I_n x R
+    counts rather than the whole island twice.
+    """
+    n_particles, n_components = totals.shape
+    n_islands = log_evidence.shape[0]
+    size = n_particles // n_islands
+    n_modes = cells.shape[1]
+    for k in numba.prange(n_islands):
+        lo = k * size
+        terms = np.empty(n_components)
+        increments = np.empty(size)
+        offspring = np.empty(size, dtype=np.int64)
+        for t in range(cells.shape[0]):
+            denominator = concentration + first_token + t
+            for q in range(size):
+                p = lo + q
+                for r in range(n_components):
+                    terms[r] = (component_alpha + totals[p, r]) / denominator
+                for n in range(n_modes):
+                    c = cells[t, n]
+                    for r in range(n_components):
+                        terms[r] *= (cell_alpha[n] + tables[p, c, r]) / (component_alpha + totals[p, r])
+                total = 0.0
+                for r in range(n_components):
+                    total += terms[r]
+                increments[q] = np.log(total)
+                target = uniforms[t, p] * total
+                r = 0
+                running = terms[0]
+                while r < n_components - 1 and running <= target:
+                    r += 1
+                    running += terms[r]
+                totals[p, r] += 1
+                for n in range(n_modes):
+                    tables[p, cells[t, n], r] += 1
+            # log Σ W_p w_p = log Σ e^{lw + inc} - log Σ e^{lw}, both shifted.
+            before = -np.inf
+            after = -np.inf
+            for q in range(size):
+                before = max(before, log_weights[lo + q])
+                after = max(after, log_weights[lo + q] + increments[q])
+            sum_before = 0.0
+            sum_after = 0.0
+            sum_squares = 0.0
+            for q in range(size):
+                sum_before += np.exp(log_weights[lo + q] - before)
+                log_weights[lo + q] += increments[q]
+                w = np.exp(log_weights[lo + q] - after)
+                sum_after += w
+                sum_squares += w * w
+            log_evidence[k] += np.log(sum_after) + after - np.log(sum_before) - before
+            if sum_after * sum_after < threshold * size * sum_squares:
+                # Systematic resampling: slot q draws the particle whose
+                # cumulative weight first exceeds (q + u) / size.
+                u = resample_uniforms[t, k]
+                offspring[:] = 0
+                running = 0.0
+                a = 0
+                for q in range(size):
+                    position = (q + u) / size * sum_after
+                    while a < size - 1 and running + np.exp(log_weights[lo + a] - after) <= position:
+                        running += np.exp(log_weights[lo + a] - after)
+                        a += 1
+                    offspring[a] += 1
+                dead = 0
+                for a in range(size):
+                    for _ in range(offspring[a] - 1):
+                        while offspring[dead] != 0:
+                            dead += 1
+                        totals[lo + dead] = totals[lo + a]
+                        tables[lo + dead] = tables[lo + a]
+                        offspring[dead] = 1  # filled: neither a source nor free
+                for q in range(size):
+                    log_weights[lo + q] = 0.0
+                n_resampled[k] += 1

@@ -4,7 +4,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import sklearn_pltf
-from sklearn_pltf import PLTF, BayesianNMF, GibbsNTF, PoissonCP, TuckerVB
+from sklearn_pltf import PLTF, AllocationSMC, BayesianNMF, GibbsNTF, PoissonCP, TuckerVB
 
 FAST = {"max_iter": 30, "tol": 1e-4, "random_state": 0}
 
@@ -14,7 +14,37 @@ ESTIMATORS = [
     PoissonCP(2, **FAST),
     TuckerVB(2, **FAST),
     GibbsNTF(2, n_warmup=20, n_draws=30, random_state=0),
+    AllocationSMC(2, n_particles=100, random_state=0),
 ]
+
+# AllocationSMC allocates whole tokens and refuses non-integer counts with a
+# ValueError; scikit-learn's checks fit on uniform random floats, so these
+# checks stop at that error before reaching what they test. The same
+# contracts (pickle, clone, refit, n_features_in_, dtypes, sparse input,
+# transform's row order) are tested on counts in tests/test_allocation.py.
+_NON_INTEGER = "fits non-integer random data, which a token-allocation model refuses"
+_ALLOCATION_EXPECTED = {
+    name: _NON_INTEGER for name in (
+        "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
+        "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+        "check_estimator_sparse_tag", "check_estimators_dtypes",
+        "check_estimators_fit_returns_self", "check_estimators_nan_inf",
+        "check_estimators_overwrite_params", "check_estimators_pickle",
+        "check_f_contiguous_array_estimator", "check_fit2d_1feature", "check_fit2d_1sample",
+        "check_fit2d_predict1d", "check_fit_check_is_fitted", "check_fit_idempotent",
+        "check_fit_score_takes_y", "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance", "check_n_features_in",
+        "check_n_features_in_after_fitting", "check_pipeline_consistency",
+        "check_readonly_memmap_input", "check_transformer_data_not_an_array",
+        "check_transformer_general", "check_transformer_n_iter",
+        "check_transformer_preserve_dtypes",
+    )
+}
+
+
+def _expected_failed_checks(estimator):
+    return _ALLOCATION_EXPECTED if isinstance(estimator, AllocationSMC) else {}
+
 
 
 def test_every_exported_estimator_is_checked():
@@ -22,9 +52,9 @@ def test_every_exported_estimator_is_checked():
     assert exported == {type(e).__name__ for e in ESTIMATORS}
 
 
-# Every check passes: no expected failures to declare.
+# Every check passes except AllocationSMC's on non-integer data (above).
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks(ESTIMATORS)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     """Each of scikit-learn's check_* functions asserts (raises AssertionError or
     an informative error) when the estimator breaks its contract."""

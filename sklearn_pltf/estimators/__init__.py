@@ -1,9 +1,10 @@
 """scikit-learn estimators on the PLTF engine."""
 
+from .allocation import AllocationSMC
 from .cp import PoissonCP
 from .gaussian_ntf import GibbsNTF
 from .nmf import BayesianNMF
 from .pltf import PLTF
 from .tucker import TuckerVB
 
-__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC"]

@@ -2,6 +2,8 @@
 
 - :func:`exact_log_evidence`: exact, by enumerating allocations, for tiny NMF
   problems (a reference for tests);
+- :func:`bam_exact_log_evidence`: exact, by enumerating allocations, for tiny
+  count tensors under the Bayesian Allocation Model (``AllocationSMC``);
 - :func:`chib_log_evidence`: Chib's estimate from block Gibbs runs, for any
   model string;
 - :func:`sti_log_evidence`: stochastic thermodynamic integration from
@@ -11,11 +13,12 @@ The variational bound, the other estimate, comes with every VB fit
 (``log_evidence_`` of an estimator fitted with ``method="vb"``).
 """
 
+from ._bam_exact import bam_exact_log_evidence
 from ._chib import ChibEstimate, chib_log_evidence
 from ._exact import exact_log_evidence
 from ._sti import STIEstimate, sti_log_evidence, temperature_ladder
 
 __all__ = [
     "exact_log_evidence", "chib_log_evidence", "ChibEstimate", "sti_log_evidence", "STIEstimate",
-    "temperature_ladder",
+    "temperature_ladder", "bam_exact_log_evidence",
 ]

@@ -34,6 +34,8 @@ import numpy as np
 from scipy import integrate, optimize
 from scipy.special import expit, gammaln, xlogy
 
+from ._counts import as_count_array
+
 __all__ = ["exact_log_evidence"]
 
 # Allocations are processed in chunks of this many rows so that memory stays
@@ -179,7 +181,7 @@ def exact_log_evidence(
     >>> round(exact_log_evidence(X, n_components=2), 6)
     -5.748528
     """
-    X = _validate_counts(X)
+    X = as_count_array(X, ndim=2)
     n_rows, n_columns = X.shape
     fixed_W, fixed_H = _validate_fixed_factors(fixed_factors, n_rows, n_columns)
     n_components = _resolve_n_components(n_components, fixed_W, fixed_H)
@@ -249,25 +251,6 @@ def exact_log_evidence(
 # --------------------------------------------------------------------------
 # Input validation
 # --------------------------------------------------------------------------
-
-
-def _validate_counts(X):
-    """Return ``X`` as a 2-D int64 array of non-negative counts or raise."""
-    X = np.asarray(X)
-    if X.dtype.kind not in "biuf":
-        raise ValueError(f"X must be a numeric array, got dtype {X.dtype}")
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array, got {X.ndim} dimension(s)")
-    if X.size == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    X = X.astype(np.float64)
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
-    if np.any(X < 0):
-        raise ValueError("X contains negative values; counts must be >= 0")
-    if np.any(X != np.round(X)):
-        raise ValueError("X contains non-integer values; counts must be integers")
-    return X.astype(np.int64)
 
 
 def _validate_fixed_factors(fixed_factors, n_rows, n_columns):

@@ -1,0 +1,98 @@
+"""Benchmarks of AllocationSMC (issue 7), run through ``bench.py``:
+
+- (k) rank selection: 20 count tensors of 20 x 25 x 30 with T = 1000 tokens
+  drawn from the BAM (a = 10, R = 5); the rank of the highest SMC evidence
+  and of the highest VB bound (best of 3 restarts) over R = 1..10;
+- (l) cost against the tensor's size: T = 1000 tokens, R = 10, 500
+  particles, on 4 x 4 x 4 up to 64 x 64 x 64 tensors; seconds for the SMC
+  evidence, for a whole fit, and for a VB fit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from sklearn_pltf import AllocationSMC
+from sklearn_pltf.inference.allocation import sample_bam
+
+
+def _line(**fields):
+    print(json.dumps(fields, default=float), flush=True)
+
+
+def bench_bam_rank(n_datasets=20, n_particles=10_000, ranks=range(1, 11), true_rank=5):
+    """(k): how often the SMC evidence and the VB bound pick the true rank."""
+    smc_hits = vb_hits = 0
+    for seed in range(n_datasets):
+        X, _ = sample_bam(np.random.default_rng(1000 + seed), (20, 25, 30), true_rank,
+                          concentration=10.0, n_tokens=1000)
+        smc, vb = [], []
+        start = time.perf_counter()
+        for rank in ranks:
+            est = AllocationSMC(rank, n_particles=n_particles, concentration=10.0,
+                                random_state=seed).fit(X)
+            smc.append(est.log_evidence_)
+            vb.append(max(AllocationSMC(rank, method="vb", concentration=10.0,
+                                        random_state=10 * seed + k).fit(X).log_evidence_
+                          for k in range(3)))
+        smc_best, vb_best = ranks[int(np.argmax(smc))], ranks[int(np.argmax(vb))]
+        smc_hits += smc_best == true_rank
+        vb_hits += vb_best == true_rank
+        _line(bench="bam-rank", dataset=seed, smc_rank=smc_best, vb_rank=vb_best,
+              smc_minus_best=[round(v - max(smc), 1) for v in smc],
+              seconds=round(time.perf_counter() - start, 1))
+    _line(bench="bam-rank", n_particles=n_particles, smc_hits=smc_hits, vb_hits=vb_hits,
+          n_datasets=n_datasets)
+    return {"(k) SMC picks the true rank (fraction)": smc_hits / n_datasets,
+            "(k) VB picks the true rank (fraction)": vb_hits / n_datasets}
+
+
+def bench_bam_cost(sizes=(4, 16, 64), n_particles=500, rank=10, repeats=25):
+    """(l): seconds at T = 1000 against the tensor's size: the SMC evidence
+    alone (``run_smc``), the whole ``AllocationSMC`` fit on pydata sparse
+    input (the evidence plus the factor summary, whose cost follows the
+    factors' size), and a VB fit. The sizes take turns within every repeat,
+    so a change in the machine's load falls on all of them alike; the
+    figure is the median over the repeats."""
+    import sparse
+
+    from sklearn_pltf.inference import allocation
+
+    runs = {}
+    for size in sizes:
+        X, _ = sample_bam(np.random.default_rng(0), (size,) * 3, 5, concentration=10.0,
+                          n_tokens=1000)
+        coords = np.array(np.nonzero(X))
+        data = allocation.allocation_data(coords, X[tuple(coords)], X.shape, rank, 10.0)
+        X = sparse.COO.from_numpy(X)
+        smc = AllocationSMC(rank, n_particles=n_particles, concentration=10.0, random_state=0)
+        vb = AllocationSMC(rank, method="vb", concentration=10.0, random_state=0)
+        smc.fit(X)  # compile
+        runs[size] = {
+            "evidence": lambda seed, data=data: allocation.run_smc(
+                np.random.default_rng(seed), data, n_particles=n_particles),
+            "fit": lambda seed, smc=smc, X=X: smc.set_params(random_state=seed).fit(X),
+            "vb": lambda seed, vb=vb, X=X: vb.set_params(random_state=seed).fit(X),
+        }
+    seconds = {(size, kind): [] for size in sizes for kind in ("evidence", "fit", "vb")}
+    for seed in range(repeats):
+        for kind in ("evidence", "fit", "vb"):
+            for size in sizes:
+                start = time.perf_counter()
+                runs[size][kind](seed)
+                seconds[size, kind].append(time.perf_counter() - start)
+    median = {key: float(np.median(value)) for key, value in seconds.items()}
+    for size in sizes:
+        _line(bench="bam-cost", shape=[size] * 3, smc_evidence_seconds=median[size, "evidence"],
+              smc_fit_seconds=median[size, "fit"], vb_seconds=median[size, "vb"])
+    small, large = sizes[0], sizes[-1]
+    return {f"(l) SMC evidence seconds, {large}^3 / {small}^3":
+                median[large, "evidence"] / median[small, "evidence"],
+            f"(l) AllocationSMC fit seconds, {large}^3 / {small}^3":
+                median[large, "fit"] / median[small, "fit"],
+            f"(l) VB fit seconds, {large}^3 / {small}^3": median[large, "vb"] / median[small, "vb"],
+            f"(l) SMC evidence seconds at {large}^3 (T=1000, R={rank}, {n_particles} particles)":
+                median[large, "evidence"]}

@@ -1,0 +1,206 @@
+"""The Bayesian Allocation Model: SMC and VB against exact enumeration, the
+SMC estimate's unbiasedness and standard error, and AllocationSMC's contract
+on count data (scikit-learn's own checks fit non-integer data, which the
+estimator refuses; see tests/test_common.py)."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse
+import sparse
+from sklearn.base import clone
+
+from sklearn_pltf import AllocationSMC
+from sklearn_pltf.evidence import bam_exact_log_evidence
+from sklearn_pltf.inference import allocation
+
+# The issue's tiny count matrix: 4 x 3, T = 9 tokens.
+TINY = np.array([[3, 0, 1], [0, 2, 0], [1, 0, 1], [0, 1, 0]])
+
+
+def _problem(X, rank, concentration=1.0, rate=None):
+    coords = np.array(np.nonzero(X))
+    return allocation.allocation_data(coords, X[tuple(coords)], X.shape, rank, concentration, rate)
+
+
+@pytest.mark.parametrize("concentration", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+def test_smc_matches_exact_enumeration_and_vb_lies_below(rank, concentration):
+    exact = bam_exact_log_evidence(TINY, rank, concentration=concentration)
+    smc = AllocationSMC(rank, n_particles=200_000, n_islands=20, concentration=concentration,
+                        random_state=0).fit(TINY)
+    # 0.05 nats is at least 2.5 of the estimate's own standard errors.
+    assert smc.log_evidence_error_ < 0.02
+    assert abs(smc.log_evidence_ - exact) < 0.05
+    vb = AllocationSMC(rank, method="vb", concentration=concentration, random_state=0).fit(TINY)
+    # With one component the bound is tight and SMC exact (one allocation).
+    assert vb.log_evidence_ <= exact + 1e-9
+    assert vb.log_evidence_ <= smc.log_evidence_ + 1e-9
+
+
+def test_smc_matches_exact_enumeration_on_a_three_way_tensor():
+    X = np.array([[[2, 0], [1, 0]], [[0, 1], [0, 2]]])
+    exact = bam_exact_log_evidence(X, 3, concentration=1.0)
+    smc = AllocationSMC(3, n_particles=200_000, n_islands=20, random_state=1).fit(X)
+    assert smc.log_evidence_error_ < 0.02
+    assert abs(smc.log_evidence_ - exact) < 0.05
+
+
+def test_smc_estimate_of_the_evidence_is_unbiased():
+    """E[Ẑ] = p(X) whatever the particle count: 2000 runs of 20 particles,
+    resampling whenever the effective sample size drops below 90% (almost
+    every run resamples), their mean Ẑ / p(X) within 4 standard errors of 1."""
+    data = _problem(TINY, 2, concentration=1.0)
+    exact = bam_exact_log_evidence(TINY, 2, concentration=1.0)
+    rng = np.random.default_rng(0)
+    ratios, resampled = [], []
+    for _ in range(2000):
+        result = allocation.run_smc(rng, data, n_particles=20, n_islands=1, resample_threshold=0.9)
+        ratios.append(np.exp(result.log_evidence - exact))
+        resampled.append(result.n_resampled)
+    ratios = np.array(ratios)
+    assert np.mean(np.array(resampled) > 0) > 0.9
+    assert ratios.std() > 0.05  # a noisy estimator: the test has power
+    assert abs(ratios.mean() - 1.0) < 4 * ratios.std(ddof=1) / np.sqrt(ratios.size)
+
+
+def test_smc_standard_error_matches_the_spread_of_repeated_runs():
+    """The islands' standard error against 100 independent runs. Its square
+    estimates the variance without bias, so its root mean square matches the
+    runs' standard deviation (known to within about 7%, 1/sqrt(2 x 99); the
+    reported errors' own spread adds as much again), and two of them cover
+    the exact value in most runs (about 95% for a normal estimate)."""
+    data = _problem(TINY, 3, concentration=0.1)
+    exact = bam_exact_log_evidence(TINY, 3, concentration=0.1)
+    rng = np.random.default_rng(1)
+    runs = [allocation.run_smc(rng, data, n_particles=2000, n_islands=10) for _ in range(100)]
+    values = np.array([r.log_evidence for r in runs])
+    errors = np.array([r.standard_error for r in runs])
+    assert 0.7 < np.sqrt(np.mean(errors**2)) / values.std(ddof=1) < 1.4
+    assert np.mean(np.abs(values - exact) < 2 * errors) > 0.8
+
+
+def test_vb_bound_never_decreases():
+    X, _ = allocation.sample_bam(np.random.default_rng(0), (8, 7, 6), 3, concentration=5.0,
+                                 n_tokens=300)
+    est = AllocationSMC(4, method="vb", concentration=5.0, tol=0, max_iter=200,
+                        random_state=0).fit(X)
+    bounds = est.lower_bounds_
+    assert bounds.size == 201
+    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
+    assert bounds[-1] > bounds[0] + 1.0
+
+
+def test_recovers_the_factors_of_well_separated_components():
+    """Two components on disjoint index blocks, 4000 tokens: the factor
+    columns match the truth (up to order) within a few standard errors of a
+    multinomial proportion, sqrt(p / 2000) <= 0.015."""
+    rng = np.random.default_rng(0)
+    theta = [np.zeros((2, 6)) for _ in range(3)]
+    for t in theta:
+        t[0, :3] = rng.dirichlet(np.full(3, 5.0))
+        t[1, 3:] = rng.dirichlet(np.full(3, 5.0))
+    tokens = np.stack([np.concatenate([rng.choice(6, 2000, p=t[r]) for r in (0, 1)])
+                       for t in theta])
+    X = np.zeros((6, 6, 6), dtype=np.int64)
+    np.add.at(X, tuple(tokens), 1)
+    est = AllocationSMC(2, n_particles=2000, random_state=0).fit(X)
+    for n in (1, 2):
+        found = est.factors_[n].T
+        order = [int(np.argmax(found[:, :3].sum(axis=1))), int(np.argmax(found[:, 3:].sum(axis=1)))]
+        assert np.abs(found[order] - theta[n]).max() < 0.06
+    np.testing.assert_allclose(est.factors_[0].sum(), X.sum(), rtol=1e-3)
+    assert est.log_evidence_ > AllocationSMC(1, random_state=0).fit(X).log_evidence_ + 100
+
+
+# ------------------------------------------------------------ the estimator
+@pytest.fixture(scope="module")
+def counts():
+    X, _ = allocation.sample_bam(np.random.default_rng(3), (10, 8, 6), 3, concentration=5.0,
+                                 n_tokens=200)
+    return X
+
+
+def test_same_random_state_same_numbers_and_sparse_equals_dense(counts):
+    first = AllocationSMC(3, n_particles=500, random_state=7).fit(counts)
+    again = AllocationSMC(3, n_particles=500, random_state=7).fit(counts)
+    from_sparse = AllocationSMC(3, n_particles=500, random_state=7).fit(sparse.COO.from_numpy(counts))
+    for other in (again, from_sparse):
+        assert other.log_evidence_ == first.log_evidence_
+        for a, b in zip(first.factors_, other.factors_):
+            np.testing.assert_array_equal(a, b)
+    other_seed = AllocationSMC(3, n_particles=500, random_state=8).fit(counts)
+    assert other_seed.log_evidence_ != first.log_evidence_
+
+
+def test_scipy_sparse_matrix_equals_dense():
+    X = TINY
+    dense = AllocationSMC(2, n_particles=500, random_state=0).fit(X)
+    csr = AllocationSMC(2, n_particles=500, random_state=0).fit(scipy.sparse.csr_matrix(X))
+    assert dense.log_evidence_ == csr.log_evidence_
+
+
+def test_pickle_clone_and_refit(counts):
+    est = AllocationSMC(2, n_particles=500, random_state=0).fit(counts)
+    restored = pickle.loads(pickle.dumps(est))
+    assert restored.log_evidence_ == est.log_evidence_
+    np.testing.assert_array_equal(restored.transform(counts), est.transform(counts))
+    fresh = clone(est)
+    assert not hasattr(fresh, "log_evidence_")
+    assert fresh.fit(counts).log_evidence_ == est.log_evidence_
+    assert est.fit(counts).log_evidence_ == restored.log_evidence_
+    assert est.n_features_in_ == counts.shape[1]
+
+
+@pytest.mark.parametrize("method", ["smc", "vb"])
+def test_transform_score_and_inverse_transform(counts, method):
+    est = AllocationSMC(3, method=method, n_particles=500, random_state=0)
+    W = est.fit_transform(counts)
+    np.testing.assert_array_equal(W, est.transform(counts))
+    assert W.shape == (counts.shape[0], 3)
+    np.testing.assert_allclose(W.sum(axis=1), counts.sum(axis=(1, 2)))
+    # Each sample on its own: a subset of rows, in another order, gives the same rows.
+    rows = [4, 1, 7]
+    np.testing.assert_allclose(est.transform(counts[rows]), W[rows], rtol=1e-9)
+    assert est.score(counts) == est.log_evidence_
+    new = counts[:4] + 1
+    assert np.isfinite(est.score(new)) and est.score(new) < 0
+    xhat = est.inverse_transform(W)
+    assert xhat.shape == counts.shape
+    np.testing.assert_allclose(xhat.sum(axis=(1, 2)), W.sum(axis=1))
+
+
+@pytest.mark.parametrize(
+    "X, params, error, match",
+    [
+        (TINY + 0.5, {}, ValueError, "non-integer"),
+        (TINY - 1, {}, ValueError, "negative"),
+        (np.where(TINY == 2, np.nan, TINY), {}, ValueError, "missing"),
+        (np.zeros((3, 4)), {}, ValueError, "no counts"),
+        (TINY, {"n_particles": 105}, ValueError, "multiple of n_islands"),
+        (TINY, {"n_components": 0}, ValueError, "n_components"),
+        (TINY, {"concentration": 0.0}, ValueError, "concentration"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(X, params, error, match):
+    with pytest.raises(error, match=match):
+        AllocationSMC(**params).fit(X)
+
+
+def test_all_zero_data_with_a_rate_has_the_closed_form_evidence():
+    est = AllocationSMC(2, rate=2.0, n_particles=100, random_state=0).fit(np.zeros((3, 4)))
+    assert est.log_evidence_ == pytest.approx(1.0 * np.log(2.0 / 3.0))
+
+
+def test_transform_rejects_data_of_another_shape(counts):
+    est = AllocationSMC(2, n_particles=100, random_state=0).fit(counts)
+    with pytest.raises(ValueError, match="shape"):
+        est.transform(counts[:, :, :3])
+
+
+def test_sample_bam_draws_the_requested_total_and_shape():
+    X, (T, theta0, thetas) = allocation.sample_bam(np.random.default_rng(0), (5, 4, 3), 2,
+                                                   concentration=2.0, n_tokens=123)
+    assert X.shape == (5, 4, 3) and X.sum() == 123 == T
+    assert theta0.shape == (2,) and [t.shape for t in thetas] == [(2, 5), (2, 4), (2, 3)]
