@@ -250,16 +250,18 @@ def particle_factor_means(rng, result, data, n_summary=1000):
     positions = (rng.random() + np.arange(n_summary)) / n_summary
     chosen = np.minimum(np.searchsorted(np.cumsum(weights), positions * weights.sum()),
                         weights.size - 1)
-    tables = state.tables[chosen]  # (particles, columns, R)
+    tables = state.tables[chosen].astype(np.float64)  # (particles, columns, R)
+    n_chosen, columns, R = tables.shape
     reference = state.tables[np.argmax(weights)].astype(np.float64)
-    similarity = np.matmul(tables.transpose(0, 2, 1), reference)  # own label r, reference s
-    permutations = np.empty((n_summary, data.n_components), dtype=np.intp)
-    for p in range(n_summary):
+    # similarity[p, r, s]: particle p's component r against the reference's s
+    by_component = tables.transpose(0, 2, 1).reshape(n_chosen * R, columns)
+    similarity = (by_component @ reference).reshape(n_chosen, R, R)
+    # match[p, r, s] = 1 / n_chosen where particle p's label r is the reference's s
+    match = np.zeros((n_chosen, R, R))
+    for p in range(n_chosen):
         rows, cols = linear_sum_assignment(similarity[p], maximize=True)
-        permutations[p, cols] = rows  # reference label s <- own label
-    tables = np.take_along_axis(tables, permutations[:, None, :], axis=2)
-    totals = np.take_along_axis(state.totals[chosen], permutations, axis=1).astype(np.float64)
-    weights = np.full(n_summary, 1.0 / n_summary)
+        match[p, rows, cols] = 1.0 / n_chosen
+    totals = state.totals[chosen].astype(np.float64)
     a = data.concentration
     lam = (a + data.total) / (data.rate + 1.0)
     theta0 = (data.component_alpha + totals) / (a + data.total)
@@ -267,8 +269,11 @@ def particle_factor_means(rng, result, data, n_summary=1000):
     factors = []
     for n, (start, size) in enumerate(zip(data.offsets, data.shape)):
         theta = (data.cell_alpha[n] + tables[:, start:start + size, :]) / row_totals[:, None, :]
-        scale = weights[:, None] * (lam * theta0 if n == 0 else 1.0)
-        factors.append(np.einsum("pr,pjr->jr", scale, theta))
+        if n == 0:
+            theta *= lam * theta0[:, None, :]
+        # Σ_p Σ_r θ_p[j, r] match[p, r, s]: relabel and average in one product.
+        factors.append(theta.transpose(1, 0, 2).reshape(size, n_chosen * R)
+                       @ match.reshape(n_chosen * R, R))
     return factors
 
 
