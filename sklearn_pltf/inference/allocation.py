@@ -40,6 +40,7 @@ import numpy as np
 from scipy import sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.special import digamma, gammaln, logsumexp
+from threadpoolctl import threadpool_limits
 
 from .. import _kernels
 
@@ -244,6 +245,14 @@ def particle_factor_means(rng, result, data, n_summary=1000):
         ``factors[0]`` (I_1, R) holds λθ0θ1, ``factors[n]`` (I_n, R) θn, so
         X̂ = Σ_r factors[0][i_1, r] Π_n factors[n][i_n, r] is λ p(i).
     """
+    # These products are small; BLAS threads started right after the urn
+    # kernel compete with numba's, which doubled their time on 2 cores.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _particle_factor_means(rng, result, data, n_summary)
+
+
+def _particle_factor_means(rng, result, data, n_summary):
+    """:func:`particle_factor_means`, BLAS limited to one thread by the caller."""
     state = result.state
     weights = particle_weights(result)
     n_summary = min(n_summary, weights.size)
