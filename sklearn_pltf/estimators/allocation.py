@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._contract import full_xhat
+from .._contract import EntryList, full_xhat
 from ..inference import allocation
 from ..model import Model
 from ._base import as_generator, validate_tensor
@@ -174,10 +174,6 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        if self.method == "smc" and self.n_particles % self.n_islands:
-            raise ValueError(
-                f"n_particles={self.n_particles} must be a multiple of n_islands={self.n_islands}."
-            )
         observed, coords, counts = self._counts(X, reset=True)
         data = allocation.allocation_data(coords, counts, observed.shape, self.n_components,
                                           self.concentration, self.rate)
@@ -221,6 +217,9 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         observed, coords, counts = self._counts(X, reset=False)
+        return self._fold_in(observed, coords, counts)
+
+    def _fold_in(self, observed, coords, counts):
         if observed.shape[1:] != self.model_.observed_shape[1:]:
             raise ValueError(
                 f"X has shape {observed.shape}; the estimator was fitted to data of shape "
@@ -251,11 +250,10 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         observed, coords, counts = self._counts(X, reset=False)
         if observed.fingerprint == self._fingerprint:
             return float(self.log_evidence_)
-        W = self.transform(X)
-        terms = W[coords[0]]
-        for n in range(1, len(self.factors_)):
-            terms = terms * self.factors_[n][coords[n]]
-        xhat = np.maximum(terms.sum(axis=1), np.finfo(np.float64).tiny)
+        W = self._fold_in(observed, coords, counts)
+        sizes = {**self.model_.sizes, self.model_.output[0]: W.shape[0]}
+        xhat = EntryList(replace(self.model_, sizes=sizes), coords).xhat([W, *self.factors_[1:]])
+        xhat = np.maximum(xhat, np.finfo(np.float64).tiny)
         # Σ over every cell of X̂ is Σ W, the θn summing to one.
         return float(counts @ np.log(xhat) - W.sum() - gammaln(counts + 1.0).sum())
 
