@@ -91,6 +91,24 @@ def check_entry_indices(indices, shape):
     return coords
 
 
+def with_n_samples(model, n_samples):
+    """The bound ``model`` with its sample axis (axis 0) of size ``n_samples``."""
+    return replace(model, sizes={**model.sizes, model.output[0]: n_samples})
+
+
+def cp_reconstruction(estimator, W):
+    """Dense X̂ of a fitted CP estimator (``model_``, ``factors_``) from
+    sample-mode factor values ``W`` (n_samples, n_components), the other
+    factors at their fitted values: its ``inverse_transform``."""
+    check_is_fitted(estimator)
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[1] != estimator.n_components:
+        raise ValueError(
+            f"Expected an array of shape (n_samples, {estimator.n_components}), got {W.shape}."
+        )
+    return full_xhat(with_n_samples(estimator.model_, W.shape[0]), [W, *estimator.factors_[1:]])
+
+
 def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None):
     """Step ``kernel`` until the relative change of its objective is below ``tol``.
 
@@ -367,9 +385,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _resized_model(self, n_samples):
         """The fitted model with axis 0 of size ``n_samples``."""
-        sizes = dict(self.model_.sizes)
-        sizes[self.model_.output[0]] = n_samples
-        return replace(self.model_, sizes=sizes)
+        return with_n_samples(self.model_, n_samples)
 
     def _fold_in(self, data, held_state):
         """Infer the sample-mode factor of ``data``, every other factor held at

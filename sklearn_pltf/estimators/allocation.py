@@ -3,7 +3,6 @@ evidence by sequential Monte Carlo over the tokens (or a variational bound)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,10 +11,10 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._contract import EntryList, full_xhat
+from .._contract import EntryList
 from ..inference import allocation
 from ..model import Model
-from ._base import as_generator, validate_tensor
+from ._base import as_generator, cp_reconstruction, validate_tensor, with_n_samples
 from ._named import mode_letters
 
 __all__ = ["AllocationSMC"]
@@ -234,12 +233,7 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
     def inverse_transform(self, X):
         """X̂ (dense) from per-sample component weights ``X`` (n_samples,
         n_components), the other modes' θn at their posterior means."""
-        check_is_fitted(self)
-        W = np.asarray(X, dtype=np.float64)
-        if W.ndim != 2 or W.shape[1] != self.n_components:
-            raise ValueError(f"Expected an array of shape (n_samples, {self.n_components}), got {W.shape}.")
-        sizes = {**self.model_.sizes, self.model_.output[0]: W.shape[0]}
-        return full_xhat(replace(self.model_, sizes=sizes), [W, *self.factors_[1:]])
+        return cp_reconstruction(self, X)
 
     def score(self, X, y=None):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
@@ -251,8 +245,7 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         if observed.fingerprint == self._fingerprint:
             return float(self.log_evidence_)
         W = self._fold_in(observed, coords, counts)
-        sizes = {**self.model_.sizes, self.model_.output[0]: W.shape[0]}
-        xhat = EntryList(replace(self.model_, sizes=sizes), coords).xhat([W, *self.factors_[1:]])
+        xhat = EntryList(with_n_samples(self.model_, W.shape[0]), coords).xhat([W, *self.factors_[1:]])
         xhat = np.maximum(xhat, np.finfo(np.float64).tiny)
         # Σ over every cell of X̂ is Σ W, the θn summing to one.
         return float(counts @ np.log(xhat) - W.sum() - gammaln(counts + 1.0).sum())

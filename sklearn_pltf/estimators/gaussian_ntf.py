@@ -3,7 +3,6 @@ noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,13 +10,13 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._contract import EntryList, full_xhat
+from .._contract import EntryList
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
 from ..model import Model
 from . import _mcmc
-from ._base import as_generator, check_entry_indices, validate_tensor
+from ._base import as_generator, check_entry_indices, cp_reconstruction, validate_tensor
 from ._named import mode_letters
 
 __all__ = ["GibbsNTF"]
@@ -248,12 +247,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
     def inverse_transform(self, X):
         """X̂ from sample-mode factor values ``X`` (n_samples, n_components),
         the other factors at their posterior means (dense)."""
-        check_is_fitted(self)
-        W = np.asarray(X, dtype=np.float64)
-        if W.ndim != 2 or W.shape[1] != self.n_components:
-            raise ValueError(f"Expected an array of shape (n_samples, {self.n_components}), got {W.shape}.")
-        sizes = {**self.model_.sizes, self.model_.output[0]: W.shape[0]}
-        return full_xhat(replace(self.model_, sizes=sizes), [W, *self.factors_[1:]])
+        return cp_reconstruction(self, X)
 
     def predict_entries(self, indices):
         """Posterior mean of X̂ at the given entries of the fitted tensor (the
