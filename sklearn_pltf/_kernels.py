@@ -292,8 +292,11 @@ def urn_smc(cells, first_token, component_alpha, cell_alpha, concentration, unif
                 a = 0
                 for q in range(size):
                     position = (q + u) / size * sum_after
-                    while a < size - 1 and running + np.exp(log_weights[lo + a] - after) <= position:
-                        running += np.exp(log_weights[lo + a] - after)
+                    while a < size - 1:
+                        w = np.exp(log_weights[lo + a] - after)
+                        if running + w > position:
+                            break
+                        running += w
                         a += 1
                     offspring[a] += 1
                 dead = 0

@@ -315,10 +315,11 @@ def _from_responsibilities(data, selectors, weighted):
                    tuple(data.cell_alpha[n] + s @ weighted for n, s in enumerate(selectors)))
 
 
-def vb_init(rng, data):
-    """q(θ) from random responsibilities (each cell's row Dirichlet(1))."""
+def vb_init(rng, data, selectors):
+    """q(θ) from random responsibilities (each cell's row Dirichlet(1));
+    ``selectors`` from :func:`_selectors`."""
     responsibilities = rng.dirichlet(np.ones(data.n_components), size=data.counts.size)
-    return _from_responsibilities(data, _selectors(data), data.counts[:, None] * responsibilities)
+    return _from_responsibilities(data, selectors, data.counts[:, None] * responsibilities)
 
 
 def _dirichlet_kl(posterior, prior, axis):
@@ -366,7 +367,7 @@ class VBResult(NamedTuple):
 def run_vb(rng, data, *, max_iter=500, tol=1e-8):
     """Coordinate ascent until the bound's relative change is below ``tol``."""
     selectors = _selectors(data)
-    state = vb_init(rng, data)
+    state = vb_init(rng, data, selectors)
     bounds = []
     converged = False
     for _ in range(max_iter):
