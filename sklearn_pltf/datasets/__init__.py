@@ -1,0 +1,23 @@
+"""Shipped relational tensors and synthetic data from every model.
+
+- :func:`load_nations`, :func:`load_kinships`: binary entity x entity x
+  relation tensors for link prediction.
+- ``make_*``: data drawn from the package's models, with the parameters that
+  generated them (Poisson NMF, CP and Tucker, any PLTF model string, Gaussian
+  non-negative CP, the Bayesian Allocation Model).
+"""
+
+from ._generators import (
+    make_bam,
+    make_gaussian_ntf,
+    make_pltf,
+    make_poisson_cp,
+    make_poisson_nmf,
+    make_poisson_tucker,
+)
+from ._relational import load_kinships, load_nations
+
+__all__ = [
+    "load_nations", "load_kinships", "make_pltf", "make_poisson_nmf", "make_poisson_cp",
+    "make_poisson_tucker", "make_gaussian_ntf", "make_bam",
+]
