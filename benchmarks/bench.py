@@ -13,6 +13,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py ntf-heldout  # (i) GibbsNTF vs TensorLy held-out RMSE by rank
     python benchmarks/bench.py ntf-cost     # (j) GibbsNTF Gibbs sweep and HMC iteration cost
     python benchmarks/bench.py bam-rank     # (k) AllocationSMC: rank selection, SMC evidence vs VB
+    python benchmarks/bench.py link-prediction  # (m) 10-fold link prediction on Nations and Kinships
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py all
 
@@ -41,6 +42,7 @@ import warnings
 import numpy as np
 
 import bench_allocation
+import bench_link_prediction
 import bench_gaussian
 import peers
 import workloads
@@ -513,7 +515,7 @@ def _print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
-                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank",
+                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
                                              "bam-cost", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
@@ -562,6 +564,8 @@ def main():
         summary.update(bench_gaussian.bench_ntf_heldout(args.ntf_splits))
     if args.workload in ("ntf-cost", "all"):
         summary.update(bench_gaussian.bench_ntf_cost())
+    if args.workload in ("link-prediction", "all"):
+        summary.update(bench_link_prediction.bench_link_prediction())
     if args.workload in ("bam-rank", "all"):
         summary.update(bench_allocation.bench_bam_rank(args.bam_datasets, args.bam_particles))
     if args.workload in ("bam-cost", "all"):

@@ -17,7 +17,7 @@ import numpy as np
 
 from sklearn_pltf import AllocationSMC
 from sklearn_pltf.evidence import bam_exact_log_evidence
-from sklearn_pltf.inference.allocation import sample_bam
+from sklearn_pltf.datasets import make_bam
 
 X = np.array([[3, 0, 1], [0, 2, 0], [1, 0, 1], [0, 1, 0]])  # 4 x 3, 9 tokens
 
@@ -47,8 +47,7 @@ fig.tight_layout()
 # Rank selection on sparse counts: 1000 tokens in a 20 x 25 x 30 tensor (2%
 # of its cells hold a count), drawn from the model at rank 5 with
 # concentration 10.
-Y, _ = sample_bam(np.random.default_rng(1000), (20, 25, 30), 5, concentration=10.0,
-                  n_tokens=1000)
+Y, _ = make_bam((20, 25, 30), 5, concentration=10.0, n_tokens=1000, random_state=1000)
 grid = list(range(2, 9))
 curve = [AllocationSMC(rank, concentration=10.0, random_state=0).fit(Y).log_evidence_
          for rank in grid]

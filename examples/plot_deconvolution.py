@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_pltf import PLTF
+from sklearn_pltf.plotting import plot_trace
 
 rng = np.random.default_rng(0)
 n_lags, n_positions = 12, 50
@@ -74,6 +75,13 @@ import arviz  # noqa: E402
 
 rhat = arviz.rhat(sada.to_inference_data())
 print("largest R-hat:", {name: round(float(v.max()), 3) for name, v in rhat.data_vars.items()})
+
+# %%
+# The same question by eye: each chain's log-likelihood per sweep
+# (:func:`~sklearn_pltf.plotting.plot_trace`). Chains in one mode settle at
+# the same level after the warm-up (dashed line).
+plot_trace(sada)
+plt.show()
 
 # %%
 # Both signals against the truth, with 90% posterior bands.
