@@ -10,7 +10,7 @@ binary; :func:`~sklearn_pltf.datasets.load_nations`):
    the default scale 1 a rank-R model expects R links per entry, where the
    data have 0.185, and the evidence then punishes every extra component for
    the mismatch (it picks rank 2; with the scaled prior, whose evidence is
-   higher at every rank, rank 4);
+   higher at every rank, rank 3);
 2. at that rank, 10-fold cross-validation over all entries (zeros included,
    :class:`~sklearn_pltf.model_selection.EntryKFold`): each fold is held out
    as missing, the rest fitted, the held-out entries ranked by the posterior
@@ -25,8 +25,8 @@ import numpy as np
 
 from . import PoissonCP
 from .datasets import load_nations
-from .model_selection import EntryKFold
 from .metrics import link_prediction_auc
+from .model_selection import EntryKFold
 
 
 def scaled_prior_cp(X, rank, seed):
