@@ -11,6 +11,7 @@ import numpy as np
 
 from .._contract import full_xhat
 from ..estimators._base import as_generator
+from ..estimators._named import cp_model_string, tucker_model_string
 from ..inference.allocation import sample_bam
 from ..model import Model
 
@@ -116,9 +117,7 @@ def make_poisson_cp(shape=(30, 25, 20), n_components=4, *, prior_shape=1.0, prio
     >>> X.shape, len(factors), bool(np.isnan(X).any())
     ((10, 8, 6), 3, True)
     """
-    letters = "abcdefghijklmnopqrstuvwxy"[: len(shape)]
-    model = ",".join(c + "z" for c in letters) + "->" + letters
-    return make_pltf(model, shape, n_components, prior_shape=prior_shape,
+    return make_pltf(cp_model_string(len(shape)), shape, n_components, prior_shape=prior_shape,
                      prior_rate=prior_rate, missing_fraction=missing_fraction,
                      random_state=random_state)
 
@@ -140,10 +139,8 @@ def make_poisson_tucker(shape=(30, 25, 20), n_components=3, *, prior_shape=1.0,
     ranks = (n_components,) * ndim if np.isscalar(n_components) else tuple(n_components)
     if len(ranks) != ndim:
         raise ValueError(f"n_components has {len(ranks)} ranks for {ndim}-way data.")
-    letters = "abcdefghijkl"[:ndim]
-    latent = letters.upper()
-    model = ",".join(m + z for m, z in zip(letters, latent)) + "," + latent + "->" + letters
-    return make_pltf(model, shape, dict(zip(latent, ranks)), prior_shape=prior_shape,
+    model, core = tucker_model_string(ndim)
+    return make_pltf(model, shape, dict(zip(core, ranks)), prior_shape=prior_shape,
                      prior_rate=prior_rate, missing_fraction=missing_fraction,
                      random_state=random_state)
 
@@ -174,9 +171,8 @@ def make_gaussian_ntf(shape=(20, 15, 10), n_components=3, *, noise_std=0.1,
         raise ValueError(f"noise_std must be >= 0, got {noise_std}.")
     rng = as_generator(random_state)
     factors = [np.abs(rng.standard_normal((size, n_components))) for size in shape]
-    letters = "abcdefghijklmnopqrstuvwxy"[: len(shape)]
-    model = Model.parse(",".join(c + "z" for c in letters) + "->" + letters)
-    X = full_xhat(model.bind(shape, n_components), factors)
+    model = Model.parse(cp_model_string(len(shape))).bind(shape, n_components)
+    X = full_xhat(model, factors)
     X = X + noise_std * rng.standard_normal(X.shape)
     return _with_missing(rng, X, missing_fraction), factors
 

@@ -195,3 +195,17 @@ def mode_letters(ndim):
     if ndim > 25:
         raise ValueError(f"At most 25-way data are supported, got {ndim} dimensions.")
     return "abcdefghijklmnopqrstuvwxy"[:ndim]
+
+
+def cp_model_string(ndim):
+    """The CP model string of ``ndim``-way data: ``"az,bz,cz->abc"`` for 3."""
+    modes = mode_letters(ndim)
+    return ",".join(m + "z" for m in modes) + "->" + modes
+
+
+def tucker_model_string(ndim):
+    """The Tucker model string of ``ndim``-way data and its core's indices:
+    ``("aA,bB,cC,ABC->abc", "ABC")`` for 3."""
+    modes = mode_letters(ndim)
+    core = modes.upper()
+    return ",".join(m + c for m, c in zip(modes, core)) + "," + core + "->" + modes, core

@@ -15,7 +15,7 @@ from .._contract import EntryList
 from ..inference import allocation
 from ..model import Model
 from ._base import as_generator, cp_reconstruction, validate_tensor, with_n_samples
-from ._named import mode_letters
+from ._named import cp_model_string
 
 __all__ = ["AllocationSMC"]
 
@@ -177,8 +177,7 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         data = allocation.allocation_data(coords, counts, observed.shape, self.n_components,
                                           self.concentration, self.rate)
         rng = as_generator(self.random_state)
-        modes = mode_letters(observed.ndim)
-        self.model_ = Model.parse(",".join(m + "z" for m in modes) + "->" + modes).bind(
+        self.model_ = Model.parse(cp_model_string(observed.ndim)).bind(
             observed.shape, {"z": self.n_components})
         for stale in ("log_evidence_error_", "n_resampled_", "lower_bounds_", "converged_"):
             self.__dict__.pop(stale, None)

@@ -1,6 +1,6 @@
 """PoissonCP: Poisson–Gamma CP (PARAFAC) factorization of N-way count tensors."""
 
-from ._named import NamedPoissonPLTF, fill_doc, mode_letters
+from ._named import NamedPoissonPLTF, cp_model_string, fill_doc
 
 
 @fill_doc
@@ -32,5 +32,4 @@ class PoissonCP(NamedPoissonPLTF):
     """
 
     def _model_spec(self, ndim):
-        modes = mode_letters(ndim)
-        return ",".join(m + "z" for m in modes) + "->" + modes, self.n_components, {}
+        return cp_model_string(ndim), self.n_components, {}

@@ -17,7 +17,7 @@ from ..inference._cp_stats import CPStatistics
 from ..model import Model
 from . import _mcmc
 from ._base import as_generator, check_entry_indices, cp_reconstruction, validate_tensor
-from ._named import mode_letters
+from ._named import cp_model_string
 
 __all__ = ["GibbsNTF"]
 
@@ -185,8 +185,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         priors = self._priors()
         rng = as_generator(self.random_state)
         chain_rng, evidence_rng = rng.spawn(2)
-        modes = mode_letters(data.ndim)
-        self.model_ = Model.parse(",".join(m + "z" for m in modes) + "->" + modes).bind(
+        self.model_ = Model.parse(cp_model_string(data.ndim)).bind(
             data.shape, {"z": self.n_components})
         for stale in ("draws_", "log_evidence_", "log_evidence_error_"):
             self.__dict__.pop(stale, None)

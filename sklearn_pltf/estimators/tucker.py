@@ -4,7 +4,7 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
-from ._named import NamedPoissonPLTF, fill_doc, mode_letters
+from ._named import NamedPoissonPLTF, fill_doc, tucker_model_string
 
 
 @fill_doc
@@ -42,8 +42,7 @@ class TuckerVB(NamedPoissonPLTF):
     }
 
     def _model_spec(self, ndim):
-        modes = mode_letters(ndim)
-        latent = modes.upper()
+        spec, core = tucker_model_string(ndim)
         ranks = self.n_components
         if isinstance(ranks, Integral):
             ranks = (ranks,) * ndim
@@ -52,8 +51,7 @@ class TuckerVB(NamedPoissonPLTF):
                 f"n_components has {len(ranks)} ranks but the data have {ndim} modes; "
                 "give one rank per mode or a single int."
             )
-        spec = ",".join(m + l for m, l in zip(modes, latent)) + "," + latent + "->" + modes
-        return spec, dict(zip(latent, ranks)), {}
+        return spec, dict(zip(core, ranks)), {}
 
     @property
     def core_(self):
