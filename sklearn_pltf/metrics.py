@@ -34,18 +34,16 @@ def entry_values(X, entries):
     entries = np.asarray(entries)
     if not is_sparse_input(X):
         return np.asarray(X)[tuple(entries.T)]
-    coo = sparse.COO.from_scipy_sparse(X) if not isinstance(X, sparse.SparseArray) else X
-    coo = coo if isinstance(coo, sparse.COO) else coo.tocoo()
+    coo = (X if isinstance(X, sparse.SparseArray) else sparse.COO.from_scipy_sparse(X)).asformat("coo")
     stored = np.ravel_multi_index(tuple(coo.coords), coo.shape)
     order = np.argsort(stored)
-    stored = stored[order]
+    stored, data = stored[order], coo.data[order]
     wanted = np.ravel_multi_index(tuple(entries.T), coo.shape)
-    position = np.minimum(np.searchsorted(stored, wanted), max(stored.size - 1, 0))
-    found = stored.size > 0
-    hit = (stored[position] == wanted) if found else np.zeros(wanted.size, dtype=bool)
-    values = np.full(wanted.size, coo.fill_value, dtype=np.result_type(coo.dtype, np.float64))
-    if found:
-        values[hit] = coo.data[order][position[hit]]
+    position = np.searchsorted(stored, wanted)
+    hit = position < stored.size
+    hit[hit] = stored[position[hit]] == wanted[hit]
+    values = np.full(wanted.size, coo.fill_value, dtype=np.float64)
+    values[hit] = data[position[hit]]
     return values
 
 
