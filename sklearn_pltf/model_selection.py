@@ -243,7 +243,8 @@ def cross_validate_entries(estimator, X, *, cv=None, scoring=("roc_auc", "pr_auc
         ``"test_<name>"`` per metric and ``"fit_time"``, one value per fold
         (as :func:`sklearn.model_selection.cross_validate`).
     """
-    cv = EntryKFold(10 if cv is None else cv) if cv is None or isinstance(cv, Integral) else cv
+    if cv is None or isinstance(cv, Integral):
+        cv = EntryKFold(10 if cv is None else cv)
     if isinstance(scoring, str) or callable(scoring):
         scoring = (scoring,)
     scorers = {}

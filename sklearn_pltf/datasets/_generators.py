@@ -11,7 +11,7 @@ import numpy as np
 
 from .._contract import full_xhat
 from ..estimators._base import as_generator
-from ..estimators._named import cp_model_string, tucker_model_string
+from ..estimators._named import cp_model_string, tucker_model
 from ..inference.allocation import sample_bam
 from ..model import Model
 
@@ -135,12 +135,8 @@ def make_poisson_tucker(shape=(30, 25, 20), n_components=3, *, prior_shape=1.0,
     factors : list of ndarray
         One matrix per mode, then the core.
     """
-    ndim = len(shape)
-    ranks = (n_components,) * ndim if np.isscalar(n_components) else tuple(n_components)
-    if len(ranks) != ndim:
-        raise ValueError(f"n_components has {len(ranks)} ranks for {ndim}-way data.")
-    model, core = tucker_model_string(ndim)
-    return make_pltf(model, shape, dict(zip(core, ranks)), prior_shape=prior_shape,
+    model, sizes = tucker_model(len(shape), n_components)
+    return make_pltf(model, shape, sizes, prior_shape=prior_shape,
                      prior_rate=prior_rate, missing_fraction=missing_fraction,
                      random_state=random_state)
 

@@ -203,9 +203,17 @@ def cp_model_string(ndim):
     return ",".join(m + "z" for m in modes) + "->" + modes
 
 
-def tucker_model_string(ndim):
-    """The Tucker model string of ``ndim``-way data and its core's indices:
-    ``("aA,bB,cC,ABC->abc", "ABC")`` for 3."""
+def tucker_model(ndim, ranks):
+    """The Tucker model string of ``ndim``-way data and its core's sizes:
+    ``("aA,bB,cC,ABC->abc", {"A": 2, "B": 3, "C": 2})`` for 3 modes and ranks
+    (2, 3, 2). ``ranks`` is one int for every mode or one per mode."""
+    ranks = (ranks,) * ndim if isinstance(ranks, Integral) else tuple(ranks)
+    if len(ranks) != ndim:
+        raise ValueError(
+            f"n_components has {len(ranks)} ranks but the data have {ndim} modes; "
+            "give one rank per mode or a single int."
+        )
     modes = mode_letters(ndim)
     core = modes.upper()
-    return ",".join(m + c for m, c in zip(modes, core)) + "," + core + "->" + modes, core
+    spec = ",".join(m + c for m, c in zip(modes, core)) + "," + core + "->" + modes
+    return spec, dict(zip(core, ranks))

@@ -4,7 +4,7 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
-from ._named import NamedPoissonPLTF, fill_doc, tucker_model_string
+from ._named import NamedPoissonPLTF, fill_doc, tucker_model
 
 
 @fill_doc
@@ -42,16 +42,8 @@ class TuckerVB(NamedPoissonPLTF):
     }
 
     def _model_spec(self, ndim):
-        spec, core = tucker_model_string(ndim)
-        ranks = self.n_components
-        if isinstance(ranks, Integral):
-            ranks = (ranks,) * ndim
-        if len(ranks) != ndim:
-            raise ValueError(
-                f"n_components has {len(ranks)} ranks but the data have {ndim} modes; "
-                "give one rank per mode or a single int."
-            )
-        return spec, dict(zip(core, ranks)), {}
+        spec, sizes = tucker_model(ndim, self.n_components)
+        return spec, sizes, {}
 
     @property
     def core_(self):
