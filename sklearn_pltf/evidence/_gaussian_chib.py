@@ -39,6 +39,9 @@ A_0^*(0, r) \\mid \\cdot)`, right whether or not the chain switches labels
 while nothing of theirs is clamped. Once that row is clamped the labels are
 told apart by its values; two components with nearly equal first-row
 values would leave up to log 2 nats of symmetry unaccounted for.
+
+Each log ordinate is corrected for the low bias of a log of a Monte Carlo
+mean (:func:`~._log_mean.log_mean_exp`), as in :mod:`._chib`.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from scipy.special import logsumexp
 
 from ..inference import gaussian
 from ..inference._truncnorm import log_rectified_normal_density
-from ._sti import batch_means_error
+from ._log_mean import log_mean_exp
 
 __all__ = ["GaussianChibEstimate", "gaussian_chib_log_evidence"]
 
@@ -102,11 +105,9 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     ordinates, variances = [], []
 
     def record(per_draw):
-        per_draw = np.asarray(per_draw, dtype=np.float64)
-        ordinates.append(float(logsumexp(per_draw) - math.log(per_draw.size)))
-        # SE of log(mean w) ~ SE(mean w) / mean w, w scaled by its largest.
-        weights = np.exp(per_draw - per_draw.max())
-        variances.append((batch_means_error(weights) / weights.mean()) ** 2)
+        log_mean, error = log_mean_exp(per_draw)
+        ordinates.append(log_mean)
+        variances.append(error**2)
 
     # σ² first, nothing clamped.
     values = []

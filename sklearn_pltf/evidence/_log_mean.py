@@ -1,0 +1,50 @@
+"""The logarithm of a Monte Carlo mean, as Chib's ordinates need it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ._sti import batch_means_error
+
+__all__ = ["log_mean_exp"]
+
+
+def log_mean_exp(log_values, n_batches=20):
+    """:math:`\\log \\frac1T \\sum_t e^{v_t}`, less its first-order bias, and
+    its standard error.
+
+    The log of a mean is biased low (Jensen): for a mean :math:`\\hat m` of
+    draws with expectation :math:`\\mu`, the second-order delta method gives
+    :math:`\\mathbb E[\\log \\hat m] \\approx \\log\\mu -
+    \\mathrm{Var}(\\hat m) / (2\\mu^2)`. The relative standard error
+    :math:`s = \\widehat{\\mathrm{SE}}(\\hat m)/\\hat m` (batch means, the draws
+    being autocorrelated) estimates that ratio, so the estimate returned is
+    :math:`\\log\\hat m + s^2/2`. Chib's identity subtracts one such log per
+    block, so uncorrected it over-states the evidence by about
+    :math:`\\sum_b s_b^2/2`, half the squared standard error (2.4 nats of
+    Poisson NMF at rank 4 on 25,270 counts; benchmarks README (g)).
+
+    Parameters
+    ----------
+    log_values : array-like of shape (T,)
+        :math:`v_t`, in draw order.
+    n_batches : int, default=20
+        Batches for the standard error.
+
+    Returns
+    -------
+    estimate : float
+    relative_error : float
+        :math:`s`, the standard error of ``estimate`` (delta method); ``inf``
+        with fewer than two draws, when no correction is made.
+    """
+    log_values = np.asarray(log_values, dtype=np.float64)
+    log_mean = float(logsumexp(log_values) - math.log(log_values.size))
+    weights = np.exp(log_values - log_values.max())  # scaled by the largest: no overflow
+    relative_error = batch_means_error(weights, n_batches) / weights.mean()
+    if np.isfinite(relative_error):
+        log_mean += relative_error**2 / 2
+    return log_mean, float(relative_error)
