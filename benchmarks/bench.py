@@ -536,6 +536,8 @@ def main():
     parser.add_argument("--sti-rates", type=float, nargs="+", default=[5.0, 1.0])
     parser.add_argument("--sti-true-rank", type=int, default=3)
     parser.add_argument("--sti-max-rank", type=int, default=10)
+    parser.add_argument("--sti-ranks", type=int, nargs="+", default=None,
+                        help="(g) these ranks instead of 1..--sti-max-rank")
     parser.add_argument("--sti-chib-draws", type=int, default=2000)
     parser.add_argument("--sti-chains", type=int, default=1,
                         help="independent STI ladders per rank (n_init)")
@@ -559,8 +561,9 @@ def main():
     if args.workload in ("chib-rank", "all"):
         summary.update(bench_chib_rank(args.chib_datasets))
     if args.workload in ("sti-rank", "all"):
-        summary.update(bench_sti_rank(args.sti_rates, args.sti_true_rank,
-                                      list(range(1, args.sti_max_rank + 1)), args.sti_chib_draws,
+        sti_ranks = args.sti_ranks or list(range(1, args.sti_max_rank + 1))
+        summary.update(bench_sti_rank(args.sti_rates, args.sti_true_rank, sti_ranks,
+                                      args.sti_chib_draws,
                                       args.sti_chains, not args.sti_only, args.sti_steps))
     if args.workload in ("sgld-cost", "all"):
         summary.update(bench_sgld_cost(args.sgld_steps))
