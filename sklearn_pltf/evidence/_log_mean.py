@@ -22,10 +22,7 @@ def log_mean_exp(log_values, n_batches=20):
     \\mathrm{Var}(\\hat m) / (2\\mu^2)`. The relative standard error
     :math:`s = \\widehat{\\mathrm{SE}}(\\hat m)/\\hat m` (batch means, the draws
     being autocorrelated) estimates that ratio, so the estimate returned is
-    :math:`\\log\\hat m + s^2/2`. Chib's identity subtracts one such log per
-    block, so uncorrected it over-states the evidence by about
-    :math:`\\sum_b s_b^2/2`, half the squared standard error (2.4 nats of
-    Poisson NMF at rank 4 on 25,270 counts; benchmarks README (g)).
+    :math:`\\log\\hat m + s^2/2` (its effect on Chib's estimate: :mod:`._chib`).
 
     Parameters
     ----------
