@@ -325,9 +325,10 @@ def _poisson_nmf_data(rate, true_rank, seed=0, shape=(100, 75)):
     return rng.poisson(W @ H).astype(float)
 
 
-def _chib_nmf(X, rank, rate, n_draws):
-    """Chib's estimate for Poisson NMF with row blocks (one clamped Gibbs run
-    per factor row: 175 runs at every rank, where element blocks take 175 x rank)."""
+def _chib_nmf(X, rank, rate, n_draws, blocks="rows"):
+    """Chib's estimate for Poisson NMF, seed = rank: row blocks (one clamped
+    Gibbs run per factor row, 175 runs at every rank) or element blocks
+    (175 x rank runs; the better estimator above the data's rank)."""
     from sklearn_pltf._contract import make_contractor
     from sklearn_pltf._data import as_observed_tensor
     from sklearn_pltf.evidence import chib_log_evidence
@@ -340,49 +341,47 @@ def _chib_nmf(X, rank, rate, n_draws):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # label permutations beyond the limit at rank >= 7
         return chib_log_evidence(np.random.default_rng(rank), model, contractor, priors,
-                                 n_draws=n_draws, n_warmup=500, blocks="rows")
+                                 n_draws=n_draws, n_warmup=500, blocks=blocks)
 
 
-def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, with_chib=True,
-                   sti_steps=1000):
+def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, methods=("sti", "chib"),
+                   sti_steps=1000, chib_blocks="rows"):
     """The paper's Poisson NMF, 100 x 75, Exponential(rate) priors, data
     drawn at ``true_rank``: STI (estimator defaults but ``sti_steps`` kept
-    steps per temperature, ``sti_chains`` independent ladders) and Chib over
-    ``ranks``, their curves, argmaxes and total times."""
+    steps per temperature, ``sti_chains`` independent ladders) and Chib
+    (``chib_blocks``) over ``ranks``, their curves, argmaxes and total times.
+    Times are wall seconds and CPU seconds of this process (threads
+    included), the CPU time being the fair one on a machine shared with
+    other jobs."""
     summary = {}
     for rate in rates:
         X = _poisson_nmf_data(rate, true_rank)
-        sti, chib, sti_seconds, chib_seconds = {}, {}, 0.0, 0.0
+        curves = {m: {} for m in methods}
+        cpu = {m: 0.0 for m in methods}
         for rank in ranks:
-            start = time.perf_counter()
-            est = BayesianNMF(rank, method="sgld", prior_shape=1.0, prior_rate=rate,
-                              n_init=sti_chains, steps_per_temperature=sti_steps,
-                              random_state=rank).fit(X)
-            sti_time = time.perf_counter() - start
-            sti[rank] = est.log_evidence_
-            if not with_chib:
-                _line(workload="g", rate=rate, rank=rank, sti=est.log_evidence_,
-                      sti_error=est.log_evidence_error_, sti_seconds=sti_time)
-                continue
-            start = time.perf_counter()
-            chib_estimate = _chib_nmf(X, rank, rate, chib_draws)
-            chib_time = time.perf_counter() - start
-            chib[rank] = chib_estimate.log_evidence
-            sti_seconds, chib_seconds = sti_seconds + sti_time, chib_seconds + chib_time
-            _line(workload="g", rate=rate, rank=rank, sti=est.log_evidence_,
-                  sti_error=est.log_evidence_error_, chib=chib[rank],
-                  chib_error=chib_estimate.standard_error, sti_seconds=sti_time,
-                  chib_seconds=chib_time)
-        if not with_chib:
-            summary[f"(g) rate {rate:g}: STI argmax"] = float(max(sti, key=sti.get))
-            continue
-        best_sti, best_chib = max(sti, key=sti.get), max(chib, key=chib.get)
-        _line(workload="g", rate=rate, nnz=int(np.count_nonzero(X)), true_rank=true_rank,
-              sti_argmax=best_sti, chib_argmax=best_chib)
-        summary[f"(g) rate {rate:g}: STI time / Chib time, ranks {ranks[0]}..{ranks[-1]}"] = (
-            sti_seconds / chib_seconds)
-        summary[f"(g) rate {rate:g}: STI argmax, Chib argmax, truth"] = float(
-            f"{best_sti}{best_chib}{true_rank}")
+            line = {}
+            if "sti" in methods:
+                start, start_cpu = time.perf_counter(), time.process_time()
+                est = BayesianNMF(rank, method="sgld", prior_shape=1.0, prior_rate=rate,
+                                  n_init=sti_chains, steps_per_temperature=sti_steps,
+                                  random_state=rank).fit(X)
+                seconds = time.process_time() - start_cpu
+                curves["sti"][rank], cpu["sti"] = est.log_evidence_, cpu["sti"] + seconds
+                line.update(sti=est.log_evidence_, sti_error=est.log_evidence_error_,
+                            sti_seconds=time.perf_counter() - start, sti_cpu_seconds=seconds)
+            if "chib" in methods:
+                start, start_cpu = time.perf_counter(), time.process_time()
+                estimate = _chib_nmf(X, rank, rate, chib_draws, chib_blocks)
+                seconds = time.process_time() - start_cpu
+                curves["chib"][rank], cpu["chib"] = estimate.log_evidence, cpu["chib"] + seconds
+                line.update(chib=estimate.log_evidence, chib_error=estimate.standard_error,
+                            chib_seconds=time.perf_counter() - start, chib_cpu_seconds=seconds)
+            _line(workload="g", rate=rate, rank=rank, **line)
+        for method, curve in curves.items():
+            summary[f"(g) rate {rate:g}: {method} argmax (truth {true_rank})"] = float(max(curve, key=curve.get))
+            summary[f"(g) rate {rate:g}: {method} CPU seconds, ranks {ranks[0]}..{ranks[-1]}"] = cpu[method]
+        if len(methods) == 2:
+            summary[f"(g) rate {rate:g}: STI CPU time / Chib CPU time"] = cpu["sti"] / cpu["chib"]
     return summary
 
 
@@ -541,7 +540,10 @@ def main():
     parser.add_argument("--sti-chib-draws", type=int, default=2000)
     parser.add_argument("--sti-chains", type=int, default=1,
                         help="independent STI ladders per rank (n_init)")
-    parser.add_argument("--sti-only", action="store_true", help="(g) without Chib")
+    parser.add_argument("--sti-methods", nargs="+", choices=["sti", "chib"], default=["sti", "chib"],
+                        help="(g) the estimators to run")
+    parser.add_argument("--sti-chib-blocks", choices=["rows", "elements"], default="rows",
+                        help="(g) Chib's blocks")
     parser.add_argument("--sti-steps", type=int, default=1000,
                         help="(g) STI's kept steps per temperature (steps_per_temperature)")
     parser.add_argument("--sgld-steps", type=int, default=50)
@@ -563,8 +565,8 @@ def main():
     if args.workload in ("sti-rank", "all"):
         sti_ranks = args.sti_ranks or list(range(1, args.sti_max_rank + 1))
         summary.update(bench_sti_rank(args.sti_rates, args.sti_true_rank, sti_ranks,
-                                      args.sti_chib_draws,
-                                      args.sti_chains, not args.sti_only, args.sti_steps))
+                                      args.sti_chib_draws, args.sti_chains, args.sti_methods,
+                                      args.sti_steps, args.sti_chib_blocks))
     if args.workload in ("sgld-cost", "all"):
         summary.update(bench_sgld_cost(args.sgld_steps))
     if args.workload in ("ntf-heldout", "all"):

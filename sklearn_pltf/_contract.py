@@ -146,13 +146,19 @@ def _sum_of_products(a, b):
 
 
 def expand_to_factor(array, present, own, shape):
-    """Broadcast ``array`` (axes ``present``) to a factor with axes ``own``."""
+    """Broadcast ``array`` (axes ``present``) to a factor with axes ``own``, as
+    a new array (in the inner loops of the samplers and SGLD: a reshape and
+    one fill, no axis normalisation)."""
     if present == own:
         return np.asarray(array)
+    array = np.asarray(array)
     order = [present.index(c) for c in own if c in present]
-    array = np.transpose(array, order) if order != sorted(order) else array
-    expanded = np.expand_dims(array, tuple(a for a, c in enumerate(own) if c not in present))
-    return np.broadcast_to(expanded, shape).copy()
+    if order != sorted(order):
+        array = np.transpose(array, order)
+    axes = iter(array.shape)  # α's axes that ``array`` lacks become length 1
+    expanded = np.empty(shape)
+    expanded[...] = array.reshape(tuple(next(axes) if c in present else 1 for c in own))
+    return expanded
 
 
 # ---------------------------------------------------------------------- dense
@@ -255,6 +261,7 @@ class EntryList:
             for a in range(model.n_factors)
         ]
         self._widths = np.array(latent_widths, dtype=np.int64)
+        self._table_forms = [self._table_form(a) for a in range(model.n_factors)]
         n_configs = int(np.prod([model.sizes[c] for c in model.latent], dtype=np.int64))
         if engine == "auto":
             engine = "numba" if n_configs <= _MAX_ENUMERATED_CONFIGS else "einsum"
@@ -282,6 +289,7 @@ class EntryList:
         :meth:`delta` of every factor)."""
         sub = object.__new__(EntryList)
         sub.model, sub._planner, sub._layout = self.model, self._planner, self._layout
+        sub._table_forms = self._table_forms
         sub._widths, sub.chunk, sub.engine, sub._pair = self._widths, self.chunk, "einsum", False
         sub.coords = self.coords[:, index]
         sub.n_entries = sub.coords.shape[1]
@@ -346,18 +354,24 @@ class EntryList:
         offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
         return np.concatenate([t.ravel() for t in tables]), offsets
 
+    def _table_form(self, alpha):
+        """Factor α's table: (rows, columns), the shape of its (observed...,
+        latent...) block, and the axis order that takes the block back to the
+        factor's own order (planned once: the samplers call for it every step)."""
+        observed, latent, permutation = self._layout[alpha]
+        n_rows = int(np.prod([self.model.sizes[c] for c in observed], dtype=np.int64))
+        block = tuple(self.model.sizes[c] for c in observed + latent)
+        return (n_rows, int(self._widths[alpha])), block, tuple(int(a) for a in np.argsort(permutation))
+
     def _zero_table(self, alpha):
         """Factor α's table filled with zeros, flat, and its (rows, columns)."""
-        observed = self._layout[alpha][0]
-        n_rows = int(np.prod([self.model.sizes[c] for c in observed], dtype=np.int64))
-        width = int(self._widths[alpha])
+        (n_rows, width), _, _ = self._table_forms[alpha]
         return np.zeros(n_rows * width), (n_rows, width)
 
     def _from_table(self, alpha, flat):
         """Factor α's flat table back to the factor's own axis order."""
-        observed, latent, permutation = self._layout[alpha]
-        block = flat.reshape(tuple(self.model.sizes[c] for c in observed + latent))
-        return np.transpose(block, np.argsort(permutation))
+        _, block, inverse = self._table_forms[alpha]
+        return np.transpose(flat.reshape(block), inverse)
 
     def _chunks(self):
         for start in range(0, self.n_entries, self.chunk):
