@@ -325,10 +325,10 @@ def _poisson_nmf_data(rate, true_rank, seed=0, shape=(100, 75)):
     return rng.poisson(W @ H).astype(float)
 
 
-def _chib_nmf(X, rank, rate, n_draws, blocks="rows"):
-    """Chib's estimate for Poisson NMF, seed = rank: row blocks (one clamped
-    Gibbs run per factor row, 175 runs at every rank) or element blocks
-    (175 x rank runs; the better estimator above the data's rank)."""
+def _chib_nmf(X, rank, rate, n_draws, blocks="rows", seed=None):
+    """Chib's estimate for Poisson NMF (seed = rank unless given): row blocks
+    (one clamped Gibbs run per factor row, 175 runs at every rank) or element
+    blocks (175 x rank runs; the better estimator above the data's rank)."""
     from sklearn_pltf._contract import make_contractor
     from sklearn_pltf._data import as_observed_tensor
     from sklearn_pltf.evidence import chib_log_evidence
@@ -340,16 +340,18 @@ def _chib_nmf(X, rank, rate, n_draws, blocks="rows"):
     priors = gamma_priors(model, 1.0, rate)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # label permutations beyond the limit at rank >= 7
-        return chib_log_evidence(np.random.default_rng(rank), model, contractor, priors,
-                                 n_draws=n_draws, n_warmup=500, blocks=blocks)
+        rng = np.random.default_rng(rank if seed is None else seed)
+        return chib_log_evidence(rng, model, contractor, priors, n_draws=n_draws, n_warmup=500,
+                                 blocks=blocks)
 
 
 def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, methods=("sti", "chib"),
-                   sti_steps=1000, chib_blocks="rows"):
+                   sti_steps=1000, chib_blocks="rows", chib_seed_offset=0):
     """The paper's Poisson NMF, 100 x 75, Exponential(rate) priors, data
     drawn at ``true_rank``: STI (estimator defaults but ``sti_steps`` kept
     steps per temperature, ``sti_chains`` independent ladders) and Chib
-    (``chib_blocks``) over ``ranks``, their curves, argmaxes and total times.
+    (``chib_blocks``, seed = rank + ``chib_seed_offset``) over ``ranks``,
+    their curves, argmaxes and total times.
     Times are wall seconds and CPU seconds of this process (threads
     included), the CPU time being the fair one on a machine shared with
     other jobs."""
@@ -371,7 +373,7 @@ def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, methods=("
                             sti_seconds=time.perf_counter() - start, sti_cpu_seconds=seconds)
             if "chib" in methods:
                 start, start_cpu = time.perf_counter(), time.process_time()
-                estimate = _chib_nmf(X, rank, rate, chib_draws, chib_blocks)
+                estimate = _chib_nmf(X, rank, rate, chib_draws, chib_blocks, rank + chib_seed_offset)
                 seconds = time.process_time() - start_cpu
                 curves["chib"][rank], cpu["chib"] = estimate.log_evidence, cpu["chib"] + seconds
                 line.update(chib=estimate.log_evidence, chib_error=estimate.standard_error,
@@ -544,6 +546,8 @@ def main():
                         help="(g) the estimators to run")
     parser.add_argument("--sti-chib-blocks", choices=["rows", "elements"], default="rows",
                         help="(g) Chib's blocks")
+    parser.add_argument("--sti-chib-seed-offset", type=int, default=0,
+                        help="(g) Chib's seed is the rank plus this (10 for the second runs)")
     parser.add_argument("--sti-steps", type=int, default=1000,
                         help="(g) STI's kept steps per temperature (steps_per_temperature)")
     parser.add_argument("--sgld-steps", type=int, default=50)
@@ -566,7 +570,8 @@ def main():
         sti_ranks = args.sti_ranks or list(range(1, args.sti_max_rank + 1))
         summary.update(bench_sti_rank(args.sti_rates, args.sti_true_rank, sti_ranks,
                                       args.sti_chib_draws, args.sti_chains, args.sti_methods,
-                                      args.sti_steps, args.sti_chib_blocks))
+                                      args.sti_steps, args.sti_chib_blocks,
+                                      args.sti_chib_seed_offset))
     if args.workload in ("sgld-cost", "all"):
         summary.update(bench_sgld_cost(args.sgld_steps))
     if args.workload in ("ntf-heldout", "all"):
