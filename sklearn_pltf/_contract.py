@@ -156,7 +156,7 @@ def expand_to_factor(array, present, own, shape):
     if order != sorted(order):
         array = np.transpose(array, order)
     axes = iter(array.shape)  # α's axes that ``array`` lacks become length 1
-    expanded = np.empty(shape)
+    expanded = np.empty(shape, dtype=array.dtype)
     expanded[...] = array.reshape(tuple(next(axes) if c in present else 1 for c in own))
     return expanded
 
