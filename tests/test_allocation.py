@@ -86,8 +86,14 @@ def test_vb_bound_never_decreases():
                                  n_tokens=300)
     est = AllocationSMC(4, method="vb", concentration=5.0, tol=0, max_iter=200,
                         random_state=0).fit(X)
-    bounds = est.lower_bounds_
-    assert bounds.size == 201
+    bounds = est.lower_bounds_  # one per iteration, then the final q(θ)'s
+    # tol=0 stops early only where the bound repeats exactly, a fixed point in
+    # floating point (whether it gets there depends on the last bits of the
+    # numerics): every iteration until then is checked.
+    if est.converged_:
+        assert bounds.size < 201 and bounds[-2] == bounds[-3]
+    else:
+        assert bounds.size == 201
     assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
     assert bounds[-1] > bounds[0] + 1.0
 
