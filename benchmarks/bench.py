@@ -14,6 +14,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py ntf-cost     # (j) GibbsNTF Gibbs sweep and HMC iteration cost
     python benchmarks/bench.py bam-rank     # (k) AllocationSMC: rank selection, SMC evidence vs VB
     python benchmarks/bench.py link-prediction  # (m) 10-fold link prediction on Nations and Kinships
+    python benchmarks/bench.py vb-em        # (n) VB against MAP-EM and ML-EM at 40/60/80% missing
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py all
 
@@ -519,7 +520,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
-                                             "bam-cost", "all"])
+                                             "vb-em", "bam-cost", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -552,6 +553,8 @@ def main():
                         help="(g) STI's kept steps per temperature (steps_per_temperature)")
     parser.add_argument("--sgld-steps", type=int, default=50)
     parser.add_argument("--ntf-splits", type=int, default=10)
+    parser.add_argument("--vb-em-splits", type=int, default=5,
+                        help="(n) random splits per share of missing entries")
     parser.add_argument("--bam-datasets", type=int, default=20)
     parser.add_argument("--bam-particles", type=int, default=10_000)
     args = parser.parse_args()
@@ -580,6 +583,8 @@ def main():
         summary.update(bench_gaussian.bench_ntf_cost())
     if args.workload in ("link-prediction", "all"):
         summary.update(bench_link_prediction.bench_link_prediction())
+    if args.workload in ("vb-em", "all"):
+        summary.update(bench_link_prediction.bench_vb_em(n_splits=args.vb_em_splits))
     if args.workload in ("bam-rank", "all"):
         summary.update(bench_allocation.bench_bam_rank(args.bam_datasets, args.bam_particles))
     if args.workload in ("bam-cost", "all"):
