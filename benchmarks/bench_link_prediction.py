@@ -46,10 +46,16 @@ def _ours(kind, method, size, X):
     if kind == "gibbs-ntf":
         return GibbsNTF(size, evidence=None, n_warmup=200, n_draws=200, random_state=0)
     if kind == "cp":
-        scale = (X.mean() / size) ** (1 / 3)
-        return PoissonCP(size, method=method, prior_rate=1 / scale, max_iter=1000, random_state=0)
-    scale = (X.mean() / np.prod(size)) ** (1 / 4)
-    return TuckerVB(size, method=method, prior_rate=1 / scale, max_iter=1000, random_state=0)
+        return PoissonCP(size, method=method, prior_rate=1 / _prior_mean(X, size, 3),
+                         max_iter=1000, random_state=0)
+    return TuckerVB(size, method=method, prior_rate=1 / _prior_mean(X, np.prod(size), 4),
+                    max_iter=1000, random_state=0)
+
+
+def _prior_mean(X, n_latent, n_factors):
+    """Factor prior mean m for which the prior mean of an X̂ entry,
+    n_latent x m^n_factors, equals the data's mean."""
+    return (X.mean() / n_latent) ** (1 / n_factors)
 
 
 class _TensorlyCP:
@@ -120,8 +126,7 @@ def _vb_em_model(kind, method, X, prior_shape=1.0):
     """
     estimator, size, n_latent, n_factors = ((PoissonCP, 10, 10, 3) if kind == "cp"
                                             else (TuckerVB, 5, 5**3, 4))
-    prior_mean = (X.mean() / n_latent) ** (1 / n_factors)
-    rate = FLAT_PRIOR_RATE if method == "ml" else prior_shape / prior_mean
+    rate = FLAT_PRIOR_RATE if method == "ml" else prior_shape / _prior_mean(X, n_latent, n_factors)
     return estimator(size, method="em" if method == "ml" else method, prior_shape=prior_shape,
                      prior_rate=rate, max_iter=200, random_state=0)
 
