@@ -116,7 +116,7 @@ def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
     assert np.isfinite(est.score(X[:4] + 0.01))  # new samples: plug-in predictive log-likelihood
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=2)
 def test_evidence_is_highest_at_the_true_rank():
     # The paper's synthetic setting: 20 x 15 x 10, rank 3, Exponential factors,
     # noise 0.3 x the signal's standard deviation. Chib's estimate over ranks

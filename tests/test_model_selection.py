@@ -86,7 +86,7 @@ def test_predictive_evidence_picks_the_rank_or_a_neighbour(estimator, X, grid, t
     assert abs(chosen - truth) <= 1
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=2)
 def test_predictive_evidence_picks_the_tucker_core_or_a_neighbour():
     """3-fold predictive evidence over a grid that reaches two and more steps
     from the core (2, 3, 4), on the data of the FullDataSplit test."""

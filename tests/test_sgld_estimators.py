@@ -72,7 +72,7 @@ def test_sti_through_the_estimator_matches_the_exact_evidence():
     assert abs(est.log_evidence_ - exact) < 3 * est.log_evidence_error_ + 0.2
 
 
-@pytest.mark.slow(minutes=25)
+@pytest.mark.slow(minutes=18)
 def test_sti_agrees_with_chib_on_poisson_nmf():
     """The paper's Poisson NMF, 100 x 75, Exponential(5) priors (Gamma shape 1,
     rate 5), data drawn at rank 3. Over ranks 1..5, STI (three chains, 4000

@@ -94,7 +94,7 @@ def test_sti_is_reproducible():
     assert first.log_evidence == second.log_evidence
 
 
-@pytest.mark.slow(minutes=9)
+@pytest.mark.slow(minutes=4)
 @pytest.mark.parametrize("true_rank", [3, 5, 7])
 def test_sti_curve_matches_analytic_curve(true_rank):
     """Every rank 1..10 within 1 nat of the analytic evidence, and the same
