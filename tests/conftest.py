@@ -6,7 +6,7 @@ def pytest_collection_modifyitems(config, items):
     """Longest tests first: ``@pytest.mark.slow(minutes=m)`` gives a test's
     measured time, and the slow tier runs on two pytest-xdist processes
     (``--dist worksteal``), which split the list in order and then take
-    from each other's queues. Started last, a half-hour test would finish
+    from each other's queues. Started last, the longest test would finish
     long after the rest; started first, it runs beside them."""
     def minutes(item):
         marker = item.get_closest_marker("slow")
