@@ -133,6 +133,8 @@ def log_prior(factors, priors):
     return sum(log_gamma_density(factors[a], priors.shape[a], priors.rate[a]) for a in priors.free)
 
 
-def log_gamma_density(z, shape, rate):
-    """Σ log Gamma(z; shape, rate) over the elements."""
-    return float(np.sum(xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z))
+def log_gamma_density(z, shape, rate, axis=None):
+    """Σ log Gamma(z; shape, rate) over the elements (a float), or over
+    ``axis`` only (an array: e.g. one sum per point of a stack)."""
+    terms = xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z
+    return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)
