@@ -21,11 +21,20 @@ from sklearn_pltf.datasets import make_bam
 
 X = np.array([[3, 0, 1], [0, 2, 0], [1, 0, 1], [0, 1, 0]])  # 4 x 3, 9 tokens
 
-ranks = [1, 2, 3, 4]
+ranks, n_particles = [1, 2, 3, 4], 100_000  # exact against SMC and VB
+grid, n_grid_particles = list(range(2, 9)), 10_000  # rank selection
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    ranks, n_particles = [1, 2], 2000
+    grid, n_grid_particles = [4, 5], 1000
+# sphinx_gallery_end_ignore
 exact, smc, smc_error, vb = [], [], [], []
 for rank in ranks:
     exact.append(bam_exact_log_evidence(X, rank))
-    est = AllocationSMC(rank, n_particles=100_000, random_state=0).fit(X)
+    est = AllocationSMC(rank, n_particles=n_particles, random_state=0).fit(X)
     smc.append(est.log_evidence_)
     smc_error.append(est.log_evidence_error_)
     vb.append(AllocationSMC(rank, method="vb", random_state=0).fit(X).log_evidence_)
@@ -48,9 +57,8 @@ fig.tight_layout()
 # of its cells hold a count), drawn from the model at rank 5 with
 # concentration 10.
 Y, _ = make_bam((20, 25, 30), 5, concentration=10.0, n_tokens=1000, random_state=1000)
-grid = list(range(2, 9))
-curve = [AllocationSMC(rank, concentration=10.0, random_state=0).fit(Y).log_evidence_
-         for rank in grid]
+curve = [AllocationSMC(rank, concentration=10.0, n_particles=n_grid_particles,
+                       random_state=0).fit(Y).log_evidence_ for rank in grid]
 print("non-zero cells:", np.count_nonzero(Y), "of", Y.size)
 print("rank chosen by the SMC evidence:", grid[int(np.argmax(curve))])
 

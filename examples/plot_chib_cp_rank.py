@@ -23,15 +23,23 @@ from sklearn_pltf.plotting import plot_evidence
 
 X, _ = make_poisson_cp((10, 5, 8), 3, random_state=100)
 ranks = [1, 2, 3, 4]
+n_warmup, n_draws, n_init = 100, 500, 5  # Gibbs sweeps; VB restarts
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    ranks, n_warmup, n_draws, n_init = [1, 2], 20, 50, 1
+# sphinx_gallery_end_ignore
 
 # %%
 # Chib's estimate and the VB bound at each rank.
 chib, bound = [], []
 start = time.perf_counter()
 for rank in ranks:
-    chib.append(PoissonCP(rank, method="gibbs", evidence="chib", n_warmup=100, n_draws=500,
-                          random_state=0).fit(X).log_evidence_)
-    bound.append(PoissonCP(rank, n_init=5, random_state=0).fit(X).log_evidence_)
+    chib.append(PoissonCP(rank, method="gibbs", evidence="chib", n_warmup=n_warmup,
+                          n_draws=n_draws, random_state=0).fit(X).log_evidence_)
+    bound.append(PoissonCP(rank, n_init=n_init, random_state=0).fit(X).log_evidence_)
 print(f"{'rank':>4}  {'Chib':>8}  {'VB bound':>8}")
 for rank, c, b in zip(ranks, chib, bound):
     print(f"{rank:>4}  {c:>8.1f}  {b:>8.1f}")

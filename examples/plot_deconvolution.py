@@ -45,10 +45,20 @@ x = rng.poisson(20.0 * np.convolve(spikes, pulse)).astype(float)
 print(f"{int(x.sum())} counts over {n_times} time steps")
 
 # %%
-# Sample the posterior with SADA (four chains), and fit VB for comparison.
-# A prior of shape 0.5 favours sparse signals.
+# Sample the posterior with SADA (four chains of 2000 draws after 500 warm-up
+# sweeps), and fit VB for comparison. A prior of shape 0.5 favours sparse
+# signals.
+n_chains, n_warmup, n_draws = 4, 500, 2000
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    n_chains, n_warmup, n_draws = 2, 25, 50
+# sphinx_gallery_end_ignore
 common = dict(fixed_factors={2: delta}, prior_shape=0.5, prior_rate=0.5, random_state=0)
-sada = PLTF("r,d,dtr->t", method="sada", n_init=4, **common).fit(x)
+sada = PLTF("r,d,dtr->t", method="sada", n_init=n_chains, n_warmup=n_warmup, n_draws=n_draws,
+            **common).fit(x)
 vb = PLTF("r,d,dtr->t", method="vb", **common).fit(x)
 print(f"log evidence: Chib (SADA) {sada.log_evidence_:.1f}, VB bound {vb.log_evidence_:.1f}")
 

@@ -29,11 +29,18 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random
 
 # %%
 # Choose the rank by the evidence of the training images.
-ranks = [4, 8, 12, 16, 24, 32]
+ranks, max_iter = [4, 8, 12, 16, 24, 32], 300
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    ranks, max_iter = [4, 8], 30
+# sphinx_gallery_end_ignore
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # a few ranks stop at max_iter; their bound still counts
     search = GridSearchCV(
-        BayesianNMF(max_iter=300, tol=1e-5, random_state=0),
+        BayesianNMF(max_iter=max_iter, tol=1e-5, random_state=0),
         {"n_components": ranks},
         cv=FullDataSplit(),
     ).fit(X_train)
@@ -44,7 +51,7 @@ print(f"rank chosen by the evidence: {k}")
 # %%
 # The pipeline: part weights, standardised, into a logistic regression.
 pipeline = make_pipeline(
-    BayesianNMF(n_components=k, max_iter=300, tol=1e-5, random_state=0),
+    BayesianNMF(n_components=k, max_iter=max_iter, tol=1e-5, random_state=0),
     StandardScaler(),
     LogisticRegression(max_iter=2000),
 )

@@ -41,6 +41,15 @@ print(f"{int(X.sum())} counts in a {n_bins} x {n_frames} spectrogram")
 # each element of G); short runs suffice to separate these ranks.
 settings = dict(method="sada", fixed_factors={0: dictionary}, n_draws=400, n_warmup=100,
                 random_state=0)
+n_posterior_draws = 2000
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    settings.update(n_draws=50, n_warmup=20)
+    n_posterior_draws = 100
+# sphinx_gallery_end_ignore
 evidence = {}
 for n_sources in (1, 2, 3):
     est = PLTF("fi,ik,kt->ft", n_components={"k": n_sources}, **settings).fit(X)
@@ -54,7 +63,7 @@ print(f"the evidence chooses {best} source(s) (truth: 2)")
 # each source scaled to sum one (scale moves freely between E and G), next
 # to the truth; sources are matched to the true ones by their largest weight.
 fit = PLTF("fi,ik,kt->ft", n_components={"k": best}, evidence=None,
-           **{**settings, "n_draws": 2000}).fit(X)
+           **{**settings, "n_draws": n_posterior_draws}).fit(X)
 E = fit.factors_[1] / fit.factors_[1].sum(axis=0)
 truth = mixing / mixing.sum(axis=0)
 if best == 2 and E[:3, 0].sum() < E[:3, 1].sum():

@@ -34,17 +34,26 @@ def scaled_prior(X, n_latent, n_factors):
     return 1.0 / (X.mean() / n_latent) ** (1.0 / n_factors)
 
 
+missing_shares, max_iter = [0.4, 0.6, 0.8], 200
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    missing_shares, max_iter = [0.4, 0.8], 10
+# sphinx_gallery_end_ignore
+
+
 def make_model(kind, method, X):
     if kind == "CP":
         return PoissonCP(10, method=method, prior_rate=scaled_prior(X, 10, 3),
-                         max_iter=200, random_state=0)
+                         max_iter=max_iter, random_state=0)
     return TuckerVB(5, method=method, prior_rate=scaled_prior(X, 5**3, 4),
-                    max_iter=200, random_state=0)
+                    max_iter=max_iter, random_state=0)
 
 
 # %%
 # Fit every model at 40%, 60% and 80% missing and keep the AUCs.
-missing_shares = [0.4, 0.6, 0.8]
 results = {}  # (dataset, model, method, share) -> (AUC-ROC, AUC-PR)
 for name, load in [("Nations", load_nations), ("Kinships", load_kinships)]:
     X = load().data

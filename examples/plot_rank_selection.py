@@ -30,8 +30,15 @@ X, _ = make_poisson_cp((30, 25, 20), true_rank, missing_fraction=0.3, random_sta
 # %%
 # The search: one fit per rank (two restarts each), scored by its evidence;
 # ``n_jobs=2`` fits two ranks at a time.
-ranks = list(range(1, 8))
-search = GridSearchCV(PoissonCP(n_init=2, random_state=0), {"n_components": ranks},
+ranks, n_init = list(range(1, 8)), 2
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    ranks, n_init = [3, 4, 5], 1
+# sphinx_gallery_end_ignore
+search = GridSearchCV(PoissonCP(n_init=n_init, random_state=0), {"n_components": ranks},
                       cv=FullDataSplit(), n_jobs=2).fit(X)
 evidence = search.cv_results_["mean_test_score"]
 for rank, value in zip(ranks, evidence):

@@ -29,6 +29,17 @@ from sklearn_pltf.plotting import plot_evidence
 
 X, _ = make_poisson_nmf(20, 15, 2, prior_rate=1.0, random_state=0)
 ranks = [1, 2, 3, 4]
+sti = dict(n_init=2, n_temperatures=30, steps_per_temperature=300, n_warmup=200)
+chib = dict(n_warmup=100, n_draws=400)
+# sphinx_gallery_start_ignore
+# The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
+import os  # noqa: E402
+
+if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
+    ranks = [1, 2]
+    sti = dict(n_init=2, n_temperatures=8, steps_per_temperature=40, n_warmup=40)
+    chib = dict(n_warmup=20, n_draws=50)
+# sphinx_gallery_end_ignore
 
 # %%
 # Each rank both ways, with the Monte Carlo standard errors.
@@ -36,10 +47,8 @@ curves = {"STI": ([], []), "Chib": ([], [])}
 seconds = {"STI": 0.0, "Chib": 0.0}
 for rank in ranks:
     for name, est in [
-        ("STI", BayesianNMF(rank, method="sgld", n_init=2, n_temperatures=30,
-                            steps_per_temperature=300, n_warmup=200, random_state=rank)),
-        ("Chib", BayesianNMF(rank, method="gibbs", evidence="chib", n_warmup=100,
-                             n_draws=400, random_state=rank)),
+        ("STI", BayesianNMF(rank, method="sgld", random_state=rank, **sti)),
+        ("Chib", BayesianNMF(rank, method="gibbs", evidence="chib", random_state=rank, **chib)),
     ]:
         start = time.perf_counter()
         est.fit(X)

@@ -1,13 +1,35 @@
+import os
+
 import numpy as np
 import pytest
 
 
+def pytest_configure(config):
+    """Each pytest-xdist worker keeps to its share of the cores.
+
+    Both tiers run on several worker processes. numba's parallel kernels and
+    BLAS start one thread per core in every process, so two workers on two
+    cores would run four busy threads, and each kernel's threads would wait
+    on each other. The kernels' sums are split into a fixed set of blocks,
+    so results do not depend on the thread count.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None:
+        return
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    share = max(1, (os.cpu_count() or 1) // int(workers))
+    numba.set_num_threads(min(share, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(share)  # not a context: holds for the worker's life
+
+
 def pytest_collection_modifyitems(config, items):
     """Longest tests first: ``@pytest.mark.slow(minutes=m)`` gives a test's
-    measured time, and the slow tier runs on two pytest-xdist processes
-    (``--dist worksteal``), which split the list in order and then take
-    from each other's queues. Started last, the longest test would finish
-    long after the rest; started first, it runs beside them."""
+    measured time, and pytest-xdist's ``--dist worksteal`` splits the list
+    in order between the workers, which then take from each other's queues.
+    Started last, the longest test would finish long after the rest;
+    started first, it runs beside them."""
     def minutes(item):
         marker = item.get_closest_marker("slow")
         return marker.kwargs.get("minutes", 0) if marker is not None else 0

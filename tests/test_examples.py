@@ -1,4 +1,10 @@
-"""Every gallery example runs to the end (so examples cannot rot)."""
+"""Every gallery example runs to the end (so examples cannot rot).
+
+The default tier runs each example at the small settings it takes when
+``SKLEARN_PLTF_QUICK_EXAMPLES`` is set (hidden from the rendered gallery
+between ``sphinx_gallery_start_ignore`` and ``sphinx_gallery_end_ignore``);
+the slow tier and the documentation build run them as the gallery shows them.
+"""
 
 import pathlib
 import runpy
@@ -9,6 +15,12 @@ import pytest
 matplotlib.use("Agg")
 
 EXAMPLES = sorted((pathlib.Path(__file__).parents[1] / "examples").glob("plot_*.py"))
+QUICK = "SKLEARN_PLTF_QUICK_EXAMPLES"
+
+
+def _run(path, capsys):
+    runpy.run_path(str(path), run_name="__main__")
+    assert capsys.readouterr().out  # each example reports what it found
 
 
 def test_there_are_examples():
@@ -16,6 +28,21 @@ def test_there_are_examples():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_example_runs(path, capsys):
-    runpy.run_path(str(path), run_name="__main__")
-    assert capsys.readouterr().out  # each example reports what it found
+def test_example_runs_at_small_settings(path, capsys, monkeypatch):
+    monkeypatch.setenv(QUICK, "1")
+    _run(path, capsys)
+
+
+@pytest.mark.slow(minutes=1)
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs_at_full_settings(path, capsys, monkeypatch):
+    monkeypatch.delenv(QUICK, raising=False)
+    _run(path, capsys)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_has_small_settings_hidden_from_the_gallery(path):
+    """The default tier's budget holds only if each example shrinks itself."""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find("# sphinx_gallery_start_ignore"), text.find("# sphinx_gallery_end_ignore")
+    assert 0 < start < text.find(QUICK) < end

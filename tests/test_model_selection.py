@@ -57,6 +57,7 @@ def test_grid_search_picks_the_cp_rank_by_evidence():
     assert result.best_params_["n_components"] == 3
 
 
+@pytest.mark.slow(minutes=1)
 def test_grid_search_picks_the_tucker_core_by_evidence():
     """Core (2, 3, 4) and every neighbour one rank away in one mode.
 
