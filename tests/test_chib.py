@@ -67,7 +67,7 @@ def test_chib_with_a_fixed_factor(rng):
     assert abs(estimate.log_evidence - exact) < TOLERANCE
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=0.4)
 @pytest.mark.parametrize("n_components", [1, 2, 3])
 @pytest.mark.parametrize("index", range(len(TINY_MATRICES)))
 def test_chib_is_close_to_the_exact_evidence_over_seeds(index, n_components):

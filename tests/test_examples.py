@@ -33,7 +33,7 @@ def test_example_runs_at_small_settings(path, capsys, monkeypatch):
     _run(path, capsys)
 
 
-@pytest.mark.slow(minutes=1)
+@pytest.mark.slow(minutes=0.8)  # the longest, plot_deconvolution
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_at_full_settings(path, capsys, monkeypatch):
     monkeypatch.delenv(QUICK, raising=False)

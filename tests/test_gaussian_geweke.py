@@ -61,7 +61,7 @@ def _transition(sampler, priors):
     return hmc
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=0.9)
 @pytest.mark.parametrize("sampler, rank, priors, n_steps", [
     ("gibbs", 2, PRIORS, 40_000),
     # HMC at rank 1: at rank 2 its joint chain crosses between the label and

@@ -133,7 +133,7 @@ def _statistics(model, factors, X):
     return np.array(values + [v * v for v in values] + spread)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=0.35)
 @pytest.mark.parametrize(
     "sweep, layout", [("gibbs", "dense"), ("gibbs", "sparse"), ("sada", "sparse")]
 )
