@@ -10,6 +10,7 @@ model string, latent sizes and fixed factors it fits (:meth:`_model_spec`).
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from abc import ABCMeta, abstractmethod
@@ -26,15 +27,34 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
+from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
 
-__all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor", "check_entry_indices"]
+__all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor", "check_entry_indices",
+           "restore_on_failure"]
 
 _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
+
+
+def restore_on_failure(fit):
+    """Decorate ``fit`` so that a fit that raises leaves the estimator as it
+    was: its attributes (a fitted state included) are put back."""
+
+    @functools.wraps(fit)
+    def guarded_fit(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    return guarded_fit
 
 
 def as_generator(random_state):
@@ -162,6 +182,19 @@ def _fit_restart(method, rng, model, data, priors, given, max_iter, tol, report)
     return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
 
 
+def _evidence_advice(evidence, priors):
+    """What to change when a sampler's evidence estimate fails its check."""
+    if evidence == "sti":
+        return ("Use more temperatures (n_temperatures) or more steps per temperature "
+                "(steps_per_temperature), or a smaller step_size.")
+    advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
+    if min(np.min(shape) for shape in priors.shape if shape is not None) < 1:
+        advice += (" With prior_shape below 1 the Gamma density is infinite at 0, and Gibbs "
+                   "draws of small factor elements underflow to exactly 0: raise prior_shape "
+                   "to 1 or more, or estimate the evidence by STI (method='sgld').")
+    return advice
+
+
 class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
@@ -204,6 +237,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y=None, mask=None):
         """Fit the factors to ``X`` and estimate the evidence.
 
@@ -221,6 +255,14 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         -------
         self : object
             The fitted estimator.
+
+        Raises
+        ------
+        FloatingPointError
+            If the evidence estimate is not finite, or lies above the
+            log-likelihood the data would have with each entry at its own
+            Poisson rate (no model's evidence can); the message says what to
+            change. A fit that raises leaves the estimator as it was.
         """
         data = self._observed(X, mask, reset=True)
         evidence = self._evidence_method()
@@ -296,7 +338,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self.lower_bound_ = final_objective
         if evidence == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
-            self.log_evidence_ = self.lower_bound_
+            self.log_evidence_ = check_log_evidence(
+                self.lower_bound_, upper_bound=saturated_log_likelihood(data),
+                advice="A variational bound cannot lie above log p(X): please report this.")
         return state
 
     def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
@@ -318,7 +362,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:
-            self.log_evidence_ = posterior.log_evidence
+            self.log_evidence_ = check_log_evidence(
+                posterior.log_evidence, standard_error=posterior.log_evidence_error or 0.0,
+                upper_bound=saturated_log_likelihood(data),
+                advice=_evidence_advice(evidence, priors))
         if posterior.log_evidence_error is not None:
             self.log_evidence_error_ = posterior.log_evidence_error
         return posterior.state

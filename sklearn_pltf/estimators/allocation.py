@@ -12,9 +12,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList
+from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import allocation
 from ..model import Model
-from ._base import as_generator, cp_reconstruction, validate_tensor, with_n_samples
+from ._base import (as_generator, cp_reconstruction, restore_on_failure, validate_tensor,
+                    with_n_samples)
 from ._named import cp_model_string
 
 __all__ = ["AllocationSMC"]
@@ -159,6 +161,7 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         return data, coords, data.dense[tuple(coords)]
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y=None):
         """Estimate the evidence and the posterior means of the factors.
 
@@ -197,8 +200,11 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
             self.converged_ = result.converged
             self.n_iter_ = result.lower_bounds.size - 1
             factors = allocation.vb_factor_means(result.state, data)
-        if not np.isfinite(self.log_evidence_):
-            raise FloatingPointError("The evidence estimate is not finite.")
+        check_log_evidence(
+            self.log_evidence_, standard_error=getattr(self, "log_evidence_error_", 0.0),
+            upper_bound=saturated_log_likelihood(observed),
+            advice=("Use more particles (n_particles)." if self.method == "smc" else
+                    "A variational bound cannot lie above log p(X): please report this."))
         self.factors_ = tuple(factors)
         self._fingerprint = observed.fingerprint
         return self

@@ -11,12 +11,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList
+from ..evidence._checks import check_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
 from ..model import Model
 from . import _mcmc
-from ._base import as_generator, check_entry_indices, cp_reconstruction, validate_tensor
+from ._base import (as_generator, check_entry_indices, cp_reconstruction, restore_on_failure,
+                    validate_tensor)
 from ._named import cp_model_string
 
 __all__ = ["GibbsNTF"]
@@ -163,6 +165,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         return validate_tensor(self, X, mask, reset=reset, allow_negative=True)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y=None, mask=None):
         """Sample the posterior of the factors and estimate the evidence.
 
@@ -208,9 +211,9 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
             estimate = gaussian_chib_log_evidence(
                 evidence_rng, stats, self.n_components, priors, n_draws=self.n_draws,
                 n_warmup=min(self.n_warmup, self.n_draws), point=chain.best)
-            if not np.isfinite(estimate.log_evidence):
-                raise FloatingPointError("Chib's estimate of the evidence is not finite.")
-            self.log_evidence_ = estimate.log_evidence
+            # A density: no bound above, so only finiteness is checked.
+            self.log_evidence_ = check_log_evidence(
+                estimate.log_evidence, advice="Lengthen Chib's clamped runs (n_warmup, n_draws).")
             self.log_evidence_error_ = estimate.standard_error
         self._fingerprint = data.fingerprint
         return self

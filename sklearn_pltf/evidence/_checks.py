@@ -1,0 +1,83 @@
+"""Checks that an evidence estimate is a value log p(X) can take.
+
+For a Poisson model of non-negative data, the evidence is a prior average of
+likelihoods, :math:`p(X) = \\int p(\\theta) \\prod_v p(x_v \\mid \\hat x_v(\\theta))
+\\, d\\theta`, and no likelihood exceeds the saturated model's, where each
+entry has its own rate :math:`\\hat x_v = x_v`:
+
+.. math::
+
+    \\log p(X) \\le \\sum_{v \\text{ observed}} \\big( x_v \\log x_v - x_v
+        - \\log \\Gamma(x_v + 1) \\big) \\le 0,
+
+each term the largest value of :math:`x \\log \\lambda - \\lambda -
+\\log\\Gamma(x + 1)` over :math:`\\lambda`, and zero for :math:`x = 0` (so the
+sum runs over the non-zeros). An estimate above that bound by more than its
+Monte Carlo error is wrong, however it came about.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import xlogy
+
+__all__ = ["check_log_evidence", "saturated_log_likelihood"]
+
+# An estimate this many of its standard errors above the bound is not noise.
+_N_STANDARD_ERRORS = 4.0
+
+
+def saturated_log_likelihood(data):
+    """The largest Poisson log-likelihood any model gives ``data``: each
+    observed entry at its own rate, :math:`\\sum_v x_v \\log x_v - x_v -
+    \\log\\Gamma(x_v + 1)` (module docstring). Its cost follows the non-zeros.
+
+    Parameters
+    ----------
+    data : ObservedTensor
+
+    Returns
+    -------
+    float
+    """
+    x = data.observed_values
+    return float(np.sum(xlogy(x, x) - x)) - data.log_factorial_total
+
+
+def check_log_evidence(value, *, standard_error=0.0, upper_bound=None, advice=""):
+    """Raise unless ``value`` is a possible log evidence.
+
+    Parameters
+    ----------
+    value : float
+        The estimate of log p(X).
+    standard_error : float, default=0.0
+        Its Monte Carlo standard error (0 for a deterministic bound).
+    upper_bound : float or None, default=None
+        What log p(X) cannot exceed, e.g. :func:`saturated_log_likelihood`
+        for a Poisson model; None for densities, which have no such bound.
+    advice : str, default=""
+        What the user can change, appended to the message.
+
+    Returns
+    -------
+    value : float
+        The same value, when it passes.
+
+    Raises
+    ------
+    FloatingPointError
+        If ``value`` is not finite, or lies above ``upper_bound`` by more than
+        four standard errors.
+    """
+    value = float(value)
+    if not np.isfinite(value):
+        raise FloatingPointError(f"The log evidence estimate is {value}. {advice}".strip())
+    error = float(standard_error) if np.isfinite(standard_error) else 0.0
+    if upper_bound is not None and value > upper_bound + _N_STANDARD_ERRORS * error:
+        raise FloatingPointError(
+            f"The log evidence estimate {value:.6g} (standard error {error:.3g}) is impossible: "
+            f"no Poisson model gives these data a log-likelihood above {upper_bound:.6g} (each "
+            f"entry at its own rate), so log p(X) cannot exceed it. {advice}".strip()
+        )
+    return value
