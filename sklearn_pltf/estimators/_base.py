@@ -347,7 +347,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """Gibbs, SADA or SGLD: ``n_init`` chains, their pooled posterior
         means, and Chib's or STI's evidence."""
         common = dict(n_chains=self.n_init, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                      thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs)
+                      thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs,
+                      verbose=self.verbose)
         if self.method == "sgld":
             settings = {name: getattr(self, name) for name in (
                 "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}

@@ -30,23 +30,27 @@ class SampledPosterior(NamedTuple):
     log_evidence_error: float | None = None
 
 
-def _chain(sweep, rng, model, data, priors, given, n_warmup, n_draws, thin, keep_draws):
+def _chain(sweep, rng, model, data, priors, given, n_warmup, n_draws, thin, keep_draws,
+           verbose, label):
     contractor = make_contractor(model, data)
     return run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
-                     n_draws=n_draws, thin=thin, keep_draws=keep_draws)
+                     n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
+                     label=label)
 
 
 def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_warmup, n_draws,
-                     thin, keep_draws, chib, n_jobs):
+                     thin, keep_draws, chib, n_jobs, verbose=0):
     """Run ``n_chains`` chains of ``method`` ("gibbs" or "sada") in parallel,
     align their labels, pool their summaries and, with ``chib``, estimate
     log p(X) by Chib's method at the best draw of all chains (its clamped runs
-    take ``n_warmup`` + ``n_draws`` sweeps each)."""
+    take ``n_warmup`` + ``n_draws`` sweeps each). ``verbose`` reports the
+    progress of each chain and of Chib's clamped runs."""
     sweep = gibbs.SWEEPS[method]
     children = rng.spawn(n_chains + 1)
     chains = Parallel(n_jobs=n_jobs)(
-        delayed(_chain)(sweep, child, model, data, priors, given, n_warmup, n_draws, thin, keep_draws)
-        for child in children[:-1]
+        delayed(_chain)(sweep, child, model, data, priors, given, n_warmup, n_draws, thin,
+                        keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
+        for k, child in enumerate(children[:-1])
     )
     chains = align_labels(chains, model, priors.free)
     state, draws = _pooled(chains, model)
@@ -55,7 +59,7 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
         best = max(chains, key=lambda c: c.best_log_joint).best
         estimate = chib_log_evidence(
             children[-1], model, make_contractor(model, data), priors, given, sweep=sweep,
-            n_draws=n_draws, n_warmup=n_warmup, point=best,
+            n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
         )
         log_evidence = estimate.log_evidence
     trace = np.stack([c.log_likelihoods for c in chains])
@@ -78,7 +82,7 @@ def _pooled(chains, model):
 
 
 def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draws, thin,
-                keep_draws):
+                keep_draws, verbose=0):
     """One SGLD chain: the STI ladder (if ``sti``), then ``n_warmup`` +
     ``n_draws * thin`` steps at t = 1 for the posterior summaries."""
     contractor = make_contractor(model, data)
@@ -90,7 +94,7 @@ def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draw
         estimate = sti_log_evidence(
             rng, target, n_temperatures=settings["n_temperatures"],
             n_steps=settings["steps_per_temperature"], n_warmup=n_warmup,
-            step_size=settings["step_size"],
+            step_size=settings["step_size"], verbose=verbose,
         )
         state = estimate.state
     else:
@@ -130,14 +134,14 @@ def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draw
 
 
 def sgld_posterior(rng, model, data, priors, given, *, n_chains, n_warmup, n_draws, thin,
-                   keep_draws, sti, settings, n_jobs):
+                   keep_draws, sti, settings, n_jobs, verbose=0):
     """``n_chains`` SGLD chains in parallel, aligned and pooled; with ``sti``
     each first walks the temperature ladder and log p(X) is the mean of the
     chains' STI estimates; its standard error is the larger of their combined
     errors and their spread (standard deviation / sqrt(n_chains))."""
     results = Parallel(n_jobs=n_jobs)(
         delayed(_sgld_chain)(child, model, data, priors, given, settings, sti, n_warmup,
-                             n_draws, thin, keep_draws)
+                             n_draws, thin, keep_draws, verbose)
         for child in rng.spawn(n_chains)
     )
     chains = align_labels([chain for chain, _ in results], model, priors.free)

@@ -49,7 +49,10 @@ SHARED_PARAMETERS = """\
         Seeds the one generator of a fit, spawned into the initialisations.
     verbose : int, default=0
         1 prints each initialisation; 2 also the objective every
-        ``verbose_interval`` iterations (VB and EM).
+        ``verbose_interval`` iterations (VB and EM). For the samplers, 1
+        prints the progress of each chain, of Chib's clamped runs and of
+        STI's temperatures, with the time left, at most every 10 seconds
+        (chains run with ``n_jobs`` print from their worker processes).
     verbose_interval : int, default=10
     n_jobs : int or None, default=None
         Initialisations (chains) run in parallel through joblib; the result is

@@ -79,6 +79,9 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         :meth:`to_inference_data` and :meth:`predict_entries`).
     random_state : int, Generator or None, default=None
         Seeds the chain and Chib's runs.
+    verbose : int, default=0
+        1 prints the progress of the chain and of Chib's clamped runs, with
+        the time left, at most every 10 seconds.
 
     Attributes
     ----------
@@ -134,12 +137,13 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         "hyper_scale": [Interval(Real, 0, None, closed="neither")],
         "keep_draws": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_components=2, *, sampler="gibbs", evidence="chib", n_warmup=500,
                  n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05, target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
-                 hyper_scale=1.0, keep_draws=True, random_state=None):
+                 hyper_scale=1.0, keep_draws=True, random_state=None, verbose=0):
         self.n_components = n_components
         self.sampler = sampler
         self.evidence = evidence
@@ -156,6 +160,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         self.hyper_scale = hyper_scale
         self.keep_draws = keep_draws
         self.random_state = random_state
+        self.verbose = verbose
 
     def _priors(self):
         return gaussian.GaussianPriors(self.noise_shape, self.noise_scale, self.hyper_precision,
@@ -196,7 +201,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
             chain_rng, stats, self.n_components, priors, sampler=self.sampler,
             n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
             keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
-            target_acceptance=self.target_acceptance,
+            target_acceptance=self.target_acceptance, verbose=self.verbose,
         )
         self.factors_ = chain.mean_factors
         self.noise_variance_ = float(chain.mean_noise_variance)
@@ -210,7 +215,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         if self.evidence == "chib":
             estimate = gaussian_chib_log_evidence(
                 evidence_rng, stats, self.n_components, priors, n_draws=self.n_draws,
-                n_warmup=min(self.n_warmup, self.n_draws), point=chain.best)
+                n_warmup=min(self.n_warmup, self.n_draws), point=chain.best, verbose=self.verbose)
             # A density: no bound above, so only finiteness is checked.
             self.log_evidence_ = check_log_evidence(
                 estimate.log_evidence, advice="Lengthen Chib's clamped runs (n_warmup, n_draws).")

@@ -61,6 +61,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._progress import progress_or_none
 from ..inference import gibbs
 from ..inference._chains import run_chain
 from ._log_mean import log_mean_exp
@@ -86,7 +87,7 @@ class ChibEstimate(NamedTuple):
 
 def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs.block_sweep,
                       n_draws=5000, n_warmup=500, max_label_permutations=720, point=None,
-                      blocks="elements"):
+                      blocks="elements", verbose=0):
     """Chib's estimate of log p(X) for a Poisson–Gamma PLTF model.
 
     Parameters
@@ -118,6 +119,8 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
         element), except the first row of a factor that carries latent
         indices no earlier block does, where their label permutations are
         averaged (module docstring: why).
+    verbose : int, default=0
+        At 1 or more, progress lines over the clamped runs with the time left.
 
     Returns
     -------
@@ -127,17 +130,22 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
     free = priors.free
     if point is None:
         point = run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
-                          n_draws=n_draws, keep_draws=False).best
+                          n_draws=n_draws, keep_draws=False, verbose=verbose,
+                          label="Chib's point: Gibbs chain").best
     log_prior = gibbs.log_prior(point, priors)
     log_likelihood = gibbs.log_likelihood(gibbs.GibbsState(point), contractor)
     clamped = {a: np.zeros(point[a].shape, dtype=bool) for a in free}
     ordinates, variances = [], []
-    for alpha, block in _blocks(model, point, free, blocks == "elements"):
+    chain_rule = list(_blocks(model, point, free, blocks == "elements"))
+    progress = progress_or_none(verbose, "Chib's clamped runs", len(chain_rule), unit="blocks")
+    for alpha, block in chain_rule:
         ordinate, error = _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped,
                                         sweep, n_draws, n_warmup, max_label_permutations)
         ordinates.append(ordinate)
         variances.append(error**2)
         clamped[alpha][block] = True
+        if progress is not None:
+            progress()
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
                         tuple(ordinates), point, float(np.sqrt(np.sum(variances))))

@@ -52,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
+from .._progress import progress_or_none
 from ..inference import gaussian
 from ..inference._truncnorm import log_rectified_normal_density
 from ._log_mean import log_mean_exp
@@ -72,7 +73,7 @@ class GaussianChibEstimate(NamedTuple):
 
 
 def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warmup=200,
-                               point=None, blocks="elements"):
+                               point=None, blocks="elements", verbose=0):
     """Chib's estimate of log p(X) for Gaussian NTF of rank ``rank``.
 
     Parameters
@@ -89,6 +90,8 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     blocks : {"elements", "columns"}, default="elements"
         Every element on its own (one clamped run each), or whole columns
         (far cheaper, but biased upwards above the data's rank).
+    verbose : int, default=0
+        At 1 or more, progress lines over the clamped runs with the time left.
 
     Returns
     -------
@@ -96,7 +99,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     """
     if point is None:
         point = gaussian.run_chain(rng, stats, rank, priors, n_warmup=n_warmup, n_draws=n_draws,
-                                   keep_draws=False).best
+                                   keep_draws=False, verbose=verbose).best
     factors = point.factors
     log_likelihood = gaussian.log_likelihood(stats, factors, point.noise_variance)
     log_prior = (sum(gaussian.log_factor_prior(f, priors) for f in factors)
@@ -120,7 +123,12 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     record(values)
 
     clamped = {}
-    for n, r, element in _blocks(stats.shape, rank, blocks):
+    chain_rule = list(_blocks(stats.shape, rank, blocks))
+    progress = progress_or_none(verbose, "Chib's clamped runs", len(chain_rule) + 1,
+                                unit="blocks")
+    if progress is not None:
+        progress()  # σ²'s run
+    for n, r, element in chain_rule:
         # Labels r.. are exchangeable while nothing of theirs is clamped: at
         # mode 0's columns, or the elements of its first row.
         slots = tuple(range(r, rank)) if n == 0 and element in (None, 0) else (r,)
@@ -145,6 +153,8 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
             keep = clamped.get((n, r), np.zeros(stats.shape[n], dtype=bool)).copy()
             keep[element] = True
             clamped[(n, r)] = True if keep.all() else keep
+        if progress is not None:
+            progress()
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return GaussianChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
                                 tuple(ordinates), point, float(np.sqrt(np.sum(variances))))

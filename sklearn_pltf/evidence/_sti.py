@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._progress import progress_or_none
 from ..inference import sgld
 
 __all__ = ["STIEstimate", "sti_log_evidence", "temperature_ladder", "trapezoid_weights"]
@@ -94,7 +95,7 @@ def batch_means_error(values, n_batches=20):
 
 
 def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
-                     n_warmup=500, step_size=0.1, temperatures=None):
+                     n_warmup=500, step_size=0.1, temperatures=None, verbose=0):
     """Estimate log p(X) by stochastic thermodynamic integration.
 
     The chain starts from ``target.init`` and walks the ladder upwards: at
@@ -120,6 +121,8 @@ def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
     temperatures : array-like, default=None
         A ladder of your own (increasing, from 0 to 1), instead of
         ``n_temperatures`` and ``power``.
+    verbose : int, default=0
+        At 1 or more, progress lines over the temperatures with the time left.
 
     Returns
     -------
@@ -131,6 +134,7 @@ def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
         raise ValueError("temperatures must increase from 0 to 1.")
     state = sgld.first_state(rng, target)
     means, errors, variances = (np.empty(ladder.size) for _ in range(3))
+    progress = progress_or_none(verbose, "STI", ladder.size, unit="temperatures")
     for i, temperature in enumerate(ladder):
         state, log_likelihoods, noises = sgld.run(
             rng, state, target, temperature, n_warmup=n_warmup, n_steps=n_steps,
@@ -140,6 +144,8 @@ def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps=1000,
         errors[i] = batch_means_error(log_likelihoods)
         # The estimates' spread is the posterior's plus the minibatches'.
         variances[i] = max(log_likelihoods.var(ddof=1) - noises.mean(), 0.0)
+        if progress is not None:
+            progress()
     weights = trapezoid_weights(ladder)
     plain = float(weights @ means)
     correction = float(np.sum(np.diff(ladder) ** 2 / 12 * np.diff(variances)))

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from .._progress import progress_or_none
 from . import gibbs
 
 __all__ = ["ChainResult", "run_chain", "align_labels"]
@@ -35,9 +36,10 @@ class ChainResult(NamedTuple):
 
 
 def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws, thin=1,
-              keep_draws=True):
+              keep_draws=True, verbose=0, label="Gibbs chain"):
     """Run one chain of ``sweep`` (a member of :data:`gibbs.SWEEPS`) from a
-    random start; ``given`` is ``{position: array}`` for the held factors."""
+    random start; ``given`` is ``{position: array}`` for the held factors.
+    With ``verbose``, progress lines under ``label`` give the time left."""
     free = priors.free
     state = gibbs.init(rng, model, contractor, priors, given)
     sums = {a: np.zeros(model.factor_shape(a)) for a in free}
@@ -45,9 +47,12 @@ def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws
     kept = {a: [] for a in free} if keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
     best, best_value = state.factors, -np.inf
+    progress = progress_or_none(verbose, label, trace.size, unit="sweeps")
     for t in range(trace.size):
         state, info = gibbs.step(rng, state, contractor, priors, sweep)
         trace[t] = info.log_likelihood
+        if progress is not None:
+            progress()
         if t < n_warmup or (t - n_warmup) % thin != thin - 1:
             continue
         for a in free:

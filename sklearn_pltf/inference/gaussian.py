@@ -55,6 +55,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
+from .._progress import progress_or_none
 from ._cp_stats import CPStatistics
 from ._truncnorm import log_rectified_normal_density, rectified_normal_mean, sample_rectified_normal
 
@@ -445,14 +446,15 @@ class DualAveraging:
 
 
 def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draws=1000, thin=1,
-              keep_draws=True, step_size=0.05, n_leapfrog=20, target_acceptance=0.8):
+              keep_draws=True, step_size=0.05, n_leapfrog=20, target_acceptance=0.8, verbose=0):
     """Run one Gibbs or HMC chain from a random start (:func:`init`).
 
     HMC adapts over the warm-up: the step size toward ``target_acceptance``
     (Schmidt & Mohamed's rule asks for rejections below 25%, so at least
     0.75) by dual averaging throughout, and the diagonal inverse mass to the
     variance of each log-factor over the warm-up's middle half (then the
-    step size adapts anew), both fixed afterwards."""
+    step size adapts anew), both fixed afterwards. With ``verbose``,
+    progress lines give the time left."""
     state = init(rng, stats, rank, priors)
     adaptation = DualAveraging(step_size, target_acceptance) if sampler == "hmc" else None
     inverse_mass, window = None, []
@@ -462,7 +464,10 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
     noise_sum, acceptances, kept = 0.0, [], [[] for _ in state.factors] if keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
     best, best_value = state, -np.inf
+    progress = progress_or_none(verbose, f"{sampler} chain", trace.size, unit="iterations")
     for t in range(trace.size):
+        if progress is not None and t:  # t iterations done (the body may `continue`)
+            progress()
         if sampler == "hmc":
             size = adaptation.step_size if t < n_warmup else adaptation.final
             state, info = hmc_step(rng, state, stats, priors, size * rng.uniform(0.9, 1.1), n_leapfrog,
@@ -489,6 +494,8 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         value = info.log_likelihood + _log_prior(state, priors)  # log_joint, reusing the likelihood
         if value > best_value:
             best, best_value = state, value
+    if progress is not None:
+        progress()
     return GaussianChain(
         tuple(s / n_draws for s in sums), tuple(h[0] / n_draws for h in hyper_sums),
         tuple(h[1] / n_draws for h in hyper_sums), noise_sum / n_draws,
