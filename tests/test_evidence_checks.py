@@ -83,7 +83,8 @@ def test_sti_above_the_saturated_bound_raises():
     (PoissonCP(2, max_iter=20, random_state=0), "sklearn_pltf.estimators._base.run_to_convergence"),
     (GibbsNTF(2, evidence=None, n_warmup=5, n_draws=5, random_state=0),
      "sklearn_pltf.inference.gaussian.run_chain"),
-    (AllocationSMC(2, n_particles=100, random_state=0), "sklearn_pltf.inference.allocation.run_smc"),
+    (AllocationSMC(2, n_particles=100, random_state=0),
+     "sklearn_pltf.inference.allocation.run_smc"),
 ], ids=["PoissonCP", "GibbsNTF", "AllocationSMC"])
 def test_a_failed_fit_leaves_the_estimator_as_it_was(estimator, algorithm, monkeypatch):
     """Refitted to data of another width, the estimator is changed by

@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
+from ..evidence._ais import ais_log_evidence
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
@@ -200,7 +201,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     _parameter_constraints: dict = {
         "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
-        "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
+        "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -265,7 +266,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             change. A fit that raises leaves the estimator as it was.
         """
         data = self._observed(X, mask, reset=True)
-        evidence = self._evidence_method()
+        evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
@@ -280,12 +281,21 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
         else:
             state = self._fit_optimizer(data, model, priors, fixed, rng, evidence)
+        if evidence == "ais":
+            # Its own stream, spawned after the method's: the fit is the same with or without it.
+            estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed,
+                                        verbose=self.verbose)
+            self.log_evidence_ = check_log_evidence(
+                estimate.log_evidence, standard_error=estimate.standard_error,
+                upper_bound=saturated_log_likelihood(data),
+                advice="Use more runs or temperatures (sklearn_pltf.evidence.ais_log_evidence).")
+            self.log_evidence_error_ = estimate.standard_error
         self._state = state
         self._fingerprint = data.fingerprint
         self.factors_ = tuple(np.array(m) for m in state.mean)
         return self
 
-    def _evidence_method(self):
+    def _evidence_method(self, data_is_sparse=False):
         """The evidence estimator ``evidence`` asks for, checked against ``method``."""
         sampler = self.method in _mcmc.SAMPLERS
         if self.evidence == "auto":
@@ -298,6 +308,11 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 f"evidence='chib' is estimated from Gibbs runs: it needs method='gibbs' or "
                 f"'sada', got {self.method!r}."
+            )
+        if self.evidence == "ais" and data_is_sparse:
+            raise ValueError(
+                "evidence='ais' runs on dense data for now; for sparse data use evidence='chib' "
+                "(method='gibbs' or 'sada') or 'sti' (method='sgld')."
             )
         if self.evidence == "sti" and self.method != "sgld":
             raise ValueError(

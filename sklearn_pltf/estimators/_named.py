@@ -20,7 +20,7 @@ SHARED_PARAMETERS = """\
         stochastic gradient Langevin dynamics on minibatches of the
         non-zeros (cost per step follows ``batch_size``, not the data), for
         large data; approximate, with a bias that shrinks with ``step_size``.
-    evidence : {"auto", "vb", "chib", "sti"} or None, default="auto"
+    evidence : {"auto", "vb", "chib", "sti", "ais"} or None, default="auto"
         How ``log_evidence_`` is estimated: ``"vb"``, the variational bound
         (``method="vb"``); ``"chib"``, Chib's estimator from sampler runs
         (``method="gibbs"`` or ``"sada"``), which costs one clamped run of
@@ -29,8 +29,12 @@ SHARED_PARAMETERS = """\
         stochastic thermodynamic integration over SGLD runs at
         ``n_temperatures`` temperatures (``method="sgld"``; see
         :func:`~sklearn_pltf.evidence.sti_log_evidence`), with a standard
-        error in ``log_evidence_error_``; ``"auto"``, the bound for VB, Chib
-        for Gibbs and SADA, STI for SGLD, none for EM; None, no estimate.
+        error in ``log_evidence_error_``; ``"ais"``, annealed importance
+        sampling at the defaults of
+        :func:`~sklearn_pltf.evidence.ais_log_evidence`, with any ``method``
+        and dense data only, with a standard error; ``"auto"``, the bound for
+        VB, Chib for Gibbs and SADA, STI for SGLD, none for EM; None, no
+        estimate.
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every factor entry: a scalar, an array
         broadcastable to every factor, or ``{factor position: value}``. A prior
@@ -122,7 +126,7 @@ SHARED_ATTRIBUTES = """\
         (``n_sweeps`` is ``n_iter_``, warm-up included). SGLD: unbiased
         minibatch estimates at the ``n_draws * thin`` kept steps.
     log_evidence_error_ : float
-        STI: the Monte Carlo standard error of ``log_evidence_``. From one
+        STI and AIS: the Monte Carlo standard error of ``log_evidence_``. STI: from one
         chain (``n_init=1``) it covers the noise within each temperature
         only, and on large data it can understate the run-to-run spread
         (3x on 25,270 counts); with ``n_init >= 2`` it is at least the

@@ -7,12 +7,15 @@
 - :func:`chib_log_evidence`: Chib's estimate from block Gibbs runs, for any
   model string;
 - :func:`sti_log_evidence`: stochastic thermodynamic integration from
-  minibatch SGLD over power posteriors, for data too large for Chib.
+  minibatch SGLD over power posteriors, for data too large for Chib;
+- :func:`ais_log_evidence`: annealed importance sampling over power
+  posteriors with Metropolis-adjusted Langevin moves, for dense data.
 
 The variational bound, the other estimate, comes with every VB fit
 (``log_evidence_`` of an estimator fitted with ``method="vb"``).
 """
 
+from ._ais import AISEstimate, ais_log_evidence
 from ._bam_exact import bam_exact_log_evidence
 from ._chib import ChibEstimate, chib_log_evidence
 from ._exact import exact_log_evidence
@@ -20,5 +23,5 @@ from ._sti import STIEstimate, sti_log_evidence, temperature_ladder
 
 __all__ = [
     "exact_log_evidence", "chib_log_evidence", "ChibEstimate", "sti_log_evidence", "STIEstimate",
-    "temperature_ladder", "bam_exact_log_evidence",
+    "temperature_ladder", "bam_exact_log_evidence", "ais_log_evidence", "AISEstimate",
 ]

@@ -1,0 +1,213 @@
+"""Annealed importance sampling (AIS) of log p(X) for a Poisson–Gamma PLTF
+model (Neal 2001).
+
+A path of power posteriors :math:`\\pi_t(\\theta) \\propto p(\\theta)
+p(X \\mid \\theta)^t` leads from the prior (t = 0) to the posterior (t = 1).
+Each run draws :math:`\\theta_0` from the prior, then at every rung
+:math:`t_k` of the ladder adds :math:`(t_k - t_{k-1}) \\log p(X \\mid
+\\theta_{k-1})` to its log weight and moves θ by MCMC steps that leave
+:math:`\\pi_{t_k}` invariant. The mean weight is an unbiased estimate of
+p(X); its log, a stochastic lower bound on log p(X).
+
+The moves are Metropolis-adjusted Langevin (MALA) steps on
+:math:`\\phi = \\log Z` (the Jacobian adds :math:`\\sum \\phi`): the tempered
+Poisson likelihood is not conjugate to the Gamma prior, so Gibbs with an
+allocation S is exact only at t = 1, while a Metropolis correction makes each
+step exact at every t. The step size of each rung comes from a pilot pass
+(a quarter of the runs, discarded) that aims at an acceptance of about 0.6;
+the runs that count use that schedule fixed, so that each of their moves
+depends on the current state alone, as AIS needs.
+
+Every run is advanced at once: each factor carries a leading run axis and
+every contraction is one batched einsum over the dense data.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import gammaln, logsumexp, xlogy
+
+from .._progress import progress_or_none
+
+__all__ = ["AISEstimate", "ais_log_evidence"]
+
+_TARGET_ACCEPTANCE = 0.6
+
+
+class AISEstimate(NamedTuple):
+    """The AIS estimate: the log of the mean weight, its standard error (delta
+    method over the runs), each run's log weight and the mean acceptance of
+    the counted runs' moves."""
+
+    log_evidence: float
+    standard_error: float
+    log_weights: np.ndarray
+    acceptance: float
+
+
+class _Batched:
+    """X̂ and the gradient of the log-likelihood for a stack of runs."""
+
+    def __init__(self, model, X, mask, free, given):
+        used = set("".join(model.factors))
+        run = next(c for c in string.ascii_letters if c not in used)
+        self.model, self.free, self.given = model, free, given
+        self.X, self.mask = X, mask
+        self.constant = -float(np.sum(gammaln(X[mask] + 1.0)))
+        operands = [(run + f) if a in free else f for a, f in enumerate(model.factors)]
+        self._xhat = ",".join(operands) + "->" + run + model.output
+        self._deltas = {}
+        for alpha in free:
+            others = [op for a, op in enumerate(operands) if a != alpha]
+            self._deltas[alpha] = (",".join([run + model.output, *others]) + "->" + operands[alpha])
+
+    def factors(self, phi):
+        z = {a: np.exp(p) for a, p in phi.items()}
+        return [z[a] if a in self.free else self.given[a] for a in range(self.model.n_factors)]
+
+    def log_likelihood(self, factors):
+        """log p(X | Z) for each run (n_runs,)."""
+        xhat = np.einsum(self._xhat, *factors, optimize=True)
+        terms = np.where(self.mask, xlogy(self.X, xhat) - xhat, 0.0)
+        return terms.reshape(xhat.shape[0], -1).sum(axis=1) + self.constant, xhat
+
+    def gradient(self, factors, xhat):
+        """∂ log p(X | Z) / ∂φ_α = Z_α ∘ Δ_α(M ∘ (X / X̂ − 1)), per free factor."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(self.mask, self.X / xhat - 1.0, 0.0)
+        q = np.where(np.isfinite(q), q, 0.0)
+        out = {}
+        for alpha in self.free:
+            others = [f for a, f in enumerate(factors) if a != alpha]
+            out[alpha] = factors[alpha] * np.einsum(self._deltas[alpha], q, *others, optimize=True)
+        return out
+
+
+def _log_prior_phi(phi, priors):
+    """log p(φ) per run: Gamma(A, R) in log space, Jacobian included, up to
+    the normaliser (it cancels in every Metropolis ratio)."""
+    total = 0.0
+    for a, p in phi.items():
+        terms = priors.shape[a] * p - priors.rate[a] * np.exp(p)
+        total = total + terms.reshape(p.shape[0], -1).sum(axis=1)
+    return total
+
+
+def _log_target(phi, t, batched, priors):
+    factors = batched.factors(phi)
+    log_lik, xhat = batched.log_likelihood(factors)
+    gradient = batched.gradient(factors, xhat)
+    value = _log_prior_phi(phi, priors) + t * log_lik
+    grad = {a: priors.shape[a] - priors.rate[a] * np.exp(phi[a]) + t * gradient[a] for a in phi}
+    return value, grad, log_lik
+
+
+def _mala(rng, phi, current, t, step, batched, priors):
+    """One MALA step per run at temperature t with per-run step sizes ``step``
+    (n_runs,); ``current`` is (value, gradient, log_lik) at ``phi``."""
+    value, grad, log_lik = current
+    shape = {a: (-1,) + (1,) * (p.ndim - 1) for a, p in phi.items()}
+    h = {a: step.reshape(shape[a]) for a in phi}
+    proposal = {a: phi[a] + 0.5 * h[a] ** 2 * grad[a] + h[a] * rng.standard_normal(phi[a].shape)
+                for a in phi}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        new_value, new_grad, new_log_lik = _log_target(proposal, t, batched, priors)
+
+        def log_q(to, frm, grad_frm):  # log density of proposing `to` from `frm`, per run
+            total = 0.0
+            for a in phi:
+                d = to[a] - frm[a] - 0.5 * h[a] ** 2 * grad_frm[a]
+                total = total + (-0.5 * (d / h[a]) ** 2).reshape(d.shape[0], -1).sum(axis=1)
+            return total
+
+        log_ratio = (new_value - value + log_q(phi, proposal, new_grad)
+                     - log_q(proposal, phi, grad))
+    log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
+    accept_prob = np.exp(np.minimum(log_ratio, 0.0))
+    accept = rng.uniform(size=accept_prob.shape) < accept_prob
+    for a in phi:
+        phi[a] = np.where(accept.reshape(shape[a]), proposal[a], phi[a])
+        grad[a] = np.where(accept.reshape(shape[a]), new_grad[a], grad[a])
+    value = np.where(accept, new_value, value)
+    log_lik = np.where(accept, new_log_lik, log_lik)
+    return (value, grad, log_lik), accept_prob
+
+
+def _anneal(rng, ladder, steps, n_runs, n_moves, batched, priors, adapt, progress=None):
+    """Run ``n_runs`` AIS runs over ``ladder``; ``steps`` holds each rung's
+    step size (updated in place when ``adapt``). Returns log weights and the
+    mean acceptance."""
+    phi = {a: np.log(rng.standard_gamma(np.broadcast_to(priors.shape[a],
+                                                         (n_runs, *priors.shape[a].shape)))
+                     / priors.rate[a]) for a in batched.free}
+    current = _log_target(phi, 0.0, batched, priors)
+    log_weights = np.zeros(n_runs)
+    acceptances = []
+    for k in range(1, ladder.size):
+        log_weights += (ladder[k] - ladder[k - 1]) * current[2]
+        current = _log_target(phi, ladder[k], batched, priors)
+        for _ in range(n_moves):
+            current, accept_prob = _mala(rng, phi, current, ladder[k], np.full(n_runs, steps[k]),
+                                         batched, priors)
+            rate = float(np.mean(accept_prob))
+            acceptances.append(rate)
+            if adapt:  # Robbins–Monro on the log step, toward the target acceptance
+                steps[k:] = np.exp(np.log(steps[k]) + 0.5 * (rate - _TARGET_ACCEPTANCE))
+        if progress is not None:
+            progress()
+    return log_weights, float(np.mean(acceptances))
+
+
+def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_temperatures=1000,
+                     power=4.0, n_moves=2, verbose=0):
+    """Estimate log p(X) of a Poisson–Gamma PLTF model by annealed importance sampling.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    model : Model
+        A bound model.
+    data : ObservedTensor
+        Dense layout (the runs are batched over the dense tensor).
+    priors : GammaPriors
+        Priors of the free factors; ``None`` marks held ones.
+    given : dict, default=None
+        ``{position: array}`` for every held factor.
+    n_runs : int, default=32
+        Independent annealing runs (the pilot that tunes the step sizes runs
+        a quarter as many more).
+    n_temperatures : int, default=1000
+        Rungs of the ladder :math:`t_k = (k / (n - 1))^{power}`.
+    power : float, default=4.0
+        Ladder spacing: rungs packed near the prior, where
+        :math:`\\mathbb E_{\\pi_t}[\\log p(X \\mid \\theta)]` changes fastest.
+    n_moves : int, default=2
+        MALA steps per rung.
+    verbose : int, default=0
+        At 1 or more, progress lines over the rungs with the time left.
+
+    Returns
+    -------
+    AISEstimate
+    """
+    if data.is_sparse:
+        raise TypeError("ais_log_evidence runs on dense data; pass a dense array.")
+    free = priors.free
+    mask = np.ones(data.shape, dtype=bool) if data.mask is None else data.mask
+    batched = _Batched(model, data.dense, mask, free, dict(given or {}))
+    ladder = (np.arange(n_temperatures) / (n_temperatures - 1)) ** float(power)
+    steps = np.full(n_temperatures, 0.5)
+    pilot_rng, run_rng = rng.spawn(2)
+    _anneal(pilot_rng, ladder, steps, max(n_runs // 4, 2), n_moves, batched, priors, adapt=True)
+    progress = progress_or_none(verbose, "AIS", n_temperatures - 1, unit="temperatures")
+    log_weights, acceptance = _anneal(run_rng, ladder, steps, n_runs, n_moves, batched, priors,
+                                      adapt=False, progress=progress)
+    # θ_0 is an exact prior draw, so only likelihood increments enter the weights.
+    estimate = float(logsumexp(log_weights) - math.log(n_runs))
+    weights = np.exp(log_weights - log_weights.max())
+    error = float(weights.std(ddof=1) / weights.mean() / math.sqrt(n_runs))
+    return AISEstimate(estimate, error, log_weights, acceptance)
