@@ -379,11 +379,19 @@ def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, methods=("
                 curves["chib"][rank], cpu["chib"] = estimate.log_evidence, cpu["chib"] + seconds
                 line.update(chib=estimate.log_evidence, chib_error=estimate.standard_error,
                             chib_seconds=time.perf_counter() - start, chib_cpu_seconds=seconds)
+            if "ais" in methods:  # at its defaults, through the estimator (VB fit included)
+                start, start_cpu = time.perf_counter(), time.process_time()
+                est = BayesianNMF(rank, evidence="ais", prior_shape=1.0, prior_rate=rate,
+                                  random_state=rank).fit(X)
+                seconds = time.process_time() - start_cpu
+                curves["ais"][rank], cpu["ais"] = est.log_evidence_, cpu["ais"] + seconds
+                line.update(ais=est.log_evidence_, ais_error=est.log_evidence_error_,
+                            ais_seconds=time.perf_counter() - start, ais_cpu_seconds=seconds)
             _line(workload="g", rate=rate, rank=rank, **line)
         for method, curve in curves.items():
             summary[f"(g) rate {rate:g}: {method} argmax (truth {true_rank})"] = float(max(curve, key=curve.get))
             summary[f"(g) rate {rate:g}: {method} CPU seconds, ranks {ranks[0]}..{ranks[-1]}"] = cpu[method]
-        if len(methods) == 2:
+        if {"sti", "chib"} <= set(methods):
             summary[f"(g) rate {rate:g}: STI CPU time / Chib CPU time"] = cpu["sti"] / cpu["chib"]
     return summary
 
@@ -543,7 +551,8 @@ def main():
     parser.add_argument("--sti-chib-draws", type=int, default=2000)
     parser.add_argument("--sti-chains", type=int, default=1,
                         help="independent STI ladders per rank (n_init)")
-    parser.add_argument("--sti-methods", nargs="+", choices=["sti", "chib"], default=["sti", "chib"],
+    parser.add_argument("--sti-methods", nargs="+", choices=["sti", "chib", "ais"],
+                        default=["sti", "chib"],
                         help="(g) the estimators to run")
     parser.add_argument("--sti-chib-blocks", choices=["rows", "elements"], default="rows",
                         help="(g) Chib's blocks")

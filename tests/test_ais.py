@@ -81,3 +81,14 @@ def test_ais_evidence_refuses_sparse_input():
     X = sp.csr_matrix(TINY_MATRICES[0].astype(float))
     with pytest.raises(ValueError, match="evidence='ais' runs on dense data"):
         BayesianNMF(2, evidence="ais").fit(X)
+
+
+def test_degenerate_weights_warn_with_what_to_change():
+    """Twenty rungs between the prior and the posterior of a 20 x 15 matrix
+    of about 600 counts: one run carries nearly all the weight."""
+    X = np.random.default_rng(0).poisson(2.0, size=(20, 15)).astype(float)
+    with pytest.warns(RuntimeWarning, match="use more temperatures"):
+        estimate = ais(X, 2, n_temperatures=20)
+    assert estimate.effective_runs < 8
+    tiny = ais(TINY_MATRICES[0].astype(float), 2)
+    assert tiny.effective_runs > 24  # at the defaults on tiny data: no warning

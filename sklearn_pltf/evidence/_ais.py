@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import string
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -40,13 +41,15 @@ _TARGET_ACCEPTANCE = 0.6
 
 class AISEstimate(NamedTuple):
     """The AIS estimate: the log of the mean weight, its standard error (delta
-    method over the runs), each run's log weight and the mean acceptance of
-    the counted runs' moves."""
+    method over the runs), each run's log weight, the mean acceptance of the
+    counted runs' moves, and the runs' effective number
+    :math:`(\sum w)^2 / \sum w^2`."""
 
     log_evidence: float
     standard_error: float
     log_weights: np.ndarray
     acceptance: float
+    effective_runs: float
 
 
 class _Batched:
@@ -193,6 +196,13 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_tempe
     Returns
     -------
     AISEstimate
+
+    Warns
+    -----
+    RuntimeWarning
+        When fewer than a quarter of the runs carry the weight: the log of
+        the mean is then dominated by the heaviest run and lies low by an
+        amount the standard error does not show; use more temperatures.
     """
     if data.is_sparse:
         raise TypeError("ais_log_evidence runs on dense data; pass a dense array.")
@@ -210,4 +220,11 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_tempe
     estimate = float(logsumexp(log_weights) - math.log(n_runs))
     weights = np.exp(log_weights - log_weights.max())
     error = float(weights.std(ddof=1) / weights.mean() / math.sqrt(n_runs))
-    return AISEstimate(estimate, error, log_weights, acceptance)
+    effective = float(weights.sum() ** 2 / np.sum(weights**2))
+    if effective < n_runs / 4:
+        warnings.warn(
+            f"AIS: {effective:.1f} of {n_runs} runs carry the weight, so the estimate "
+            f"{estimate:.6g} is likely too low by more than its standard error {error:.3g}; "
+            f"use more temperatures (n_temperatures={n_temperatures} now).",
+            RuntimeWarning, stacklevel=2)
+    return AISEstimate(estimate, error, log_weights, acceptance, effective)
