@@ -43,7 +43,7 @@ class AISEstimate(NamedTuple):
     """The AIS estimate: the log of the mean weight, its standard error (delta
     method over the runs), each run's log weight, the mean acceptance of the
     counted runs' moves, and the runs' effective number
-    :math:`(\sum w)^2 / \sum w^2`."""
+    :math:`(\\sum w)^2 / \\sum w^2`."""
 
     log_evidence: float
     standard_error: float
