@@ -288,7 +288,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             self.log_evidence_ = check_log_evidence(
                 estimate.log_evidence, standard_error=estimate.standard_error,
                 upper_bound=saturated_log_likelihood(data),
-                advice="Use more runs or temperatures (sklearn_pltf.evidence.ais_log_evidence).")
+                advice=("evidence='ais' runs sklearn_pltf.evidence.ais_log_evidence at its "
+                        "defaults; call it directly with more runs or temperatures."))
             self.log_evidence_error_ = estimate.standard_error
         self._state = state
         self._fingerprint = data.fingerprint
