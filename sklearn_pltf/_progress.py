@@ -49,9 +49,9 @@ class Progress:
             self._last = now
             print(self.line(now), file=self.stream or sys.stdout, flush=True)
 
-    def line(self, now=None):
-        """The progress line at time ``now``."""
-        elapsed = (self.clock() if now is None else now) - self._start
+    def line(self, now):
+        """The progress line at time ``now`` (a reading of ``clock``)."""
+        elapsed = now - self._start
         text = f"{self.label}: {self.done}/{self.total} {self.unit}, {elapsed:.0f} s so far"
         if self.done < self.total:
             left = elapsed / max(self.done, 1) * (self.total - self.done)

@@ -18,9 +18,10 @@ EXAMPLES = sorted((pathlib.Path(__file__).parents[1] / "examples").glob("plot_*.
 QUICK = "SKLEARN_PLTF_QUICK_EXAMPLES"
 
 
-def _run(path, capsys):
+def _printed(path, capsys):
+    """What the example prints when run as a script."""
     runpy.run_path(str(path), run_name="__main__")
-    assert capsys.readouterr().out  # each example reports what it found
+    return capsys.readouterr().out
 
 
 def test_there_are_examples():
@@ -30,14 +31,14 @@ def test_there_are_examples():
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_at_small_settings(path, capsys, monkeypatch):
     monkeypatch.setenv(QUICK, "1")
-    _run(path, capsys)
+    assert _printed(path, capsys)  # each example reports what it found
 
 
 @pytest.mark.slow(minutes=0.8)  # the longest, plot_deconvolution
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_at_full_settings(path, capsys, monkeypatch):
     monkeypatch.delenv(QUICK, raising=False)
-    _run(path, capsys)
+    assert _printed(path, capsys)  # each example reports what it found
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

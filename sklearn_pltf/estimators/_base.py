@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
 from ..evidence._ais import ais_log_evidence
-from ..evidence._checks import check_log_evidence, saturated_log_likelihood
+from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
 from ..model import Model
@@ -285,9 +285,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             # Its own stream, spawned after the method's: the fit is the same with or without it.
             estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed,
                                         verbose=self.verbose)
-            self.log_evidence_ = check_log_evidence(
-                estimate.log_evidence, standard_error=estimate.standard_error,
-                upper_bound=saturated_log_likelihood(data),
+            self.log_evidence_ = check_poisson_log_evidence(
+                estimate.log_evidence, data, standard_error=estimate.standard_error,
                 advice=("evidence='ais' runs sklearn_pltf.evidence.ais_log_evidence at its "
                         "defaults; call it directly with more runs or temperatures."))
             self.log_evidence_error_ = estimate.standard_error
@@ -354,8 +353,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self.lower_bound_ = final_objective
         if evidence == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
-            self.log_evidence_ = check_log_evidence(
-                self.lower_bound_, upper_bound=saturated_log_likelihood(data),
+            self.log_evidence_ = check_poisson_log_evidence(
+                self.lower_bound_, data,
                 advice="A variational bound cannot lie above log p(X): please report this.")
         return state
 
@@ -379,9 +378,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:
-            self.log_evidence_ = check_log_evidence(
-                posterior.log_evidence, standard_error=posterior.log_evidence_error or 0.0,
-                upper_bound=saturated_log_likelihood(data),
+            self.log_evidence_ = check_poisson_log_evidence(
+                posterior.log_evidence, data, standard_error=posterior.log_evidence_error or 0.0,
                 advice=_evidence_advice(evidence, priors))
         if posterior.log_evidence_error is not None:
             self.log_evidence_error_ = posterior.log_evidence_error

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList
-from ..evidence._checks import check_log_evidence, saturated_log_likelihood
+from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
 from ..model import Model
 from ._base import (as_generator, cp_reconstruction, restore_on_failure, validate_tensor,
@@ -200,9 +200,9 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
             self.converged_ = result.converged
             self.n_iter_ = result.lower_bounds.size - 1
             factors = allocation.vb_factor_means(result.state, data)
-        check_log_evidence(
-            self.log_evidence_, standard_error=getattr(self, "log_evidence_error_", 0.0),
-            upper_bound=saturated_log_likelihood(observed),
+        check_poisson_log_evidence(
+            self.log_evidence_, observed,
+            standard_error=result.standard_error if self.method == "smc" else 0.0,
             advice=("Use more particles (n_particles)." if self.method == "smc" else
                     "A variational bound cannot lie above log p(X): please report this."))
         self.factors_ = tuple(factors)

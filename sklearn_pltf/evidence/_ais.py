@@ -30,7 +30,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammaln, logsumexp, xlogy
+from scipy.special import logsumexp, xlogy
 
 from .._progress import progress_or_none
 
@@ -55,12 +55,13 @@ class AISEstimate(NamedTuple):
 class _Batched:
     """X̂ and the gradient of the log-likelihood for a stack of runs."""
 
-    def __init__(self, model, X, mask, free, given):
+    def __init__(self, model, data, free, given):
         used = set("".join(model.factors))
         run = next(c for c in string.ascii_letters if c not in used)
         self.model, self.free, self.given = model, free, given
-        self.X, self.mask = X, mask
-        self.constant = -float(np.sum(gammaln(X[mask] + 1.0)))
+        self.X = data.dense
+        self.mask = np.ones(data.shape, dtype=bool) if data.mask is None else data.mask
+        self.constant = -data.log_factorial_total
         operands = [(run + f) if a in free else f for a, f in enumerate(model.factors)]
         self._xhat = ",".join(operands) + "->" + run + model.output
         self._deltas = {}
@@ -76,7 +77,7 @@ class _Batched:
         """log p(X | Z) for each run (n_runs,)."""
         xhat = np.einsum(self._xhat, *factors, optimize=True)
         terms = np.where(self.mask, xlogy(self.X, xhat) - xhat, 0.0)
-        return terms.reshape(xhat.shape[0], -1).sum(axis=1) + self.constant, xhat
+        return _per_run_sum(terms) + self.constant, xhat
 
     def gradient(self, factors, xhat):
         """∂ log p(X | Z) / ∂φ_α = Z_α ∘ Δ_α(M ∘ (X / X̂ − 1)), per free factor."""
@@ -90,54 +91,71 @@ class _Batched:
         return out
 
 
-def _log_prior_phi(phi, priors):
-    """log p(φ) per run: Gamma(A, R) in log space, Jacobian included, up to
-    the normaliser (it cancels in every Metropolis ratio)."""
-    total = 0.0
-    for a, p in phi.items():
-        terms = priors.shape[a] * p - priors.rate[a] * np.exp(p)
-        total = total + terms.reshape(p.shape[0], -1).sum(axis=1)
-    return total
+def _per_run_sum(terms):
+    """Sum over every axis but the leading run axis."""
+    return terms.reshape(terms.shape[0], -1).sum(axis=1)
 
 
-def _log_target(phi, t, batched, priors):
+class _Terms(NamedTuple):
+    """The tempered target's parts at φ, per run: log p(φ) (Gamma in log
+    space, Jacobian included, up to the normaliser, which cancels in every
+    Metropolis ratio), log p(X | φ), and their gradients per free factor. At
+    temperature t the target is ``prior + t * log_lik``, so a new rung reuses
+    them."""
+
+    prior: np.ndarray
+    log_lik: np.ndarray
+    prior_grad: dict
+    lik_grad: dict
+
+    def value(self, t):
+        return self.prior + t * self.log_lik
+
+    def grad(self, t):
+        return {a: self.prior_grad[a] + t * self.lik_grad[a] for a in self.prior_grad}
+
+
+def _terms(phi, batched, priors):
     factors = batched.factors(phi)
     log_lik, xhat = batched.log_likelihood(factors)
-    gradient = batched.gradient(factors, xhat)
-    value = _log_prior_phi(phi, priors) + t * log_lik
-    grad = {a: priors.shape[a] - priors.rate[a] * np.exp(phi[a]) + t * gradient[a] for a in phi}
-    return value, grad, log_lik
+    prior = sum(_per_run_sum(priors.shape[a] * p - priors.rate[a] * np.exp(p))
+                for a, p in phi.items())
+    prior_grad = {a: priors.shape[a] - priors.rate[a] * np.exp(p) for a, p in phi.items()}
+    return _Terms(prior, log_lik, prior_grad, batched.gradient(factors, xhat))
 
 
 def _mala(rng, phi, current, t, step, batched, priors):
     """One MALA step per run at temperature t with per-run step sizes ``step``
-    (n_runs,); ``current`` is (value, gradient, log_lik) at ``phi``."""
-    value, grad, log_lik = current
+    (n_runs,); ``current`` holds the target's :class:`_Terms` at ``phi``
+    (both are updated where a run accepts)."""
     shape = {a: (-1,) + (1,) * (p.ndim - 1) for a, p in phi.items()}
     h = {a: step.reshape(shape[a]) for a in phi}
+    grad = current.grad(t)
     proposal = {a: phi[a] + 0.5 * h[a] ** 2 * grad[a] + h[a] * rng.standard_normal(phi[a].shape)
                 for a in phi}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        new_value, new_grad, new_log_lik = _log_target(proposal, t, batched, priors)
+        new = _terms(proposal, batched, priors)
+        new_grad = new.grad(t)
 
         def log_q(to, frm, grad_frm):  # log density of proposing `to` from `frm`, per run
-            total = 0.0
-            for a in phi:
-                d = to[a] - frm[a] - 0.5 * h[a] ** 2 * grad_frm[a]
-                total = total + (-0.5 * (d / h[a]) ** 2).reshape(d.shape[0], -1).sum(axis=1)
-            return total
+            return sum(_per_run_sum(-0.5 * ((to[a] - frm[a] - 0.5 * h[a] ** 2 * grad_frm[a])
+                                            / h[a]) ** 2) for a in phi)
 
-        log_ratio = (new_value - value + log_q(phi, proposal, new_grad)
+        log_ratio = (new.value(t) - current.value(t) + log_q(phi, proposal, new_grad)
                      - log_q(proposal, phi, grad))
     log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
     accept_prob = np.exp(np.minimum(log_ratio, 0.0))
     accept = rng.uniform(size=accept_prob.shape) < accept_prob
+
+    def pick(new_value, old_value):
+        return np.where(accept.reshape((-1,) + (1,) * (old_value.ndim - 1)), new_value, old_value)
+
     for a in phi:
-        phi[a] = np.where(accept.reshape(shape[a]), proposal[a], phi[a])
-        grad[a] = np.where(accept.reshape(shape[a]), new_grad[a], grad[a])
-    value = np.where(accept, new_value, value)
-    log_lik = np.where(accept, new_log_lik, log_lik)
-    return (value, grad, log_lik), accept_prob
+        phi[a] = pick(proposal[a], phi[a])
+    current = _Terms(pick(new.prior, current.prior), pick(new.log_lik, current.log_lik),
+                     {a: pick(new.prior_grad[a], current.prior_grad[a]) for a in phi},
+                     {a: pick(new.lik_grad[a], current.lik_grad[a]) for a in phi})
+    return current, accept_prob
 
 
 def _anneal(rng, ladder, steps, n_runs, n_moves, batched, priors, adapt, progress=None):
@@ -147,12 +165,11 @@ def _anneal(rng, ladder, steps, n_runs, n_moves, batched, priors, adapt, progres
     phi = {a: np.log(rng.standard_gamma(np.broadcast_to(priors.shape[a],
                                                          (n_runs, *priors.shape[a].shape)))
                      / priors.rate[a]) for a in batched.free}
-    current = _log_target(phi, 0.0, batched, priors)
+    current = _terms(phi, batched, priors)
     log_weights = np.zeros(n_runs)
     acceptances = []
     for k in range(1, ladder.size):
-        log_weights += (ladder[k] - ladder[k - 1]) * current[2]
-        current = _log_target(phi, ladder[k], batched, priors)
+        log_weights += (ladder[k] - ladder[k - 1]) * current.log_lik
         for _ in range(n_moves):
             current, accept_prob = _mala(rng, phi, current, ladder[k], np.full(n_runs, steps[k]),
                                          batched, priors)
@@ -206,9 +223,7 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_tempe
     """
     if data.is_sparse:
         raise TypeError("ais_log_evidence runs on dense data; pass a dense array.")
-    free = priors.free
-    mask = np.ones(data.shape, dtype=bool) if data.mask is None else data.mask
-    batched = _Batched(model, data.dense, mask, free, dict(given or {}))
+    batched = _Batched(model, data, priors.free, dict(given or {}))
     ladder = (np.arange(n_temperatures) / (n_temperatures - 1)) ** float(power)
     steps = np.full(n_temperatures, 0.5)
     pilot_rng, run_rng = rng.spawn(2)

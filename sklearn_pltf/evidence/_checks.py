@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-__all__ = ["check_log_evidence", "saturated_log_likelihood"]
+__all__ = ["check_log_evidence", "check_poisson_log_evidence", "saturated_log_likelihood"]
 
 # An estimate this many of its standard errors above the bound is not noise.
 _N_STANDARD_ERRORS = 4.0
@@ -81,3 +81,10 @@ def check_log_evidence(value, *, standard_error=0.0, upper_bound=None, advice=""
             f"entry at its own rate), so log p(X) cannot exceed it. {advice}".strip()
         )
     return value
+
+
+def check_poisson_log_evidence(value, data, *, standard_error=0.0, advice=""):
+    """:func:`check_log_evidence` for a Poisson model of ``data`` (an
+    ObservedTensor): bounded above by :func:`saturated_log_likelihood`."""
+    return check_log_evidence(value, standard_error=standard_error,
+                              upper_bound=saturated_log_likelihood(data), advice=advice)

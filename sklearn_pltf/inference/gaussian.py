@@ -466,8 +466,6 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
     best, best_value = state, -np.inf
     progress = progress_or_none(verbose, f"{sampler} chain", trace.size, unit="iterations")
     for t in range(trace.size):
-        if progress is not None and t:  # t iterations done (the body may `continue`)
-            progress()
         if sampler == "hmc":
             size = adaptation.step_size if t < n_warmup else adaptation.final
             state, info = hmc_step(rng, state, stats, priors, size * rng.uniform(0.9, 1.1), n_leapfrog,
@@ -482,6 +480,8 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         else:
             state, info = gibbs_sweep(rng, state, stats, priors)
         trace[t] = info.log_likelihood
+        if progress is not None:
+            progress()
         if t < n_warmup or (t - n_warmup) % thin != thin - 1:
             continue
         acceptances.append(info.acceptance)
@@ -494,8 +494,6 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         value = info.log_likelihood + _log_prior(state, priors)  # log_joint, reusing the likelihood
         if value > best_value:
             best, best_value = state, value
-    if progress is not None:
-        progress()
     return GaussianChain(
         tuple(s / n_draws for s in sums), tuple(h[0] / n_draws for h in hyper_sums),
         tuple(h[1] / n_draws for h in hyper_sums), noise_sum / n_draws,
