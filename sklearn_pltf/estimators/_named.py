@@ -65,9 +65,8 @@ SHARED_PARAMETERS = """\
     n_draws : int, default=2000
         Samplers: draws kept per chain, and sweeps per clamped run of Chib's
         estimator. Chib's noise grows with the number of factor elements
-        (one clamped run each): on tiny matrices its error had a standard
-        deviation of about 0.15 nats with 2000 draws and 0.07 with 5000
-        (the default of :func:`~sklearn_pltf.evidence.chib_log_evidence`).
+        (one clamped run each), and shrinks with the draws per run (the
+        user guide gives measured errors).
     n_warmup : int, default=500
         Samplers: sweeps discarded at the start of each chain and clamped
         run; SGLD: warm-up steps at each temperature and before the draws.
@@ -129,7 +128,7 @@ SHARED_ATTRIBUTES = """\
         STI and AIS: the Monte Carlo standard error of ``log_evidence_``. STI: from one
         chain (``n_init=1``) it covers the noise within each temperature
         only, and on large data it can understate the run-to-run spread
-        (3x on 25,270 counts); with ``n_init >= 2`` it is at least the
+        (benchmarks README (g)); with ``n_init >= 2`` it is at least the
         chains' own spread, an honest error.
     n_features_in_ : int
         Size of axis 1 of the training data."""

@@ -20,7 +20,7 @@ __all__ = ["digamma", "gamma_moments", "gamma_bound_term"]
 # Below this many elements the kernels run on one thread: starting threads
 # costs more than it saves, and on dense data OpenBLAS's threads are still
 # spinning from the last contraction, so numba's threads would wait for a core
-# (8x slower on 1797 x 24 digits factors, measured on 2 cores).
+# (benchmarks/README.md has the measurement).
 _PARALLEL_FROM = 1 << 17
 
 # Elements are summed in this many fixed blocks (then the block sums in order),
