@@ -34,7 +34,7 @@ from scipy.special import logsumexp, xlogy
 
 from .._progress import progress_or_none
 
-__all__ = ["AISEstimate", "ais_log_evidence"]
+__all__ = ["AISEstimate", "ais_log_evidence", "reverse_ais_log_evidence"]
 
 _TARGET_ACCEPTANCE = 0.6
 
@@ -158,13 +158,21 @@ def _mala(rng, phi, current, t, step, batched, priors):
     return current, accept_prob
 
 
-def _anneal(rng, ladder, steps, n_runs, n_moves, batched, priors, adapt, progress=None):
-    """Run ``n_runs`` AIS runs over ``ladder``; ``steps`` holds each rung's
-    step size (updated in place when ``adapt``). Returns log weights and the
-    mean acceptance."""
-    phi = {a: np.log(rng.standard_gamma(np.broadcast_to(priors.shape[a],
+def _prior_draws(rng, n_runs, priors, free):
+    """``n_runs`` exact draws of every free φ = log Z from the Gamma prior."""
+    return {a: np.log(rng.standard_gamma(np.broadcast_to(priors.shape[a],
                                                          (n_runs, *priors.shape[a].shape)))
-                     / priors.rate[a]) for a in batched.free}
+                      / priors.rate[a]) for a in free}
+
+
+def _anneal(rng, ladder, steps, start, n_moves, batched, priors, adapt, progress=None):
+    """Run AIS from ``start`` (φ per free factor, a leading run axis) over
+    ``ladder``, which may rise (forward AIS) or fall (reverse AIS); ``steps``
+    holds each rung's step size (updated in place when ``adapt``). Returns
+    the log weights :math:`\\sum_k (t_k - t_{k-1}) \\log p(X \\mid
+    \\theta_{k-1})` and the mean acceptance."""
+    phi = {a: np.array(p, dtype=np.float64) for a, p in start.items()}
+    n_runs = next(iter(phi.values())).shape[0]
     current = _terms(phi, batched, priors)
     log_weights = np.zeros(n_runs)
     acceptances = []
@@ -221,25 +229,112 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_tempe
         the mean is then dominated by the heaviest run and lies low by an
         amount the standard error does not show; use more temperatures.
     """
-    if data.is_sparse:
-        raise TypeError("ais_log_evidence runs on dense data; pass a dense array.")
-    batched = _Batched(model, data, priors.free, dict(given or {}))
-    ladder = (np.arange(n_temperatures) / (n_temperatures - 1)) ** float(power)
+    batched = _batched(model, data, priors, given, "ais_log_evidence")
+    ladder = _ladder(n_temperatures, power)
     steps = np.full(n_temperatures, 0.5)
     pilot_rng, run_rng = rng.spawn(2)
-    _anneal(pilot_rng, ladder, steps, max(n_runs // 4, 2), n_moves, batched, priors, adapt=True)
+    _anneal(pilot_rng, ladder, steps, _prior_draws(pilot_rng, max(n_runs // 4, 2), priors,
+                                                   priors.free),
+            n_moves, batched, priors, adapt=True)
     progress = progress_or_none(verbose, "AIS", n_temperatures - 1, unit="temperatures")
-    log_weights, acceptance = _anneal(run_rng, ladder, steps, n_runs, n_moves, batched, priors,
-                                      adapt=False, progress=progress)
+    log_weights, acceptance = _anneal(run_rng, ladder, steps,
+                                      _prior_draws(run_rng, n_runs, priors, priors.free),
+                                      n_moves, batched, priors, adapt=False, progress=progress)
     # θ_0 is an exact prior draw, so only likelihood increments enter the weights.
-    estimate = float(logsumexp(log_weights) - math.log(n_runs))
+    return _summary(log_weights, acceptance, sign=1.0, n_temperatures=n_temperatures,
+                    stacklevel=3)
+
+
+def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=None, *,
+                             n_runs=32, n_temperatures=1000, power=4.0, n_moves=2, verbose=0):
+    """A stochastic upper bound on log p(X) by reverse annealed importance
+    sampling from an exact posterior sample (Grosse, Ghahramani & Adams 2015,
+    "Sandwiching the marginal likelihood using bidirectional Monte Carlo").
+
+    Reverse AIS walks the ladder of :func:`ais_log_evidence` downwards, from
+    the posterior (t = 1) to the prior (t = 0). Started at an exact posterior
+    draw, each run's weight :math:`\\prod_k \\exp((t_{k-1} - t_k) \\log p(X
+    \\mid \\theta_k))` has expectation 1 / p(X), so minus the log of the mean
+    weight is a stochastic upper bound on log p(X), as the forward estimate
+    is a lower one; the two sandwich the evidence and meet as the ladder
+    grows finer. For data simulated from the model, the parameters that
+    generated them are such a draw (for that model and prior only).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    model, data, priors, given
+        As for :func:`ais_log_evidence`.
+    posterior_sample : dict
+        ``{position: array}``, an exact draw of every free factor from
+        p(Z | X), e.g. the factors that generated simulated ``data``. Every
+        run starts from it.
+    n_runs, n_temperatures, power, n_moves, verbose
+        As for :func:`ais_log_evidence`; the pilot that tunes the step sizes
+        runs downwards from the same sample.
+
+    Returns
+    -------
+    AISEstimate
+        ``log_evidence`` is the upper estimate; ``log_weights`` the runs'
+        reverse log weights.
+
+    Warns
+    -----
+    RuntimeWarning
+        When fewer than a quarter of the runs carry the weight: the estimate
+        then lies high by more than its standard error shows.
+    """
+    batched = _batched(model, data, priors, given, "reverse_ais_log_evidence")
+    start = {}
+    for a in priors.free:
+        value = np.asarray(posterior_sample[a], dtype=np.float64)
+        if value.shape != priors.shape[a].shape or not np.all(value > 0):
+            raise ValueError(
+                f"posterior_sample[{a}] must be a positive array of shape "
+                f"{priors.shape[a].shape}, the free factor's; got shape {value.shape}.")
+        start[a] = np.log(value)
+    ladder = _ladder(n_temperatures, power)[::-1]
+    steps = np.full(n_temperatures, 0.5)
+    pilot_rng, run_rng = rng.spawn(2)
+
+    def copies(n):
+        return {a: np.broadcast_to(p, (n, *p.shape)) for a, p in start.items()}
+
+    _anneal(pilot_rng, ladder, steps, copies(max(n_runs // 4, 2)), n_moves, batched, priors,
+            adapt=True)
+    progress = progress_or_none(verbose, "reverse AIS", n_temperatures - 1, unit="temperatures")
+    log_weights, acceptance = _anneal(run_rng, ladder, steps, copies(n_runs), n_moves, batched,
+                                      priors, adapt=False, progress=progress)
+    return _summary(log_weights, acceptance, sign=-1.0, n_temperatures=n_temperatures,
+                    stacklevel=3)
+
+
+def _batched(model, data, priors, given, caller):
+    if data.is_sparse:
+        raise TypeError(f"{caller} runs on dense data; pass a dense array.")
+    return _Batched(model, data, priors.free, dict(given or {}))
+
+
+def _ladder(n_temperatures, power):
+    """Rungs :math:`t_k = (k / (n - 1))^{power}`, k = 0 .. n - 1."""
+    return (np.arange(n_temperatures) / (n_temperatures - 1)) ** float(power)
+
+
+def _summary(log_weights, acceptance, *, sign, n_temperatures, stacklevel):
+    """``sign`` times the log of the mean weight (forward: log p(X); reverse:
+    the weights estimate 1 / p(X)), its delta-method standard error and the
+    effective number of runs, with a warning when few runs carry the weight."""
+    n_runs = log_weights.size
+    estimate = sign * float(logsumexp(log_weights) - math.log(n_runs))
     weights = np.exp(log_weights - log_weights.max())
     error = float(weights.std(ddof=1) / weights.mean() / math.sqrt(n_runs))
     effective = float(weights.sum() ** 2 / np.sum(weights**2))
     if effective < n_runs / 4:
+        direction = "low" if sign > 0 else "high"
         warnings.warn(
             f"AIS: {effective:.1f} of {n_runs} runs carry the weight, so the estimate "
-            f"{estimate:.6g} is likely too low by more than its standard error {error:.3g}; "
-            f"use more temperatures (n_temperatures={n_temperatures} now).",
-            RuntimeWarning, stacklevel=2)
+            f"{estimate:.6g} is likely too {direction} by more than its standard error "
+            f"{error:.3g}; use more temperatures (n_temperatures={n_temperatures} now).",
+            RuntimeWarning, stacklevel=stacklevel)
     return AISEstimate(estimate, error, log_weights, acceptance, effective)
