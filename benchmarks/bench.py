@@ -16,6 +16,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py link-prediction  # (m) 10-fold link prediction on Nations and Kinships
     python benchmarks/bench.py vb-em        # (n) VB against MAP-EM and ML-EM at 40/60/80% missing
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
+    python benchmarks/bench.py evidence-sandwich  # (p) every estimator against the BDMC sandwich
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -43,6 +44,7 @@ import warnings
 import numpy as np
 
 import bench_allocation
+import bench_evidence
 import bench_link_prediction
 import bench_gaussian
 import peers
@@ -528,7 +530,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
-                                             "vb-em", "bam-cost", "all"])
+                                             "vb-em", "bam-cost", "evidence-sandwich", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -566,6 +568,13 @@ def main():
                         help="(n) random splits per share of missing entries")
     parser.add_argument("--bam-datasets", type=int, default=20)
     parser.add_argument("--bam-particles", type=int, default=10_000)
+    parser.add_argument("--sandwich-cases", nargs="+", choices=list(bench_evidence.CASES),
+                        default=list(bench_evidence.CASES))
+    parser.add_argument("--sandwich-datasets", type=int, default=3)
+    parser.add_argument("--sandwich-methods", nargs="+", choices=list(bench_evidence.METHODS),
+                        default=["vb", "ais", "sti", "chib"])
+    parser.add_argument("--sandwich-temperatures", type=int, default=4000,
+                        help="(p) rungs of the reference's forward and reverse AIS")
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -598,6 +607,10 @@ def main():
         summary.update(bench_allocation.bench_bam_rank(args.bam_datasets, args.bam_particles))
     if args.workload in ("bam-cost", "all"):
         summary.update(bench_allocation.bench_bam_cost())
+    if args.workload in ("evidence-sandwich", "all"):
+        summary.update(bench_evidence.bench_evidence_sandwich(
+            args.sandwich_cases, args.sandwich_datasets, args.sandwich_methods,
+            args.sandwich_temperatures))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

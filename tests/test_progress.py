@@ -43,15 +43,16 @@ def _last_lines(text):
     return {line.split(":")[0]: line for line in text.splitlines() if ":" in line}
 
 
-@pytest.mark.parametrize("method, labels", [
-    ("gibbs", ["gibbs chain 1/2", "gibbs chain 2/2", "Chib's clamped runs"]),
-    ("sgld", ["STI"]),
+@pytest.mark.parametrize("method, evidence, labels", [
+    ("gibbs", "auto", ["gibbs chain 1/2", "gibbs chain 2/2", "AIS"]),
+    ("gibbs", "chib", ["gibbs chain 1/2", "Chib's clamped runs"]),
+    ("sgld", "auto", ["STI"]),
 ])
-def test_poisson_samplers_report_each_long_loop(method, labels, capsys):
+def test_poisson_samplers_report_each_long_loop(method, evidence, labels, capsys):
     X = np.random.default_rng(0).poisson(2.0, size=(8, 6)).astype(float)
     settings = dict(n_temperatures=4, steps_per_temperature=20) if method == "sgld" else {}
-    BayesianNMF(2, method=method, n_init=2, n_warmup=10, n_draws=20, verbose=1, random_state=0,
-                **settings).fit(X)
+    BayesianNMF(2, method=method, evidence=evidence, n_init=2, n_warmup=10, n_draws=20,
+                verbose=1, random_state=0, **settings).fit(X)
     lines = _last_lines(capsys.readouterr().out)
     for label in labels:
         assert label in lines, lines

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
-from ..evidence._ais import ais_log_evidence
+from ..evidence._ais import ais_log_evidence, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
@@ -282,8 +282,12 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         else:
             state = self._fit_optimizer(data, model, priors, fixed, rng, evidence)
         if evidence == "ais":
-            # Its own stream, spawned after the method's: the fit is the same with or without it.
-            estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed,
+            # The path starts from a Gamma fit to the fitted posterior marginals
+            # (EM has none: from the prior). Its own stream, spawned after the
+            # method's: the fit is the same with or without it.
+            start = (None if self.method == "em"
+                     else posterior_start(model, state.mean, state.geometric, held=tuple(fixed)))
+            estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed, start=start,
                                         verbose=self.verbose)
             self.log_evidence_ = check_poisson_log_evidence(
                 estimate.log_evidence, data, standard_error=estimate.standard_error,
@@ -301,7 +305,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if self.evidence == "auto":
             if self.method == "sgld":
                 return "sti"
-            return "chib" if sampler else ("vb" if self.method == "vb" else None)
+            if sampler:
+                return "chib" if data_is_sparse else "ais"
+            return "vb" if self.method == "vb" else None
         if self.evidence == "vb" and self.method != "vb":
             raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
         if self.evidence == "chib" and self.method not in gibbs.SWEEPS:

@@ -22,19 +22,23 @@ SHARED_PARAMETERS = """\
         large data; approximate, with a bias that shrinks with ``step_size``.
     evidence : {"auto", "vb", "chib", "sti", "ais"} or None, default="auto"
         How ``log_evidence_`` is estimated: ``"vb"``, the variational bound
-        (``method="vb"``); ``"chib"``, Chib's estimator from sampler runs
-        (``method="gibbs"`` or ``"sada"``), which costs one clamped run of
-        ``n_warmup + n_draws`` sweeps per element of the free factors (see
+        (``method="vb"``); ``"ais"``, annealed importance sampling (dense
+        data only, any ``method``; see
+        :func:`~sklearn_pltf.evidence.ais_log_evidence`): runs from a Gamma
+        fit to the fitted posterior marginals, symmetrised over the
+        component labels, to the posterior, with a standard error in
+        ``log_evidence_error_``; ``"chib"``, Chib's estimator from sampler
+        runs (``method="gibbs"`` or ``"sada"``), which costs one clamped run
+        of ``n_warmup + n_draws`` sweeps per element of the free factors (see
         :func:`~sklearn_pltf.evidence.chib_log_evidence`); ``"sti"``,
         stochastic thermodynamic integration over SGLD runs at
         ``n_temperatures`` temperatures (``method="sgld"``; see
         :func:`~sklearn_pltf.evidence.sti_log_evidence`), with a standard
-        error in ``log_evidence_error_``; ``"ais"``, annealed importance
-        sampling at the defaults of
-        :func:`~sklearn_pltf.evidence.ais_log_evidence`, with any ``method``
-        and dense data only, with a standard error; ``"auto"``, the bound for
-        VB, Chib for Gibbs and SADA, STI for SGLD, none for EM; None, no
-        estimate.
+        error; ``"auto"``, the bound for VB, AIS for Gibbs and SADA on dense
+        data (Chib on sparse data, where AIS does not run), STI for SGLD,
+        none for EM; None, no estimate. AIS is the samplers' default because
+        its cost does not grow with the number of factor elements, as
+        Chib's does (the user guide compares them).
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every factor entry: a scalar, an array
         broadcastable to every factor, or ``{factor position: value}``. A prior
@@ -54,8 +58,9 @@ SHARED_PARAMETERS = """\
     verbose : int, default=0
         1 prints each initialisation; 2 also the objective every
         ``verbose_interval`` iterations (VB and EM). For the samplers, 1
-        prints the progress of each chain, of Chib's clamped runs and of
-        STI's temperatures, with the time left, at most every 10 seconds
+        prints the progress of each chain, of AIS's temperatures, of Chib's
+        clamped runs and of STI's temperatures, with the time left, at most
+        every 10 seconds
         (chains run with ``n_jobs`` print from their worker processes).
     verbose_interval : int, default=10
     n_jobs : int or None, default=None

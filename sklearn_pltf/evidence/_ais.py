@@ -30,11 +30,13 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp, xlogy
+from scipy.special import digamma, gammaln, logsumexp, polygamma, xlogy
 
 from .._progress import progress_or_none
+from ._permanent import MAX_SIZE, log_permanent
 
-__all__ = ["AISEstimate", "ais_log_evidence", "reverse_ais_log_evidence"]
+__all__ = ["AISEstimate", "GammaStart", "ais_log_evidence", "gamma_from_moments",
+           "posterior_start", "reverse_ais_log_evidence"]
 
 _TARGET_ACCEPTANCE = 0.6
 
@@ -97,34 +99,160 @@ def _per_run_sum(terms):
 
 
 class _Terms(NamedTuple):
-    """The tempered target's parts at φ, per run: log p(φ) (Gamma in log
-    space, Jacobian included, up to the normaliser, which cancels in every
-    Metropolis ratio), log p(X | φ), and their gradients per free factor. At
-    temperature t the target is ``prior + t * log_lik``, so a new rung reuses
-    them."""
+    """The tempered target's parts at φ, per run, for the path
+    :math:`\\log \\pi_t = s + t\\,u` from the start s to the posterior: s
+    (the start's log density in φ, Jacobian included; for the prior, up to
+    its normaliser, which cancels in every Metropolis ratio), the increment u
+    that enters the weights (log p(X | φ) from the prior; log p(φ) + log
+    p(X | φ) − s from another start), and their gradients per free factor.
+    A new rung re-weights them."""
 
-    prior: np.ndarray
-    log_lik: np.ndarray
-    prior_grad: dict
-    lik_grad: dict
+    start: np.ndarray
+    increment: np.ndarray
+    start_grad: dict
+    increment_grad: dict
 
     def value(self, t):
-        return self.prior + t * self.log_lik
+        return self.start + t * self.increment
 
     def grad(self, t):
-        return {a: self.prior_grad[a] + t * self.lik_grad[a] for a in self.prior_grad}
+        return {a: self.start_grad[a] + t * self.increment_grad[a] for a in self.start_grad}
 
 
-def _terms(phi, batched, priors):
+def _terms(phi, batched, priors, start):
     factors = batched.factors(phi)
     log_lik, xhat = batched.log_likelihood(factors)
     prior = sum(_per_run_sum(priors.shape[a] * p - priors.rate[a] * np.exp(p))
                 for a, p in phi.items())
     prior_grad = {a: priors.shape[a] - priors.rate[a] * np.exp(p) for a, p in phi.items()}
-    return _Terms(prior, log_lik, prior_grad, batched.gradient(factors, xhat))
+    lik_grad = batched.gradient(factors, xhat)
+    if start is None:
+        return _Terms(prior, log_lik, prior_grad, lik_grad)
+    # The prior's normaliser now matters: u compares two normalised densities.
+    prior = prior + sum(priors.log_normalizer[a] for a in phi)
+    log_start, start_grad = start.log_density(phi)
+    return _Terms(log_start, prior + log_lik - log_start, start_grad,
+                  {a: prior_grad[a] + lik_grad[a] - start_grad[a] for a in phi})
 
 
-def _mala(rng, phi, current, t, step, batched, priors):
+class GammaStart:
+    """A start for the annealing path closer to the posterior than the prior:
+    independent Gammas, symmetrised over the relabellings of the latent
+    index, :math:`s(Z) = \\frac{1}{K!} \\sum_{\\sigma \\in S_K} \\prod_k
+    \\mathcal G(Z_{\\cdot k}; a_{\\cdot \\sigma(k)}, b_{\\cdot \\sigma(k)})`, so
+    that it covers every label-permuted mode of the posterior, as the path's
+    end does. The sum over the K! relabellings is a permanent
+    (:func:`~._permanent.log_permanent`, O(2^K K)).
+
+    Parameters
+    ----------
+    model : Model
+    shape, rate : sequence
+        Per factor position, the Gamma's shape and rate arrays (None for
+        held factors), e.g. from :func:`gamma_from_moments`.
+    held : iterable of int
+        Held factors: a latent index they carry is not relabelled.
+
+    Raises
+    ------
+    ValueError
+        If more than one latent index can be relabelled (Tucker cores tie
+        their labels together, so the sum does not reduce to a permanent), or
+        the one that can has more than ``MAX_SIZE`` labels.
+    """
+
+    def __init__(self, model, shape, rate, held=()):
+        self.free = tuple(a for a, v in enumerate(shape) if v is not None)
+        taken = set().union(*(model.factors[a] for a in held)) if held else set()
+        latent = [c for c in dict.fromkeys("".join(model.factors[a] for a in self.free))
+                  if c not in model.output and c not in taken]
+        if len(latent) > 1:
+            raise ValueError(f"More than one latent index to relabel: {''.join(latent)!r}.")
+        if latent and model.sizes[latent[0]] > MAX_SIZE:
+            raise ValueError(f"Index {latent[0]!r} has more than {MAX_SIZE} labels.")
+        self.sizes = {a: np.shape(shape[a]) for a in self.free}
+        # Each free factor with the relabelled index as axis 1 (after runs) and
+        # its other indices flattened: (K, rest); K = 1 when nothing is relabelled.
+        self._axis = {a: (model.factors[a].index(latent[0]) if latent and latent[0]
+                          in model.factors[a] else None) for a in self.free}
+        self._shape = {a: self._slots(np.asarray(shape[a], dtype=np.float64)[None], a)[0]
+                       for a in self.free}
+        self._rate = {a: self._slots(np.asarray(rate[a], dtype=np.float64)[None], a)[0]
+                      for a in self.free}
+        self.n_labels = model.sizes[latent[0]] if latent else 1
+        # Σ over each label's elements of a log b − log Γ(a), per factor: (K,)
+        self._constant = sum(np.sum(self._shape[a] * np.log(self._rate[a])
+                                    - gammaln(self._shape[a]), axis=1) for a in self.free)
+        self._log_count = float(gammaln(self.n_labels + 1))
+
+    def _slots(self, values, a):
+        """(runs, *factor shape) -> (runs, K, rest)."""
+        if self._axis[a] is None:
+            return values.reshape(values.shape[0], 1, -1)
+        moved = np.moveaxis(values, 1 + self._axis[a], 1)
+        return moved.reshape(moved.shape[0], moved.shape[1], -1)
+
+    def _unslot(self, values, a):
+        """(runs, K, rest) -> (runs, *factor shape)."""
+        if self._axis[a] is None:
+            return values.reshape((-1, *self.sizes[a]))
+        moved_shape = list(self.sizes[a])
+        moved_shape.insert(0, moved_shape.pop(self._axis[a]))
+        return np.moveaxis(values.reshape((-1, *moved_shape)), 1, 1 + self._axis[a])
+
+    def log_density(self, phi):
+        """log s in φ = log Z (Jacobian included) per run, and its gradient."""
+        slots = {a: self._slots(phi[a], a) for a in self.free}
+        # L[n, k, l]: log density of run n's slot k under label l's Gammas.
+        L = self._constant[None, None, :] + sum(
+            np.einsum("nkr,lr->nkl", slots[a], self._shape[a])
+            - np.einsum("nkr,lr->nkl", np.exp(slots[a]), self._rate[a]) for a in self.free)
+        log_s, weights = log_permanent(L)
+        gradient = {a: self._unslot(np.einsum("nkl,lr->nkr", weights, self._shape[a])
+                                    - np.einsum("nkl,lr->nkr", weights, self._rate[a])
+                                    * np.exp(slots[a]), a) for a in self.free}
+        return log_s - self._log_count, gradient
+
+    def draw(self, rng, n_runs):
+        """``n_runs`` exact draws of φ: a uniform relabelling, then the Gammas."""
+        orders = np.argsort(rng.random((n_runs, self.n_labels)), axis=1)
+        return {a: self._unslot(_log_gamma_draws(rng, self._shape[a][orders],
+                                                 self._rate[a][orders]), a) for a in self.free}
+
+
+def posterior_start(model, means, geometric_means, held=()):
+    """The :class:`GammaStart` fitted to posterior marginals given by their
+    means and geometric means (per factor position, None for held ones;
+    :func:`gamma_from_moments`), or None (the prior) when the labels have
+    more permutations than it holds."""
+    fits = [None if m is None or a in held else gamma_from_moments(m, g)
+            for a, (m, g) in enumerate(zip(means, geometric_means))]
+    try:
+        return GammaStart(model, [None if f is None else f[0] for f in fits],
+                          [None if f is None else f[1] for f in fits], held)
+    except ValueError:
+        return None
+
+
+def gamma_from_moments(mean, geometric_mean):
+    """The Gamma(shape, rate) with the given E[Z] and exp E[log Z], elementwise:
+    the shape solves :math:`\\log a - \\psi(a) = \\log m - \\log g` (by
+    Newton's method on log a, from Minka's closed-form start) and the rate is
+    a / m. The moments a sampler's chains keep give its posterior marginals'
+    Gamma fit."""
+    mean = np.maximum(np.asarray(mean, dtype=np.float64), 1e-300)
+    with np.errstate(divide="ignore"):
+        gap = np.log(mean) - np.log(np.asarray(geometric_mean, dtype=np.float64))
+    # A geometric mean of 0 (a draw underflowed to 0) caps at a very wide Gamma.
+    gap = np.clip(gap, 1e-12, 1e3)
+    shape = (3.0 - gap + np.sqrt((gap - 3.0) ** 2 + 24.0 * gap)) / (12.0 * gap)
+    for _ in range(20):
+        residual = np.log(shape) - digamma(shape) - gap
+        shape = shape * np.exp(-residual / (1.0 - shape * polygamma(1, shape)))
+    return shape, shape / mean
+
+
+def _mala(rng, phi, current, t, step, batched, priors, start):
     """One MALA step per run at temperature t with per-run step sizes ``step``
     (n_runs,); ``current`` holds the target's :class:`_Terms` at ``phi``
     (both are updated where a run accepts)."""
@@ -134,7 +262,7 @@ def _mala(rng, phi, current, t, step, batched, priors):
     proposal = {a: phi[a] + 0.5 * h[a] ** 2 * grad[a] + h[a] * rng.standard_normal(phi[a].shape)
                 for a in phi}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        new = _terms(proposal, batched, priors)
+        new = _terms(proposal, batched, priors, start)
         new_grad = new.grad(t)
 
         def log_q(to, frm, grad_frm):  # log density of proposing `to` from `frm`, per run
@@ -152,35 +280,44 @@ def _mala(rng, phi, current, t, step, batched, priors):
 
     for a in phi:
         phi[a] = pick(proposal[a], phi[a])
-    current = _Terms(pick(new.prior, current.prior), pick(new.log_lik, current.log_lik),
-                     {a: pick(new.prior_grad[a], current.prior_grad[a]) for a in phi},
-                     {a: pick(new.lik_grad[a], current.lik_grad[a]) for a in phi})
+    current = _Terms(pick(new.start, current.start), pick(new.increment, current.increment),
+                     {a: pick(new.start_grad[a], current.start_grad[a]) for a in phi},
+                     {a: pick(new.increment_grad[a], current.increment_grad[a]) for a in phi})
     return current, accept_prob
+
+
+def _log_gamma_draws(rng, shape, rate):
+    """log of Gamma(shape, rate) draws, elementwise, through
+    :math:`G_a = G_{a+1} U^{1/a}` (Marsaglia & Tsang 2000), which stays
+    finite where a draw itself would underflow to 0 (shapes well below 1)."""
+    return (np.log(rng.standard_gamma(shape + 1.0)) + np.log(rng.uniform(size=np.shape(shape)))
+            / shape - np.log(rate))
 
 
 def _prior_draws(rng, n_runs, priors, free):
     """``n_runs`` exact draws of every free φ = log Z from the Gamma prior."""
-    return {a: np.log(rng.standard_gamma(np.broadcast_to(priors.shape[a],
-                                                         (n_runs, *priors.shape[a].shape)))
-                      / priors.rate[a]) for a in free}
+    return {a: _log_gamma_draws(rng, np.broadcast_to(priors.shape[a],
+                                                     (n_runs, *priors.shape[a].shape)),
+                                priors.rate[a]) for a in free}
 
 
-def _anneal(rng, ladder, steps, start, n_moves, batched, priors, adapt, progress=None):
-    """Run AIS from ``start`` (φ per free factor, a leading run axis) over
-    ``ladder``, which may rise (forward AIS) or fall (reverse AIS); ``steps``
-    holds each rung's step size (updated in place when ``adapt``). Returns
-    the log weights :math:`\\sum_k (t_k - t_{k-1}) \\log p(X \\mid
-    \\theta_{k-1})` and the mean acceptance."""
-    phi = {a: np.array(p, dtype=np.float64) for a, p in start.items()}
+def _anneal(rng, ladder, steps, initial, n_moves, batched, priors, start, adapt, progress=None):
+    """Run AIS from ``initial`` (φ per free factor, a leading run axis) over
+    ``ladder``, which may rise (forward AIS) or fall (reverse AIS), on the
+    path from ``start`` (None: the prior) to the posterior; ``steps`` holds
+    each rung's step size (updated in place when ``adapt``). Returns the log
+    weights :math:`\\sum_k (t_k - t_{k-1})\\, u(\\theta_{k-1})` (u the
+    increment of :class:`_Terms`) and the mean acceptance."""
+    phi = {a: np.array(p, dtype=np.float64) for a, p in initial.items()}
     n_runs = next(iter(phi.values())).shape[0]
-    current = _terms(phi, batched, priors)
+    current = _terms(phi, batched, priors, start)
     log_weights = np.zeros(n_runs)
     acceptances = []
     for k in range(1, ladder.size):
-        log_weights += (ladder[k] - ladder[k - 1]) * current.log_lik
+        log_weights += (ladder[k] - ladder[k - 1]) * current.increment
         for _ in range(n_moves):
             current, accept_prob = _mala(rng, phi, current, ladder[k], np.full(n_runs, steps[k]),
-                                         batched, priors)
+                                         batched, priors, start)
             rate = float(np.mean(accept_prob))
             acceptances.append(rate)
             if adapt:  # Robbins–Monro on the log step, toward the target acceptance
@@ -190,8 +327,8 @@ def _anneal(rng, ladder, steps, start, n_moves, batched, priors, adapt, progress
     return log_weights, float(np.mean(acceptances))
 
 
-def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_temperatures=1000,
-                     power=4.0, n_moves=2, verbose=0):
+def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs=32,
+                     n_temperatures=1000, power=None, n_moves=2, verbose=0):
     """Estimate log p(X) of a Poisson–Gamma PLTF model by annealed importance sampling.
 
     Parameters
@@ -205,14 +342,18 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_tempe
         Priors of the free factors; ``None`` marks held ones.
     given : dict, default=None
         ``{position: array}`` for every held factor.
+    start : GammaStart, default=None
+        Where the path starts: the prior (None), or a Gamma approximation of
+        the posterior, which shortens the path the runs must travel.
     n_runs : int, default=32
         Independent annealing runs (the pilot that tunes the step sizes runs
         a quarter as many more).
     n_temperatures : int, default=1000
         Rungs of the ladder :math:`t_k = (k / (n - 1))^{power}`.
-    power : float, default=4.0
-        Ladder spacing: rungs packed near the prior, where
-        :math:`\\mathbb E_{\\pi_t}[\\log p(X \\mid \\theta)]` changes fastest.
+    power : float, default=None
+        Ladder spacing. None: 4 from the prior (rungs packed near it, where
+        :math:`\\mathbb E_{\\pi_t}[\\log p(X \\mid \\theta)]` changes fastest), 1
+        (even spacing) from a ``start`` near the posterior.
     n_moves : int, default=2
         MALA steps per rung.
     verbose : int, default=0
@@ -230,23 +371,25 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, n_runs=32, n_tempe
         amount the standard error does not show; use more temperatures.
     """
     batched = _batched(model, data, priors, given, "ais_log_evidence")
-    ladder = _ladder(n_temperatures, power)
+    ladder = _ladder(n_temperatures, power, start)
     steps = np.full(n_temperatures, 0.5)
     pilot_rng, run_rng = rng.spawn(2)
-    _anneal(pilot_rng, ladder, steps, _prior_draws(pilot_rng, max(n_runs // 4, 2), priors,
-                                                   priors.free),
-            n_moves, batched, priors, adapt=True)
+
+    def draws(rng, n):  # exact draws from the start, so only the increments enter the weights
+        return _prior_draws(rng, n, priors, priors.free) if start is None else start.draw(rng, n)
+
+    _anneal(pilot_rng, ladder, steps, draws(pilot_rng, max(n_runs // 4, 2)), n_moves, batched,
+            priors, start, adapt=True)
     progress = progress_or_none(verbose, "AIS", n_temperatures - 1, unit="temperatures")
-    log_weights, acceptance = _anneal(run_rng, ladder, steps,
-                                      _prior_draws(run_rng, n_runs, priors, priors.free),
-                                      n_moves, batched, priors, adapt=False, progress=progress)
-    # θ_0 is an exact prior draw, so only likelihood increments enter the weights.
+    log_weights, acceptance = _anneal(run_rng, ladder, steps, draws(run_rng, n_runs), n_moves,
+                                      batched, priors, start, adapt=False, progress=progress)
     return _summary(log_weights, acceptance, sign=1.0, n_temperatures=n_temperatures,
                     stacklevel=3)
 
 
 def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=None, *,
-                             n_runs=32, n_temperatures=1000, power=4.0, n_moves=2, verbose=0):
+                             start=None, n_runs=32, n_temperatures=1000, power=None, n_moves=2,
+                             verbose=0):
     """A stochastic upper bound on log p(X) by reverse annealed importance
     sampling from an exact posterior sample (Grosse, Ghahramani & Adams 2015,
     "Sandwiching the marginal likelihood using bidirectional Monte Carlo").
@@ -263,8 +406,8 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
     Parameters
     ----------
     rng : numpy.random.Generator
-    model, data, priors, given
-        As for :func:`ais_log_evidence`.
+    model, data, priors, given, start
+        As for :func:`ais_log_evidence` (the path ends at ``start``).
     posterior_sample : dict
         ``{position: array}``, an exact draw of every free factor from
         p(Z | X), e.g. the factors that generated simulated ``data``. Every
@@ -286,26 +429,26 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
         then lies high by more than its standard error shows.
     """
     batched = _batched(model, data, priors, given, "reverse_ais_log_evidence")
-    start = {}
+    initial = {}
     for a in priors.free:
         value = np.asarray(posterior_sample[a], dtype=np.float64)
         if value.shape != priors.shape[a].shape or not np.all(value > 0):
             raise ValueError(
                 f"posterior_sample[{a}] must be a positive array of shape "
                 f"{priors.shape[a].shape}, the free factor's; got shape {value.shape}.")
-        start[a] = np.log(value)
-    ladder = _ladder(n_temperatures, power)[::-1]
+        initial[a] = np.log(value)
+    ladder = _ladder(n_temperatures, power, start)[::-1]
     steps = np.full(n_temperatures, 0.5)
     pilot_rng, run_rng = rng.spawn(2)
 
     def copies(n):
-        return {a: np.broadcast_to(p, (n, *p.shape)) for a, p in start.items()}
+        return {a: np.broadcast_to(p, (n, *p.shape)) for a, p in initial.items()}
 
     _anneal(pilot_rng, ladder, steps, copies(max(n_runs // 4, 2)), n_moves, batched, priors,
-            adapt=True)
+            start, adapt=True)
     progress = progress_or_none(verbose, "reverse AIS", n_temperatures - 1, unit="temperatures")
     log_weights, acceptance = _anneal(run_rng, ladder, steps, copies(n_runs), n_moves, batched,
-                                      priors, adapt=False, progress=progress)
+                                      priors, start, adapt=False, progress=progress)
     return _summary(log_weights, acceptance, sign=-1.0, n_temperatures=n_temperatures,
                     stacklevel=3)
 
@@ -316,8 +459,11 @@ def _batched(model, data, priors, given, caller):
     return _Batched(model, data, priors.free, dict(given or {}))
 
 
-def _ladder(n_temperatures, power):
-    """Rungs :math:`t_k = (k / (n - 1))^{power}`, k = 0 .. n - 1."""
+def _ladder(n_temperatures, power, start):
+    """Rungs :math:`t_k = (k / (n - 1))^{power}`, k = 0 .. n - 1 (``power``
+    None: 4 from the prior, 1 from another start)."""
+    if power is None:
+        power = 4.0 if start is None else 1.0
     return (np.arange(n_temperatures) / (n_temperatures - 1)) ** float(power)
 
 

@@ -1,0 +1,146 @@
+"""(p) The evidence sandwich (issue 22), run through ``bench.py evidence-sandwich``.
+
+Data simulated from the model's prior, so the factors that drew them are an
+exact posterior sample at the generating rank. There, bidirectional Monte
+Carlo (Grosse, Ghahramani & Adams 2015) brackets log p(X): forward AIS is a
+stochastic lower bound, reverse AIS from the generating factors a stochastic
+upper one. At other ranks there is no exact posterior sample, and the
+reference is forward AIS at the sandwich's settings (a lower bound only).
+
+Each estimator runs through its estimator at default settings, with its CPU
+seconds: the VB bound (``method="vb"``), AIS (``method="gibbs"``, whose
+default evidence it is on dense data), STI (``method="sgld"``) and Chib
+(``method="gibbs", evidence="chib"``; one clamped run per factor element, so
+hours per dataset on the 100 x 75 matrices: pass ``--sandwich-methods`` to
+choose).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import numpy as np
+
+from sklearn_pltf import BayesianNMF, PoissonCP
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.evidence import ais_log_evidence, reverse_ais_log_evidence
+from sklearn_pltf.evidence._ais import posterior_start
+from sklearn_pltf.inference._common import gamma_priors
+from sklearn_pltf.model import Model
+
+#: name: (model string, shape, generating rank, prior rate, estimator)
+CASES = {
+    "nmf-rate5": ("ik,kj->ij", (100, 75), 3, 5.0, BayesianNMF),  # the STI paper's
+    "nmf-rate1": ("ik,kj->ij", (100, 75), 3, 1.0, BayesianNMF),
+    "model2": ("ir,jr,kr->ijk", (10, 5, 8), 3, 1.0, PoissonCP),  # the Chib paper's Model II
+}
+
+METHODS = {
+    "vb": dict(method="vb"),
+    "ais": dict(method="gibbs"),
+    "sti": dict(method="sgld"),
+    "chib": dict(method="gibbs", evidence="chib"),
+}
+
+
+def _line(**fields):
+    print(json.dumps(fields, default=float), flush=True)
+
+
+def simulate(case, seed):
+    """Counts drawn from ``case``'s model at its generating rank, Gamma(1,
+    rate) factors, and the factors that drew them."""
+    spec, shape, rank, rate, _ = CASES[case]
+    model = Model.parse(spec).bind(shape, {c: rank for c in _latent(spec)})
+    rng = np.random.default_rng(seed)
+    factors = [rng.gamma(1.0, 1.0 / rate, size=model.factor_shape(a))
+               for a in range(model.n_factors)]
+    xhat = np.einsum(spec, *factors)
+    return rng.poisson(xhat).astype(float), factors
+
+
+def _latent(spec):
+    inputs, output = spec.split("->")
+    return sorted(set(inputs.replace(",", "")) - set(output))
+
+
+def reference(case, X, rank, seed, n_temperatures, exact_sample=None):
+    """Forward AIS at ``n_temperatures`` (and reverse AIS from
+    ``exact_sample`` when given), both from a Gamma fit to a Gibbs run's
+    posterior marginals. Returns ``(lower, upper or None, cpu seconds)``."""
+    spec, _, _, rate, estimator = CASES[case]
+    start_cpu = time.process_time()
+    model = Model.parse(spec).bind(X.shape, {c: rank for c in _latent(spec)})
+    priors = gamma_priors(model, 1.0, rate)
+    data = as_observed_tensor(X)
+    chain = estimator(rank, method="gibbs", evidence=None, prior_rate=rate, n_draws=2000,
+                      random_state=seed).fit(X)
+    start = posterior_start(model, [d.mean(axis=(0, 1)) for d in chain.draws_],
+                            [np.exp(np.log(d).mean(axis=(0, 1))) for d in chain.draws_])
+    rng = np.random.default_rng(seed)
+    lower = ais_log_evidence(rng, model, data, priors, start=start,
+                             n_temperatures=n_temperatures)
+    upper = None
+    if exact_sample is not None:
+        upper = reverse_ais_log_evidence(rng, model, data, priors, dict(enumerate(exact_sample)),
+                                         start=start, n_temperatures=n_temperatures)
+    return lower, upper, time.process_time() - start_cpu
+
+
+def run_estimator(case, X, rank, method, seed):
+    """``(log evidence, standard error or None, cpu seconds)`` of one default fit."""
+    _, _, _, rate, estimator = CASES[case]
+    start_cpu = time.process_time()
+    est = estimator(rank, prior_rate=rate, random_state=seed, **METHODS[method]).fit(X)
+    return est.log_evidence_, getattr(est, "log_evidence_error_", None), \
+        time.process_time() - start_cpu
+
+
+def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ranks=3):
+    """For each case and dataset, fitted ranks 1 .. truth + ``extra_ranks``:
+    the reference, each estimator at its defaults, their distances from the
+    reference and CPU seconds; the summary counts how often each
+    estimator's argmax over ranks is the reference's."""
+    summary = {}
+    for case in cases:
+        truth = CASES[case][2]
+        ranks = range(1, truth + extra_ranks + 1)
+        agree = {m: 0 for m in methods}
+        seconds = {m: 0.0 for m in ("reference", *methods)}
+        for dataset in range(n_datasets):
+            X, factors = simulate(case, seed=1000 + dataset)
+            curves = {m: {} for m in ("reference", *methods)}
+            for rank in ranks:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    lower, upper, cpu = reference(case, X, rank, rank, n_temperatures,
+                                                  factors if rank == truth else None)
+                    line = dict(workload="p", case=case, dataset=dataset, rank=rank,
+                                counts=X.sum(), lower=lower.log_evidence,
+                                lower_error=lower.standard_error,
+                                upper=None if upper is None else upper.log_evidence,
+                                upper_error=None if upper is None else upper.standard_error,
+                                reference_cpu=cpu)
+                    curves["reference"][rank] = lower.log_evidence
+                    seconds["reference"] += cpu
+                    for method in methods:
+                        value, error, cpu = run_estimator(case, X, rank, method, rank)
+                        curves[method][rank] = value
+                        seconds[method] += cpu
+                        line.update({method: value, f"{method}_error": error,
+                                     f"{method}_minus_lower": value - lower.log_evidence,
+                                     f"{method}_cpu": cpu})
+                line["warnings"] = sorted({str(w.message)[:60] for w in caught})
+                _line(**line)
+            best = max(curves["reference"], key=curves["reference"].get)
+            for method in methods:
+                agree[method] += max(curves[method], key=curves[method].get) == best
+            _line(workload="p", case=case, dataset=dataset, argmax={
+                m: max(c, key=c.get) for m, c in curves.items()})
+        for method in methods:
+            summary[f"(p) {case}: {method} argmax = reference's, fraction"] = agree[method] / n_datasets
+        for method, total in seconds.items():
+            summary[f"(p) {case}: {method} CPU s per dataset"] = total / n_datasets
+    return summary
