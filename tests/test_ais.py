@@ -236,3 +236,28 @@ def test_sampler_default_evidence_is_ais_on_dense_data_and_chib_on_sparse():
     on_sparse = BayesianNMF(2, **settings).fit(sp.csr_matrix(X))
     chib_fit = BayesianNMF(2, evidence="chib", **settings).fit(X)
     assert on_sparse.log_evidence_ == pytest.approx(chib_fit.log_evidence_, abs=1e-9)
+
+
+@pytest.mark.parametrize("spec, shape", [("ik,kj->ij", (4, 3)), ("ir,jr,kr->ijk", (3, 2, 4))])
+def test_rescaling_moves_leave_the_likelihood_unchanged(spec, shape, rng):
+    """The ridges the rescaling move follows: scaling a label's slice of one
+    factor up and of another down leaves X̂, the log-likelihood and its
+    gradient in log space as they were, so only the prior weighs the move."""
+    from sklearn_pltf.evidence._ais import _PoissonTarget, ridges
+
+    model = Model.parse(spec).bind(shape, {spec[1]: 3})
+    priors = gamma_priors(model, 1.0, 1.0)
+    X = rng.poisson(2.0, size=shape).astype(float)
+    target = _PoissonTarget(model, as_observed_tensor(X), priors, {})
+    assert target.ridges == ridges(model, priors.free) and len(target.ridges) == model.n_factors - 1
+    phi = {a: rng.normal(size=(2, *model.factor_shape(a))) for a in priors.free}
+    _, _, log_lik, lik_grad = target.parts(phi)
+    for alpha, axis_a, beta, axis_b in target.ridges:
+        delta = rng.normal(size=3)
+        moved = dict(phi)
+        moved[alpha] = phi[alpha] + np.expand_dims(delta, [0] + [1 + d for d in range(phi[alpha].ndim - 1) if d != axis_a])
+        moved[beta] = phi[beta] - np.expand_dims(delta, [0] + [1 + d for d in range(phi[beta].ndim - 1) if d != axis_b])
+        _, _, moved_log_lik, moved_grad = target.parts(moved)
+        np.testing.assert_allclose(moved_log_lik, log_lik, rtol=1e-12)
+        for a in priors.free:
+            np.testing.assert_allclose(moved_grad[a], lik_grad[a], rtol=1e-9, atol=1e-12)

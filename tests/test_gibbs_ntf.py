@@ -116,6 +116,18 @@ def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
     assert np.isfinite(est.score(X[:4] + 0.01))  # new samples: plug-in predictive log-likelihood
 
 
+def test_default_evidence_is_ais_on_dense_data_and_chib_on_sparse():
+    X, _, _ = _data(shape=(6, 5, 4))
+    settings = dict(n_warmup=20, n_draws=30, random_state=0)
+    dense = GibbsNTF(2, **settings).fit(X)
+    assert dense.log_evidence_ == GibbsNTF(2, evidence="ais", **settings).fit(X).log_evidence_
+    on_sparse = GibbsNTF(2, **settings).fit(sparse.COO.from_numpy(X))
+    assert on_sparse.log_evidence_ == pytest.approx(
+        GibbsNTF(2, evidence="chib", **settings).fit(X).log_evidence_, abs=1e-8)
+    with pytest.raises(ValueError, match="dense"):
+        GibbsNTF(2, evidence="ais", **settings).fit(sparse.COO.from_numpy(X))
+
+
 @pytest.mark.slow(minutes=2)
 def test_evidence_is_highest_at_the_true_rank():
     # The paper's synthetic setting: 20 x 15 x 10, rank 3, Exponential factors,
@@ -126,7 +138,8 @@ def test_evidence_is_highest_at_the_true_rank():
     factors = [rng.standard_exponential((n, 3)) for n in (20, 15, 10)]
     signal = np.einsum("ir,jr,kr->ijk", *factors)
     X = signal + rng.normal(0.0, 0.3 * signal.std(), signal.shape)
-    fits = {rank: GibbsNTF(rank, n_warmup=200, n_draws=500, random_state=rank).fit(X)
+    fits = {rank: GibbsNTF(rank, evidence="chib", n_warmup=200, n_draws=500,
+                           random_state=rank).fit(X)
             for rank in range(1, 6)}
     evidence = {rank: est.log_evidence_ for rank, est in fits.items()}
     assert max(evidence, key=evidence.get) == 3

@@ -60,9 +60,17 @@ def test_poisson_samplers_report_each_long_loop(method, evidence, labels, capsys
         assert done == total > 0  # the last line of each loop is its end
 
 
-def test_gibbs_ntf_reports_its_chain_and_chib(capsys):
+def test_gibbs_ntf_reports_its_chain_and_ais(capsys):
     X = np.random.default_rng(0).gamma(2.0, 1.0, size=(5, 4, 3))
     GibbsNTF(2, n_warmup=5, n_draws=10, verbose=1, random_state=0).fit(X)
+    lines = _last_lines(capsys.readouterr().out)
+    assert lines["gibbs chain"].startswith("gibbs chain: 15/15 iterations")
+    assert lines["AIS"].startswith("AIS: 999/999 temperatures")
+
+
+def test_gibbs_ntf_reports_its_chain_and_chib(capsys):
+    X = np.random.default_rng(0).gamma(2.0, 1.0, size=(5, 4, 3))
+    GibbsNTF(2, evidence="chib", n_warmup=5, n_draws=10, verbose=1, random_state=0).fit(X)
     lines = _last_lines(capsys.readouterr().out)
     assert lines["gibbs chain"].startswith("gibbs chain: 15/15 iterations")
     # σ²'s run, then one per element: (5 + 4 + 3) x 2

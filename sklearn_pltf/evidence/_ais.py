@@ -30,6 +30,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
+import opt_einsum
 from scipy.special import digamma, gammaln, logsumexp, polygamma, xlogy
 
 from .._progress import progress_or_none
@@ -54,22 +55,45 @@ class AISEstimate(NamedTuple):
     effective_runs: float
 
 
-class _Batched:
-    """X̂ and the gradient of the log-likelihood for a stack of runs."""
+class _PoissonTarget:
+    """The Poisson–Gamma model's parts of the tempered target for a stack of
+    runs: the Gamma prior in φ = log Z and log p(X | Z), with gradients."""
 
-    def __init__(self, model, data, free, given):
+    def __init__(self, model, data, priors, given):
+        free = priors.free
+        self.priors = priors
         used = set("".join(model.factors))
         run = next(c for c in string.ascii_letters if c not in used)
         self.model, self.free, self.given = model, free, given
+        self.ridges = ridges(model, free)
         self.X = data.dense
         self.mask = np.ones(data.shape, dtype=bool) if data.mask is None else data.mask
         self.constant = -data.log_factorial_total
         operands = [(run + f) if a in free else f for a, f in enumerate(model.factors)]
-        self._xhat = ",".join(operands) + "->" + run + model.output
+        self._xhat = Contraction(",".join(operands) + "->" + run + model.output)
         self._deltas = {}
         for alpha in free:
             others = [op for a, op in enumerate(operands) if a != alpha]
-            self._deltas[alpha] = (",".join([run + model.output, *others]) + "->" + operands[alpha])
+            self._deltas[alpha] = Contraction(",".join([run + model.output, *others]) + "->"
+                                              + operands[alpha])
+
+    def parts(self, phi):
+        """Per run: log p(φ) (normalised, Jacobian included), its gradient,
+        log p(X | φ) and its gradient."""
+        priors = self.priors
+        factors = self.factors(phi)
+        log_lik, xhat = self.log_likelihood(factors)
+        prior = sum(_per_run_sum(priors.shape[a] * p - priors.rate[a] * np.exp(p))
+                    + priors.log_normalizer[a] for a, p in phi.items())
+        prior_grad = {a: priors.shape[a] - priors.rate[a] * np.exp(p) for a, p in phi.items()}
+        return prior, prior_grad, log_lik, self.gradient(factors, xhat)
+
+    def prior_draws(self, rng, n_runs):
+        """``n_runs`` exact draws of every free φ = log Z from the Gamma prior."""
+        priors = self.priors
+        return {a: _log_gamma_draws(rng, np.broadcast_to(priors.shape[a],
+                                                         (n_runs, *priors.shape[a].shape)),
+                                    priors.rate[a]) for a in self.free}
 
     def factors(self, phi):
         z = {a: np.exp(p) for a, p in phi.items()}
@@ -77,7 +101,7 @@ class _Batched:
 
     def log_likelihood(self, factors):
         """log p(X | Z) for each run (n_runs,)."""
-        xhat = np.einsum(self._xhat, *factors, optimize=True)
+        xhat = self._xhat(*factors)
         terms = np.where(self.mask, xlogy(self.X, xhat) - xhat, 0.0)
         return _per_run_sum(terms) + self.constant, xhat
 
@@ -89,8 +113,25 @@ class _Batched:
         out = {}
         for alpha in self.free:
             others = [f for a, f in enumerate(factors) if a != alpha]
-            out[alpha] = factors[alpha] * np.einsum(self._deltas[alpha], q, *others, optimize=True)
+            out[alpha] = factors[alpha] * self._deltas[alpha](q, *others)
         return out
+
+
+class Contraction:
+    """One einsum whose contraction order is planned once per set of operand
+    shapes (``opt_einsum.contract_expression``) and reused: the runs call the
+    same contractions thousands of times."""
+
+    def __init__(self, subscripts):
+        self.subscripts = subscripts
+        self._plans = {}
+
+    def __call__(self, *operands):
+        shapes = tuple(np.shape(o) for o in operands)
+        plan = self._plans.get(shapes)
+        if plan is None:
+            plan = self._plans[shapes] = opt_einsum.contract_expression(self.subscripts, *shapes)
+        return plan(*operands)
 
 
 def _per_run_sum(terms):
@@ -119,17 +160,10 @@ class _Terms(NamedTuple):
         return {a: self.start_grad[a] + t * self.increment_grad[a] for a in self.start_grad}
 
 
-def _terms(phi, batched, priors, start):
-    factors = batched.factors(phi)
-    log_lik, xhat = batched.log_likelihood(factors)
-    prior = sum(_per_run_sum(priors.shape[a] * p - priors.rate[a] * np.exp(p))
-                for a, p in phi.items())
-    prior_grad = {a: priors.shape[a] - priors.rate[a] * np.exp(p) for a, p in phi.items()}
-    lik_grad = batched.gradient(factors, xhat)
+def _terms(phi, target, start):
+    prior, prior_grad, log_lik, lik_grad = target.parts(phi)
     if start is None:
         return _Terms(prior, log_lik, prior_grad, lik_grad)
-    # The prior's normaliser now matters: u compares two normalised densities.
-    prior = prior + sum(priors.log_normalizer[a] for a in phi)
     log_start, start_grad = start.log_density(phi)
     return _Terms(log_start, prior + log_lik - log_start, start_grad,
                   {a: prior_grad[a] + lik_grad[a] - start_grad[a] for a in phi})
@@ -252,7 +286,7 @@ def gamma_from_moments(mean, geometric_mean):
     return shape, shape / mean
 
 
-def _mala(rng, phi, current, t, step, batched, priors, start):
+def _mala(rng, phi, current, t, step, target, start):
     """One MALA step per run at temperature t with per-run step sizes ``step``
     (n_runs,); ``current`` holds the target's :class:`_Terms` at ``phi``
     (both are updated where a run accepts)."""
@@ -262,7 +296,7 @@ def _mala(rng, phi, current, t, step, batched, priors, start):
     proposal = {a: phi[a] + 0.5 * h[a] ** 2 * grad[a] + h[a] * rng.standard_normal(phi[a].shape)
                 for a in phi}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        new = _terms(proposal, batched, priors, start)
+        new = _terms(proposal, target, start)
         new_grad = new.grad(t)
 
         def log_q(to, frm, grad_frm):  # log density of proposing `to` from `frm`, per run
@@ -274,16 +308,7 @@ def _mala(rng, phi, current, t, step, batched, priors, start):
     log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
     accept_prob = np.exp(np.minimum(log_ratio, 0.0))
     accept = rng.uniform(size=accept_prob.shape) < accept_prob
-
-    def pick(new_value, old_value):
-        return np.where(accept.reshape((-1,) + (1,) * (old_value.ndim - 1)), new_value, old_value)
-
-    for a in phi:
-        phi[a] = pick(proposal[a], phi[a])
-    current = _Terms(pick(new.start, current.start), pick(new.increment, current.increment),
-                     {a: pick(new.start_grad[a], current.start_grad[a]) for a in phi},
-                     {a: pick(new.increment_grad[a], current.increment_grad[a]) for a in phi})
-    return current, accept_prob
+    return _picked(accept, phi, proposal, current, new), accept_prob
 
 
 def _log_gamma_draws(rng, shape, rate):
@@ -294,34 +319,90 @@ def _log_gamma_draws(rng, shape, rate):
             / shape - np.log(rate))
 
 
-def _prior_draws(rng, n_runs, priors, free):
-    """``n_runs`` exact draws of every free φ = log Z from the Gamma prior."""
-    return {a: _log_gamma_draws(rng, np.broadcast_to(priors.shape[a],
-                                                     (n_runs, *priors.shape[a].shape)),
-                                priors.rate[a]) for a in free}
+def _rescale(rng, phi, current, t, step, target, start, ridge):
+    """One Metropolis move along a scaling ridge of the likelihood: for
+    factors α and β that share a latent index (``ridge`` = (α, axis in α, β,
+    axis in β)), slice r of Z_α times e^δ_r and of Z_β times e^-δ_r leaves
+    every term of X̂, so the likelihood, unchanged; only the prior and the
+    start weigh the move. δ ~ N(0, step²) per run and label (symmetric)."""
+    alpha, axis_a, beta, axis_b = ridge
+    n_runs, size = phi[alpha].shape[0], phi[alpha].shape[1 + axis_a]
+    delta = step * rng.standard_normal((n_runs, size))
+
+    def along(values, axis, ndim):
+        shape = [n_runs] + [1] * (ndim - 1)
+        shape[1 + axis] = size
+        return values.reshape(shape)
+
+    proposal = dict(phi)
+    proposal[alpha] = phi[alpha] + along(delta, axis_a, phi[alpha].ndim)
+    proposal[beta] = phi[beta] - along(delta, axis_b, phi[beta].ndim)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        new = _terms(proposal, target, start)
+        log_ratio = new.value(t) - current.value(t)
+    log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
+    accept_prob = np.exp(np.minimum(log_ratio, 0.0))
+    accept = rng.uniform(size=n_runs) < accept_prob
+    return _picked(accept, phi, proposal, current, new), accept_prob
 
 
-def _anneal(rng, ladder, steps, initial, n_moves, batched, priors, start, adapt, progress=None):
+def _picked(accept, phi, proposal, current, new):
+    """Update ``phi`` in place, and return the terms, where runs accept."""
+
+    def pick(new_value, old_value):
+        return np.where(accept.reshape((-1,) + (1,) * (old_value.ndim - 1)), new_value, old_value)
+
+    for a in phi:
+        phi[a] = pick(proposal[a], phi[a])
+    return _Terms(pick(new.start, current.start), pick(new.increment, current.increment),
+                  {a: pick(new.start_grad[a], current.start_grad[a]) for a in phi},
+                  {a: pick(new.increment_grad[a], current.increment_grad[a]) for a in phi})
+
+
+def ridges(model, free):
+    """(α, axis, β, axis) for consecutive free factors that share a latent
+    index: the directions :func:`_rescale` moves along."""
+    out = []
+    for c in dict.fromkeys("".join(model.factors[a] for a in free)):
+        if c in model.output:
+            continue
+        carriers = [a for a in free if c in model.factors[a]]
+        out += [(a, model.factors[a].index(c), b, model.factors[b].index(c))
+                for a, b in zip(carriers, carriers[1:])]
+    return out
+
+
+def _anneal(rng, ladder, steps, initial, n_moves, target, start, adapt, progress=None):
     """Run AIS from ``initial`` (φ per free factor, a leading run axis) over
     ``ladder``, which may rise (forward AIS) or fall (reverse AIS), on the
-    path from ``start`` (None: the prior) to the posterior; ``steps`` holds
-    each rung's step size (updated in place when ``adapt``). Returns the log
-    weights :math:`\\sum_k (t_k - t_{k-1})\\, u(\\theta_{k-1})` (u the
-    increment of :class:`_Terms`) and the mean acceptance."""
+    path from ``start`` (None: the prior) to the posterior. Each rung makes
+    ``n_moves`` MALA steps and then one rescaling move along each of the
+    target's ``ridges`` in turn; ``steps`` (2, n_rungs) holds each rung's
+    step sizes for the two kinds (updated in place when ``adapt``). Returns
+    the log weights :math:`\\sum_k (t_k - t_{k-1})\\, u(\\theta_{k-1})` (u
+    the increment of :class:`_Terms`) and the mean acceptance of the MALA
+    steps."""
     phi = {a: np.array(p, dtype=np.float64) for a, p in initial.items()}
     n_runs = next(iter(phi.values())).shape[0]
-    current = _terms(phi, batched, priors, start)
+    current = _terms(phi, target, start)
     log_weights = np.zeros(n_runs)
     acceptances = []
+
+    def tune(row, k, rate):  # Robbins–Monro on the log step, toward the target acceptance
+        if adapt:
+            steps[row, k:] = np.exp(np.log(steps[row, k]) + 0.5 * (rate - _TARGET_ACCEPTANCE))
+
     for k in range(1, ladder.size):
         log_weights += (ladder[k] - ladder[k - 1]) * current.increment
         for _ in range(n_moves):
-            current, accept_prob = _mala(rng, phi, current, ladder[k], np.full(n_runs, steps[k]),
-                                         batched, priors, start)
-            rate = float(np.mean(accept_prob))
-            acceptances.append(rate)
-            if adapt:  # Robbins–Monro on the log step, toward the target acceptance
-                steps[k:] = np.exp(np.log(steps[k]) + 0.5 * (rate - _TARGET_ACCEPTANCE))
+            current, accept_prob = _mala(rng, phi, current, ladder[k],
+                                         np.full(n_runs, steps[0, k]), target, start)
+            acceptances.append(float(np.mean(accept_prob)))
+            tune(0, k, acceptances[-1])
+        if target.ridges:
+            current, accept_prob = _rescale(rng, phi, current, ladder[k], steps[1, k], target,
+                                            start, target.ridges[k % len(target.ridges)])
+            tune(1, k, float(np.mean(accept_prob)))
         if progress is not None:
             progress()
     return log_weights, float(np.mean(acceptances))
@@ -370,21 +451,29 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
         the mean is then dominated by the heaviest run and lies low by an
         amount the standard error does not show; use more temperatures.
     """
-    batched = _batched(model, data, priors, given, "ais_log_evidence")
+    target = _PoissonTarget(model, _dense(data, "ais_log_evidence"), priors, dict(given or {}))
+    return anneal_forward(rng, target, start, n_runs=n_runs, n_temperatures=n_temperatures,
+                          power=power, n_moves=n_moves, verbose=verbose)
+
+
+def anneal_forward(rng, target, start, *, n_runs, n_temperatures, power, n_moves, verbose):
+    """Forward AIS on ``target`` (its ``parts`` and, when ``start`` is None,
+    its ``prior_draws``) from ``start``: a pilot a quarter as large tunes each
+    rung's step, then the counted runs. The estimate for every model."""
     ladder = _ladder(n_temperatures, power, start)
-    steps = np.full(n_temperatures, 0.5)
+    steps = np.full((2, n_temperatures), 0.5)
     pilot_rng, run_rng = rng.spawn(2)
 
     def draws(rng, n):  # exact draws from the start, so only the increments enter the weights
-        return _prior_draws(rng, n, priors, priors.free) if start is None else start.draw(rng, n)
+        return target.prior_draws(rng, n) if start is None else start.draw(rng, n)
 
-    _anneal(pilot_rng, ladder, steps, draws(pilot_rng, max(n_runs // 4, 2)), n_moves, batched,
-            priors, start, adapt=True)
+    _anneal(pilot_rng, ladder, steps, draws(pilot_rng, max(n_runs // 4, 2)), n_moves, target,
+            start, adapt=True)
     progress = progress_or_none(verbose, "AIS", n_temperatures - 1, unit="temperatures")
     log_weights, acceptance = _anneal(run_rng, ladder, steps, draws(run_rng, n_runs), n_moves,
-                                      batched, priors, start, adapt=False, progress=progress)
+                                      target, start, adapt=False, progress=progress)
     return _summary(log_weights, acceptance, sign=1.0, n_temperatures=n_temperatures,
-                    stacklevel=3)
+                    stacklevel=4)
 
 
 def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=None, *,
@@ -428,7 +517,8 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
         When fewer than a quarter of the runs carry the weight: the estimate
         then lies high by more than its standard error shows.
     """
-    batched = _batched(model, data, priors, given, "reverse_ais_log_evidence")
+    target = _PoissonTarget(model, _dense(data, "reverse_ais_log_evidence"), priors,
+                            dict(given or {}))
     initial = {}
     for a in priors.free:
         value = np.asarray(posterior_sample[a], dtype=np.float64)
@@ -438,25 +528,25 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
                 f"{priors.shape[a].shape}, the free factor's; got shape {value.shape}.")
         initial[a] = np.log(value)
     ladder = _ladder(n_temperatures, power, start)[::-1]
-    steps = np.full(n_temperatures, 0.5)
+    steps = np.full((2, n_temperatures), 0.5)
     pilot_rng, run_rng = rng.spawn(2)
 
     def copies(n):
         return {a: np.broadcast_to(p, (n, *p.shape)) for a, p in initial.items()}
 
-    _anneal(pilot_rng, ladder, steps, copies(max(n_runs // 4, 2)), n_moves, batched, priors,
-            start, adapt=True)
+    _anneal(pilot_rng, ladder, steps, copies(max(n_runs // 4, 2)), n_moves, target, start,
+            adapt=True)
     progress = progress_or_none(verbose, "reverse AIS", n_temperatures - 1, unit="temperatures")
-    log_weights, acceptance = _anneal(run_rng, ladder, steps, copies(n_runs), n_moves, batched,
-                                      priors, start, adapt=False, progress=progress)
+    log_weights, acceptance = _anneal(run_rng, ladder, steps, copies(n_runs), n_moves, target,
+                                      start, adapt=False, progress=progress)
     return _summary(log_weights, acceptance, sign=-1.0, n_temperatures=n_temperatures,
                     stacklevel=3)
 
 
-def _batched(model, data, priors, given, caller):
+def _dense(data, caller):
     if data.is_sparse:
         raise TypeError(f"{caller} runs on dense data; pass a dense array.")
-    return _Batched(model, data, priors.free, dict(given or {}))
+    return data
 
 
 def _ladder(n_temperatures, power, start):

@@ -49,14 +49,15 @@ def _logaddexp(a, b):  # pragma: no cover - compiled
     return top + np.log(np.exp(a - top) + np.exp(b - top))
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+# Serial: a matrix costs microseconds, less than waking a thread pool.
+@numba.njit(cache=True, nogil=True)
 def _log_permanent(L, value, gradient):  # pragma: no cover - compiled
     n, K = L.shape[0], L.shape[1]
     full = (1 << K) - 1
     popcount = np.zeros(1 << K, dtype=np.int64)
     for mask in range(1, 1 << K):
         popcount[mask] = popcount[mask >> 1] + (mask & 1)
-    for i in numba.prange(n):
+    for i in range(n):
         # forward[mask]: slots 0 .. |mask| - 1 given the labels in mask;
         # backward[mask]: the remaining slots given the labels not in mask.
         forward = np.full(1 << K, -np.inf)

@@ -402,13 +402,14 @@ def _log_prior(state, priors):
 
 # ---------------------------------------------------------------------- chains
 class GaussianChain(NamedTuple):
-    """One chain's output: posterior means of the factors, of each column's
-    (μ, v) and of σ², the kept draws (or None), log p(X | A, σ²) after every
+    """One chain's output: posterior means of the factors and of their logs,
+    of each column's (μ, v) and of σ², the kept draws (or None), log p(X | A, σ²) after every
     iteration (warm-up included), the kept state of highest log joint, the
     mean acceptance probability after warm-up and HMC's adapted step size
     (None for Gibbs)."""
 
     mean_factors: tuple
+    mean_log_factors: tuple
     mean_hyper_means: tuple
     mean_hyper_variances: tuple
     mean_noise_variance: float
@@ -460,6 +461,7 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
     inverse_mass, window = None, []
     window_start, window_end = n_warmup // 4, (3 * n_warmup) // 4
     sums = [np.zeros_like(f) for f in state.factors]
+    log_sums = [np.zeros_like(f) for f in state.factors]
     hyper_sums = [np.zeros((2, rank)) for _ in state.factors]
     noise_sum, acceptances, kept = 0.0, [], [[] for _ in state.factors] if keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
@@ -488,6 +490,8 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         noise_sum += state.noise_variance
         for n, f in enumerate(state.factors):
             sums[n] += f
+            with np.errstate(divide="ignore"):
+                log_sums[n] += np.log(f)
             hyper_sums[n] += (state.means[n], state.variances[n])
             if kept is not None:
                 kept[n].append(f)
@@ -495,7 +499,8 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         if value > best_value:
             best, best_value = state, value
     return GaussianChain(
-        tuple(s / n_draws for s in sums), tuple(h[0] / n_draws for h in hyper_sums),
+        tuple(s / n_draws for s in sums), tuple(s / n_draws for s in log_sums),
+        tuple(h[0] / n_draws for h in hyper_sums),
         tuple(h[1] / n_draws for h in hyper_sums), noise_sum / n_draws,
         None if kept is None else tuple(np.array(k) for k in kept), trace, best,
         float(np.mean(acceptances)), adaptation.final if adaptation is not None else None,
