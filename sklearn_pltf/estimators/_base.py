@@ -31,6 +31,7 @@ from ..evidence._ais import ais_log_evidence, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
+from ..inference._diagnostics import warn_unless_mixed
 from ..model import Model
 from . import _mcmc
 
@@ -275,7 +276,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         rng = as_generator(self.random_state)
         self.model_ = model
         for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
-                      "log_likelihoods_", "log_evidence_error_"):
+                      "log_likelihoods_", "log_evidence_error_", "rhat_"):
             self.__dict__.pop(stale, None)
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
@@ -381,6 +382,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
+        # An SGLD trace holds its kept steps only; a Gibbs trace every sweep.
+        skipped = 0 if self.method == "sgld" else self.n_warmup
+        self.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, skipped:])
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:

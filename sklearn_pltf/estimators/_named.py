@@ -121,6 +121,10 @@ SHARED_ATTRIBUTES = """\
     log_evidence_ : float
         The estimate of log p(X) of the training data (``evidence``), which
         :meth:`score` returns for them.
+    rhat_ : float
+        Samplers: split R-hat of the log-likelihood over the chains' kept
+        iterations (each chain cut in halves); above 1.05 the fit warns
+        (``ConvergenceWarning``) that the chains have not mixed.
     draws_ : tuple of ndarray or None
         Samplers with ``keep_draws=True``: per factor, draws of shape
         ``(n_init, n_draws, *factor shape)``, chains aligned to the first

@@ -17,6 +17,7 @@ from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
+from ..inference._diagnostics import warn_unless_mixed
 from ..model import Model
 from . import _mcmc
 from ._base import (as_generator, check_entry_indices, cp_reconstruction, restore_on_failure,
@@ -115,6 +116,10 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         standard error.
     n_iter_ : int
         Iterations run by the chain.
+    rhat_ : float
+        Split R-hat of the log-likelihood over the kept iterations (the
+        chain cut in halves); above 1.05 the fit warns
+        (``ConvergenceWarning``) that the chain has not mixed.
     n_features_in_ : int
         Size of axis 1.
 
@@ -211,7 +216,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
                              "evidence='chib'.")
         self.model_ = Model.parse(cp_model_string(data.ndim)).bind(
             data.shape, {"z": self.n_components})
-        for stale in ("draws_", "log_evidence_", "log_evidence_error_"):
+        for stale in ("draws_", "log_evidence_", "log_evidence_error_", "rhat_"):
             self.__dict__.pop(stale, None)
         chain = gaussian.run_chain(
             chain_rng, stats, self.n_components, priors, sampler=self.sampler,
@@ -226,6 +231,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         self.acceptance_rate_ = chain.acceptance
         self.step_size_ = chain.step_size
         self.n_iter_ = chain.log_likelihoods.size
+        self.rhat_ = warn_unless_mixed(chain.log_likelihoods[None, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = tuple(d[None] for d in chain.draws)
         if evidence == "ais":
