@@ -77,16 +77,19 @@ class _PoissonTarget:
             self._deltas[alpha] = Contraction(",".join([run + model.output, *others]) + "->"
                                               + operands[alpha])
 
-    def parts(self, phi):
-        """Per run: log p(φ) (normalised, Jacobian included), its gradient,
-        log p(X | φ) and its gradient."""
+    def log_prior(self, phi):
+        """Per run: log p(φ) (normalised, Jacobian included) and its gradient."""
         priors = self.priors
-        factors = self.factors(phi)
-        log_lik, xhat = self.log_likelihood(factors)
         prior = sum(_per_run_sum(priors.shape[a] * p - priors.rate[a] * np.exp(p))
                     + priors.log_normalizer[a] for a, p in phi.items())
         prior_grad = {a: priors.shape[a] - priors.rate[a] * np.exp(p) for a, p in phi.items()}
-        return prior, prior_grad, log_lik, self.gradient(factors, xhat)
+        return prior, prior_grad
+
+    def log_likelihood(self, phi):
+        """Per run: log p(X | φ) and its gradient."""
+        factors = self.factors(phi)
+        log_lik, xhat = self._log_likelihood(factors)
+        return log_lik, self.gradient(factors, xhat)
 
     def prior_draws(self, rng, n_runs):
         """``n_runs`` exact draws of every free φ = log Z from the Gamma prior."""
@@ -99,8 +102,8 @@ class _PoissonTarget:
         z = {a: np.exp(p) for a, p in phi.items()}
         return [z[a] if a in self.free else self.given[a] for a in range(self.model.n_factors)]
 
-    def log_likelihood(self, factors):
-        """log p(X | Z) for each run (n_runs,)."""
+    def _log_likelihood(self, factors):
+        """log p(X | Z) for each run (n_runs,), and X̂."""
         xhat = self._xhat(*factors)
         terms = np.where(self.mask, xlogy(self.X, xhat) - xhat, 0.0)
         return _per_run_sum(terms) + self.constant, xhat
@@ -142,16 +145,18 @@ def _per_run_sum(terms):
 class _Terms(NamedTuple):
     """The tempered target's parts at φ, per run, for the path
     :math:`\\log \\pi_t = s + t\\,u` from the start s to the posterior: s
-    (the start's log density in φ, Jacobian included; for the prior, up to
-    its normaliser, which cancels in every Metropolis ratio), the increment u
-    that enters the weights (log p(X | φ) from the prior; log p(φ) + log
-    p(X | φ) − s from another start), and their gradients per free factor.
-    A new rung re-weights them."""
+    (the start's log density in φ, Jacobian included), the increment u that
+    enters the weights (log p(X | φ) from the prior; log p(φ) + log p(X | φ)
+    − s from another start), their gradients per free factor, and log p(X |
+    φ) with its gradient (which a rescaling move keeps). A new rung
+    re-weights them."""
 
     start: np.ndarray
     increment: np.ndarray
     start_grad: dict
     increment_grad: dict
+    log_lik: np.ndarray
+    lik_grad: dict
 
     def value(self, t):
         return self.start + t * self.increment
@@ -160,13 +165,16 @@ class _Terms(NamedTuple):
         return {a: self.start_grad[a] + t * self.increment_grad[a] for a in self.start_grad}
 
 
-def _terms(phi, target, start):
-    prior, prior_grad, log_lik, lik_grad = target.parts(phi)
+def _terms(phi, target, start, likelihood=None):
+    """The :class:`_Terms` at ``phi``; ``likelihood`` = (log p(X | φ), its
+    gradient) when known (a rescaling move leaves them as they were)."""
+    prior, prior_grad = target.log_prior(phi)
+    log_lik, lik_grad = target.log_likelihood(phi) if likelihood is None else likelihood
     if start is None:
-        return _Terms(prior, log_lik, prior_grad, lik_grad)
+        return _Terms(prior, log_lik, prior_grad, lik_grad, log_lik, lik_grad)
     log_start, start_grad = start.log_density(phi)
     return _Terms(log_start, prior + log_lik - log_start, start_grad,
-                  {a: prior_grad[a] + lik_grad[a] - start_grad[a] for a in phi})
+                  {a: prior_grad[a] + lik_grad[a] - start_grad[a] for a in phi}, log_lik, lik_grad)
 
 
 class GammaStart:
@@ -323,8 +331,9 @@ def _rescale(rng, phi, current, t, step, target, start, ridge):
     """One Metropolis move along a scaling ridge of the likelihood: for
     factors α and β that share a latent index (``ridge`` = (α, axis in α, β,
     axis in β)), slice r of Z_α times e^δ_r and of Z_β times e^-δ_r leaves
-    every term of X̂, so the likelihood, unchanged; only the prior and the
-    start weigh the move. δ ~ N(0, step²) per run and label (symmetric)."""
+    every term of X̂, so the likelihood and its gradient in φ, unchanged:
+    only the prior and the start weigh the move, and it costs no
+    contraction. δ ~ N(0, step²) per run and label (symmetric)."""
     alpha, axis_a, beta, axis_b = ridge
     n_runs, size = phi[alpha].shape[0], phi[alpha].shape[1 + axis_a]
     delta = step * rng.standard_normal((n_runs, size))
@@ -338,7 +347,7 @@ def _rescale(rng, phi, current, t, step, target, start, ridge):
     proposal[alpha] = phi[alpha] + along(delta, axis_a, phi[alpha].ndim)
     proposal[beta] = phi[beta] - along(delta, axis_b, phi[beta].ndim)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        new = _terms(proposal, target, start)
+        new = _terms(proposal, target, start, likelihood=(current.log_lik, current.lik_grad))
         log_ratio = new.value(t) - current.value(t)
     log_ratio = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
     accept_prob = np.exp(np.minimum(log_ratio, 0.0))
@@ -354,9 +363,8 @@ def _picked(accept, phi, proposal, current, new):
 
     for a in phi:
         phi[a] = pick(proposal[a], phi[a])
-    return _Terms(pick(new.start, current.start), pick(new.increment, current.increment),
-                  {a: pick(new.start_grad[a], current.start_grad[a]) for a in phi},
-                  {a: pick(new.increment_grad[a], current.increment_grad[a]) for a in phi})
+    return _Terms(*(pick(n, c) if isinstance(n, np.ndarray)
+                    else {a: pick(n[a], c[a]) for a in phi} for n, c in zip(new, current)))
 
 
 def ridges(model, free):
@@ -376,8 +384,8 @@ def _anneal(rng, ladder, steps, initial, n_moves, target, start, adapt, progress
     """Run AIS from ``initial`` (φ per free factor, a leading run axis) over
     ``ladder``, which may rise (forward AIS) or fall (reverse AIS), on the
     path from ``start`` (None: the prior) to the posterior. Each rung makes
-    ``n_moves`` MALA steps and then one rescaling move along each of the
-    target's ``ridges`` in turn; ``steps`` (2, n_rungs) holds each rung's
+    ``n_moves`` MALA steps and then a rescaling move along each of the
+    target's ``ridges``; ``steps`` (2, n_rungs) holds each rung's
     step sizes for the two kinds (updated in place when ``adapt``). Returns
     the log weights :math:`\\sum_k (t_k - t_{k-1})\\, u(\\theta_{k-1})` (u
     the increment of :class:`_Terms`) and the mean acceptance of the MALA
@@ -399,9 +407,9 @@ def _anneal(rng, ladder, steps, initial, n_moves, target, start, adapt, progress
                                          np.full(n_runs, steps[0, k]), target, start)
             acceptances.append(float(np.mean(accept_prob)))
             tune(0, k, acceptances[-1])
-        if target.ridges:
+        for ridge in target.ridges:
             current, accept_prob = _rescale(rng, phi, current, ladder[k], steps[1, k], target,
-                                            start, target.ridges[k % len(target.ridges)])
+                                            start, ridge)
             tune(1, k, float(np.mean(accept_prob)))
         if progress is not None:
             progress()
@@ -457,9 +465,10 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
 
 
 def anneal_forward(rng, target, start, *, n_runs, n_temperatures, power, n_moves, verbose):
-    """Forward AIS on ``target`` (its ``parts`` and, when ``start`` is None,
-    its ``prior_draws``) from ``start``: a pilot a quarter as large tunes each
-    rung's step, then the counted runs. The estimate for every model."""
+    """Forward AIS on ``target`` (its ``log_prior``, ``log_likelihood``,
+    ``ridges`` and, when ``start`` is None, ``prior_draws``) from ``start``:
+    a pilot a quarter as large tunes each rung's steps, then the counted
+    runs. The estimate for every model."""
     ladder = _ladder(n_temperatures, power, start)
     steps = np.full((2, n_temperatures), 0.5)
     pilot_rng, run_rng = rng.spawn(2)

@@ -49,9 +49,8 @@ class _GaussianTarget:
                                                                     if m != n]) + "->" + operands[n])
                         for n in self.free}
 
-    def parts(self, phi):
-        """Per run: log p(φ) (Jacobian included), its gradient, log p(X | φ)
-        and its gradient."""
+    def log_likelihood(self, phi):
+        """Per run: log p(X | φ), σ² integrated out, and its gradient."""
         priors = self.priors
         factors = [np.exp(phi[n]) for n in self.free]
         residual = np.where(self.mask, self.X - self._xhat(*factors), 0.0)
@@ -61,14 +60,22 @@ class _GaussianTarget:
                    + priors.noise_shape * np.log(priors.noise_scale) - gammaln(priors.noise_shape)
                    + gammaln(shape) - shape * np.log(priors.noise_scale + 0.5 * sse))
         weight = (shape / (priors.noise_scale + 0.5 * sse))[:, None, None]
-        lik_grad, prior, prior_grad = {}, 0.0, {}
+        gradient = {}
         for n in self.free:
             others = [f for m, f in enumerate(factors) if m != n]
-            lik_grad[n] = weight * factors[n] * self._mttkrp[n](residual, *others)
-            value, gradient = self._log_factor_prior(factors[n])
+            gradient[n] = weight * factors[n] * self._mttkrp[n](residual, *others)
+        return log_lik, gradient
+
+    def log_prior(self, phi):
+        """Per run: log p(φ) (the columns' (μ, v) integrated out, Jacobian
+        included) and its gradient."""
+        prior, prior_grad = 0.0, {}
+        for n in self.free:
+            factor = np.exp(phi[n])
+            value, gradient = self._log_factor_prior(factor)
             prior = prior + value + _per_run_sum(phi[n])  # + the Jacobian of A = e^φ
-            prior_grad[n] = factors[n] * gradient + 1.0
-        return prior, prior_grad, log_lik, lik_grad
+            prior_grad[n] = factor * gradient + 1.0
+        return prior, prior_grad
 
     def _log_factor_prior(self, factor):
         """Batched :func:`~sklearn_pltf.inference.gaussian.log_factor_prior`
