@@ -261,3 +261,20 @@ def test_rescaling_moves_leave_the_likelihood_unchanged(spec, shape, rng):
         np.testing.assert_allclose(moved_log_lik, log_lik, rtol=1e-12)
         for a in priors.free:
             np.testing.assert_allclose(moved_grad[a], lik_grad[a], rtol=1e-9, atol=1e-12)
+
+
+def test_tucker_samplers_keep_chib_by_default():
+    """Two latent indices tie their labels through the core, so no Gamma
+    start mixes over them and AIS would start from the prior: "auto" falls
+    back to Chib there."""
+    from sklearn_pltf import TuckerVB
+    from sklearn_pltf.evidence._ais import has_posterior_start
+
+    model = Model.parse("ip,jq,pq->ij").bind((4, 3), {"p": 2, "q": 2})
+    assert not has_posterior_start(model, model.free)
+    assert has_posterior_start(Model.parse("ik,kj->ij").bind((4, 3), {"k": 2}), (0, 1))
+    X = np.random.default_rng(0).poisson(2.0, size=(5, 4, 3)).astype(float)
+    settings = dict(method="gibbs", n_warmup=50, n_draws=100, random_state=0)
+    auto = TuckerVB((2, 2, 2), **settings).fit(X)
+    chib = TuckerVB((2, 2, 2), evidence="chib", **settings).fit(X)
+    assert auto.log_evidence_ == chib.log_evidence_

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
-from ..evidence._ais import ais_log_evidence, posterior_start
+from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
@@ -271,6 +271,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
+        if (self.evidence == "auto" and evidence == "ais"
+                and not has_posterior_start(model, priors.free, tuple(fixed))):
+            # AIS from the prior is far too short for real data; Chib then.
+            evidence = "chib"
         if self.method == "em":
             em.check_priors(priors)
         rng = as_generator(self.random_state)

@@ -35,8 +35,10 @@ SHARED_PARAMETERS = """\
         ``n_temperatures`` temperatures (``method="sgld"``; see
         :func:`~sklearn_pltf.evidence.sti_log_evidence`), with a standard
         error; ``"auto"``, the bound for VB, AIS for Gibbs and SADA on dense
-        data (Chib on sparse data, where AIS does not run), STI for SGLD,
-        none for EM; None, no estimate. AIS is the samplers' default because
+        data (Chib on sparse data, where AIS does not run, and for models
+        with more than one latent index to relabel, e.g. Tucker, where AIS
+        would start from the prior), STI for SGLD, none for EM; None, no
+        estimate. AIS is the samplers' default because
         its cost does not grow with the number of factor elements, as
         Chib's does (the user guide compares them).
     prior_shape, prior_rate : float, array-like or dict, default=1.0

@@ -205,9 +205,7 @@ class GammaStart:
 
     def __init__(self, model, shape, rate, held=()):
         self.free = tuple(a for a, v in enumerate(shape) if v is not None)
-        taken = set().union(*(model.factors[a] for a in held)) if held else set()
-        latent = [c for c in dict.fromkeys("".join(model.factors[a] for a in self.free))
-                  if c not in model.output and c not in taken]
+        latent = relabelled_indices(model, self.free, held)
         if len(latent) > 1:
             raise ValueError(f"More than one latent index to relabel: {''.join(latent)!r}.")
         if latent and model.sizes[latent[0]] > MAX_SIZE:
@@ -262,18 +260,33 @@ class GammaStart:
                                                  self._rate[a][orders]), a) for a in self.free}
 
 
+def relabelled_indices(model, free, held=()):
+    """The latent indices whose labels can be permuted: carried by a free
+    factor and by no held one."""
+    taken = set().union(*(model.factors[a] for a in held)) if held else set()
+    return [c for c in dict.fromkeys("".join(model.factors[a] for a in free))
+            if c not in model.output and c not in taken]
+
+
+def has_posterior_start(model, free, held=()):
+    """Whether :class:`GammaStart` can mix over the labels of ``model``: at
+    most one relabelled index, of at most ``MAX_SIZE`` labels."""
+    latent = relabelled_indices(model, free, held)
+    return len(latent) == 0 or (len(latent) == 1 and model.sizes[latent[0]] <= MAX_SIZE)
+
+
 def posterior_start(model, means, geometric_means, held=()):
     """The :class:`GammaStart` fitted to posterior marginals given by their
     means and geometric means (per factor position, None for held ones;
-    :func:`gamma_from_moments`), or None (the prior) when the labels have
-    more permutations than it holds."""
+    :func:`gamma_from_moments`), or None (the prior) where
+    :func:`has_posterior_start` says it cannot be built."""
     fits = [None if m is None or a in held else gamma_from_moments(m, g)
             for a, (m, g) in enumerate(zip(means, geometric_means))]
-    try:
-        return GammaStart(model, [None if f is None else f[0] for f in fits],
-                          [None if f is None else f[1] for f in fits], held)
-    except ValueError:
+    free = tuple(a for a, f in enumerate(fits) if f is not None)
+    if not has_posterior_start(model, free, held):
         return None
+    return GammaStart(model, [None if f is None else f[0] for f in fits],
+                      [None if f is None else f[1] for f in fits], held)
 
 
 def gamma_from_moments(mean, geometric_mean):
