@@ -1,25 +1,38 @@
 """Annealed importance sampling (AIS) of log p(X) for a Poisson–Gamma PLTF
-model (Neal 2001).
+model (Neal 2001), forward and reverse.
 
-A path of power posteriors :math:`\\pi_t(\\theta) \\propto p(\\theta)
-p(X \\mid \\theta)^t` leads from the prior (t = 0) to the posterior (t = 1).
-Each run draws :math:`\\theta_0` from the prior, then at every rung
-:math:`t_k` of the ladder adds :math:`(t_k - t_{k-1}) \\log p(X \\mid
-\\theta_{k-1})` to its log weight and moves θ by MCMC steps that leave
-:math:`\\pi_{t_k}` invariant. The mean weight is an unbiased estimate of
-p(X); its log, a stochastic lower bound on log p(X).
+A path of distributions :math:`\\pi_t \\propto s^{1-t} (p(\\theta) p(X \\mid
+\\theta))^t` leads from a start s with a known normaliser (t = 0) to the
+posterior (t = 1). Each run draws :math:`\\theta_0` from s, then at every
+rung :math:`t_k` of the ladder adds :math:`(t_k - t_{k-1}) \\log(p(\\theta)
+p(X \\mid \\theta) / s(\\theta))` at :math:`\\theta_{k-1}` to its log weight
+and moves θ by MCMC steps that leave :math:`\\pi_{t_k}` invariant. The mean
+weight is an unbiased estimate of p(X); its log, a stochastic lower bound on
+log p(X). With s the prior, this is the path of power posteriors. Reverse
+AIS runs the same ladder down from an exact posterior sample
+(:func:`reverse_ais_log_evidence`).
 
-The moves are Metropolis-adjusted Langevin (MALA) steps on
-:math:`\\phi = \\log Z` (the Jacobian adds :math:`\\sum \\phi`): the tempered
-Poisson likelihood is not conjugate to the Gamma prior, so Gibbs with an
-allocation S is exact only at t = 1, while a Metropolis correction makes each
-step exact at every t. The step size of each rung comes from a pilot pass
-(a quarter of the runs, discarded) that aims at an acceptance of about 0.6;
-the runs that count use that schedule fixed, so that each of their moves
-depends on the current state alone, as AIS needs.
+The start: from the prior the runs must travel far, and on large data no
+affordable ladder gets there; from a Gamma fit to the posterior marginals
+(:class:`GammaStart`, mixed over every relabelling of the components so
+that it covers every label-permuted mode of the posterior) the path is
+short.
+
+The moves: Metropolis-adjusted Langevin (MALA) steps on :math:`\\phi = \\log
+Z` (the Jacobian adds :math:`\\sum \\phi`), since the tempered Poisson
+likelihood is not conjugate to the Gamma prior, so Gibbs with an allocation
+S is exact only at t = 1, while a Metropolis correction makes each step exact
+at every t; then one Metropolis move along each scaling ridge of the
+likelihood (:func:`_rescale`). The step sizes of each rung come from a pilot
+pass (a quarter of the runs, discarded) that aims at an acceptance of about
+0.6; the runs that count use that schedule fixed, so that each of their
+moves depends on the current state alone, as AIS needs.
 
 Every run is advanced at once: each factor carries a leading run axis and
-every contraction is one batched einsum over the dense data.
+every contraction is one batched einsum over the dense data, planned once
+(:class:`Contraction`). The driver (:func:`anneal_forward`) serves any model
+that supplies a target: its log prior, log-likelihood, ridges and (for a
+start at the prior) exact prior draws; ``_gaussian_ais`` is the other one.
 """
 
 from __future__ import annotations
@@ -446,7 +459,9 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
         ``{position: array}`` for every held factor.
     start : GammaStart, default=None
         Where the path starts: the prior (None), or a Gamma approximation of
-        the posterior, which shortens the path the runs must travel.
+        the posterior (e.g. :func:`posterior_start` of a sampler's or VB's
+        means and geometric means), which shortens the path the runs must
+        travel; the estimators pass one.
     n_runs : int, default=32
         Independent annealing runs (the pilot that tunes the step sizes runs
         a quarter as many more).
@@ -457,7 +472,8 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
         :math:`\\mathbb E_{\\pi_t}[\\log p(X \\mid \\theta)]` changes fastest), 1
         (even spacing) from a ``start`` near the posterior.
     n_moves : int, default=2
-        MALA steps per rung.
+        MALA steps per rung (each rung then adds one rescaling move per
+        scaling ridge, which costs no contraction).
     verbose : int, default=0
         At 1 or more, progress lines over the rungs with the time left.
 
