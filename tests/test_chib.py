@@ -107,3 +107,16 @@ def test_log_mean_exp_removes_the_bias_of_a_log_of_a_mean():
     # the error returned is the relative standard error of the mean of w
     errors = np.array([log_mean_exp(v)[1] for v in log_values[:200]])
     assert 0.5 < np.mean(errors) / np.sqrt((np.e - 1) / 50) < 1.5
+
+
+def test_an_ordinate_too_noisy_for_its_correction_warns():
+    """Three draws per clamped run cannot estimate an ordinate's error, and
+    200 on the tiny matrix give relative errors well below the limit."""
+    import warnings
+
+    X = TINY_MATRICES[0].astype(float)
+    with pytest.warns(RuntimeWarning, match=r"ordinate \d+ of \d+ has a relative Monte Carlo"):
+        chib(X, 2, (1.0, 1.0), seed=0, n_draws=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        chib(X, 2, (1.0, 1.0), seed=0, n_draws=200)

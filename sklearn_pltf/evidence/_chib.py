@@ -64,7 +64,7 @@ import numpy as np
 from .._progress import progress_or_none
 from ..inference import gibbs
 from ..inference._chains import run_chain
-from ._log_mean import log_mean_exp
+from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
 __all__ = ["ChibEstimate", "chib_log_evidence"]
 
@@ -146,6 +146,7 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
         clamped[alpha][block] = True
         if progress is not None:
             progress()
+    warn_if_ordinates_unreliable(np.sqrt(variances), "lengthen the clamped runs (n_draws)")
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
                         tuple(ordinates), point, float(np.sqrt(np.sum(variances))))

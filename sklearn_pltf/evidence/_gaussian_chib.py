@@ -55,7 +55,7 @@ from scipy.special import logsumexp
 from .._progress import progress_or_none
 from ..inference import gaussian
 from ..inference._truncnorm import log_rectified_normal_density
-from ._log_mean import log_mean_exp
+from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
 __all__ = ["GaussianChibEstimate", "gaussian_chib_log_evidence"]
 
@@ -155,6 +155,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
             clamped[(n, r)] = True if keep.all() else keep
         if progress is not None:
             progress()
+    warn_if_ordinates_unreliable(np.sqrt(variances), "lengthen the clamped runs (n_draws)")
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return GaussianChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
                                 tuple(ordinates), point, float(np.sqrt(np.sum(variances))))

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.special import logsumexp
 
 from ._sti import batch_means_error
 
-__all__ = ["log_mean_exp"]
+__all__ = ["log_mean_exp", "warn_if_ordinates_unreliable"]
+
+#: Above this relative error the second-order correction of
+#: :func:`log_mean_exp` (s²/2, 0.125 nats at the limit) no longer accounts
+#: for the log of a mean's bias, whose higher-order terms grow as s³ and s⁴.
+ORDINATE_ERROR_LIMIT = 0.5
 
 
 def log_mean_exp(log_values, n_batches=20):
@@ -45,3 +51,17 @@ def log_mean_exp(log_values, n_batches=20):
     if np.isfinite(relative_error):
         log_mean += relative_error**2 / 2
     return log_mean, float(relative_error)
+
+
+def warn_if_ordinates_unreliable(relative_errors, advice):
+    """A ``RuntimeWarning`` naming the worst ordinate when any of Chib's
+    ordinates has a relative Monte Carlo error above
+    :data:`ORDINATE_ERROR_LIMIT` (or one that cannot be estimated)."""
+    errors = np.asarray(relative_errors, dtype=np.float64)
+    worst = int(np.argmax(np.where(np.isfinite(errors), errors, np.inf)))
+    if not errors[worst] <= ORDINATE_ERROR_LIMIT:
+        warnings.warn(
+            f"Chib's estimate: ordinate {worst + 1} of {errors.size} has a relative Monte Carlo "
+            f"error of {errors[worst]:.3g} (above {ORDINATE_ERROR_LIMIT}), so the log of its mean "
+            f"is biased beyond what its correction removes; {advice}.",
+            RuntimeWarning, stacklevel=3)
