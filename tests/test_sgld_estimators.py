@@ -121,3 +121,23 @@ def test_chains_evidence_error_is_at_least_their_spread():
     assert error == pytest.approx(6.0 / np.sqrt(3))
     # One chain: its own error.
     assert combine_chain_estimates([-5.0], [0.3]) == (-5.0, pytest.approx(0.3))
+
+
+def test_sti_chains_that_scatter_beyond_their_errors_warn():
+    """Five steps per temperature: the chains have not settled, and their
+    estimates scatter many times their own errors (20x measured here)."""
+    import warnings
+
+    from sklearn_pltf.estimators._mcmc import warn_if_chains_disagree
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(rng.gamma(1.0, 3.0, (40, 3)) @ rng.gamma(1.0, 1.0, (3, 30))).astype(float)
+    with pytest.warns(RuntimeWarning, match="chains' estimates scatter.*steps_per_temperature"):
+        BayesianNMF(3, method="sgld", n_init=3, n_temperatures=10, steps_per_temperature=5,
+                    n_warmup=20, n_draws=20, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warn_if_chains_disagree([-10.0, -11.0, -10.5], [0.5, 0.5, 0.5])  # spread 1 x errors
+        warn_if_chains_disagree([-10.0], [0.1])  # one chain: nothing to compare
+    with pytest.warns(RuntimeWarning):
+        warn_if_chains_disagree([-10.0, -14.0, -12.0], [0.5, 0.5, 0.5])  # spread 4 x errors

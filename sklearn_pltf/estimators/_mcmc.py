@@ -3,6 +3,7 @@ evidence, and the ArviZ export of the draws."""
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -13,7 +14,8 @@ from ..evidence import chib_log_evidence, sti_log_evidence
 from ..inference import gibbs, sgld, vb
 from ..inference._chains import ChainResult, align_labels, run_chain
 
-__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "sgld_posterior", "to_inference_data"]
+__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "sgld_posterior", "to_inference_data",
+           "warn_if_chains_disagree"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
@@ -156,8 +158,32 @@ def sgld_posterior(rng, model, data, priors, given, *, n_chains, n_warmup, n_dra
             "SGLD diverged on the temperature ladder (a non-finite evidence estimate); "
             "lower step_size."
         )
-    value, error = combine_chain_estimates(values, [e.standard_error for e in estimates])
+    errors = [e.standard_error for e in estimates]
+    value, error = combine_chain_estimates(values, errors)
+    warn_if_chains_disagree(values, errors)
     return SampledPosterior(state, draws, trace, value, error)
+
+
+#: Chains whose STI estimates scatter this many times more than their own
+#: errors say have not settled at their temperatures (benchmarks README (g)).
+SPREAD_LIMIT = 3.0
+
+
+def warn_if_chains_disagree(values, errors):
+    """A ``RuntimeWarning`` when independent chains' STI estimates scatter
+    (standard deviation) more than :data:`SPREAD_LIMIT` times the root mean
+    square of their own standard errors."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 2:
+        return
+    spread = float(values.std(ddof=1))
+    typical = float(np.sqrt(np.mean(np.square(errors))))
+    if spread > SPREAD_LIMIT * typical:
+        warnings.warn(
+            f"STI: the {values.size} chains' estimates scatter by {spread:.3g} (standard "
+            f"deviation), {spread / typical:.1f} times their own errors: the chains have not "
+            "settled at their temperatures, and the estimate may be several nats off; raise "
+            "steps_per_temperature (and n_warmup).", RuntimeWarning, stacklevel=2)
 
 
 def combine_chain_estimates(values, errors):
