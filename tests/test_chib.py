@@ -120,3 +120,12 @@ def test_an_ordinate_too_noisy_for_its_correction_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         chib(X, 2, (1.0, 1.0), seed=0, n_draws=200)
+
+
+def test_estimators_report_chibs_standard_error():
+    from sklearn_pltf import BayesianNMF
+
+    X = TINY_MATRICES[0].astype(float)
+    est = BayesianNMF(2, method="gibbs", evidence="chib", n_warmup=50, n_draws=200,
+                      random_state=0).fit(X)
+    assert 0 < est.log_evidence_error_ < 0.5

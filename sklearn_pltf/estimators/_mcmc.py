@@ -56,16 +56,16 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
     )
     chains = align_labels(chains, model, priors.free)
     state, draws = _pooled(chains, model)
-    log_evidence = None
+    log_evidence = log_evidence_error = None
     if chib:
         best = max(chains, key=lambda c: c.best_log_joint).best
         estimate = chib_log_evidence(
             children[-1], model, make_contractor(model, data), priors, given, sweep=sweep,
             n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
         )
-        log_evidence = estimate.log_evidence
+        log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
     trace = np.stack([c.log_likelihoods for c in chains])
-    return SampledPosterior(state, draws, trace, log_evidence)
+    return SampledPosterior(state, draws, trace, log_evidence, log_evidence_error)
 
 
 def _pooled(chains, model):

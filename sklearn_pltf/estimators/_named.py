@@ -136,7 +136,10 @@ SHARED_ATTRIBUTES = """\
         (``n_sweeps`` is ``n_iter_``, warm-up included). SGLD: unbiased
         minibatch estimates at the ``n_draws * thin`` kept steps.
     log_evidence_error_ : float
-        STI and AIS: the Monte Carlo standard error of ``log_evidence_``. STI: from one
+        Chib, STI and AIS: the Monte Carlo standard error of
+        ``log_evidence_``. Chib's combines its ordinates' errors as
+        independent, and on large data one run can scatter several times
+        more (user guide). STI: from one
         chain (``n_init=1``) it covers the noise within each temperature
         only, and on large data it can understate the run-to-run spread
         (benchmarks README (g)); with ``n_init >= 2`` it is at least the
