@@ -57,8 +57,8 @@ if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
     n_chains, n_warmup, n_draws = 2, 25, 50
 # sphinx_gallery_end_ignore
 common = dict(fixed_factors={2: delta}, prior_shape=0.5, prior_rate=0.5, random_state=0)
-sada = PLTF("r,d,dtr->t", method="sada", n_init=n_chains, n_warmup=n_warmup, n_draws=n_draws,
-            **common).fit(x)
+sada = PLTF("r,d,dtr->t", method="sada", evidence="chib", n_init=n_chains, n_warmup=n_warmup,
+            n_draws=n_draws, **common).fit(x)
 vb = PLTF("r,d,dtr->t", method="vb", **common).fit(x)
 print(f"log evidence: Chib (SADA) {sada.log_evidence_:.1f}, VB bound {vb.log_evidence_:.1f}")
 

@@ -39,8 +39,8 @@ print(f"{int(X.sum())} counts in a {n_bins} x {n_frames} spectrogram")
 # Chib's log evidence for 1-3 sources. Each estimate runs one clamped chain
 # per block (the whole of E, where the label permutations are averaged, then
 # each element of G); short runs suffice to separate these ranks.
-settings = dict(method="sada", fixed_factors={0: dictionary}, n_draws=400, n_warmup=100,
-                random_state=0)
+settings = dict(method="sada", evidence="chib", fixed_factors={0: dictionary}, n_draws=400,
+                n_warmup=100, random_state=0)
 n_posterior_draws = 2000
 # sphinx_gallery_start_ignore
 # The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
@@ -62,8 +62,8 @@ print(f"the evidence chooses {best} source(s) (truth: 2)")
 # The posterior mean of the mixing weights at the chosen number of sources,
 # each source scaled to sum one (scale moves freely between E and G), next
 # to the truth; sources are matched to the true ones by their largest weight.
-fit = PLTF("fi,ik,kt->ft", n_components={"k": best}, evidence=None,
-           **{**settings, "n_draws": n_posterior_draws}).fit(X)
+fit = PLTF("fi,ik,kt->ft", n_components={"k": best},
+           **{**settings, "n_draws": n_posterior_draws, "evidence": None}).fit(X)
 E = fit.factors_[1] / fit.factors_[1].sum(axis=0)
 truth = mixing / mixing.sum(axis=0)
 if best == 2 and E[:3, 0].sum() < E[:3, 1].sum():
