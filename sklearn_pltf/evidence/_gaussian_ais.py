@@ -23,7 +23,7 @@ import string
 import numpy as np
 from scipy.special import gammaln
 
-from ..inference.gaussian import _posterior_hyper, log_hyper_normalizer
+from ..inference.gaussian import column_log_evidence, log_hyper_normalizer
 from ._ais import Contraction, _per_run_sum, anneal_forward
 
 __all__ = ["gaussian_ais_log_evidence"]
@@ -80,12 +80,10 @@ class _GaussianTarget:
     def _log_factor_prior(self, factor):
         """Batched :func:`~sklearn_pltf.inference.gaussian.log_factor_prior`
         (runs, I, R) and its gradient in A."""
-        priors, n = self.priors, factor.shape[1]
-        sums, squares = factor.sum(axis=1), (factor**2).sum(axis=1)
-        _, precision, shape, scale = _posterior_hyper(sums, squares, n, priors)
-        per_column = (-0.5 * n * np.log(2 * np.pi) + 0.5 * np.log(priors.hyper_precision / precision)
-                      + priors.hyper_shape * np.log(priors.hyper_scale) - shape * np.log(scale)
-                      + gammaln(shape) - gammaln(priors.hyper_shape))
+        n = factor.shape[1]
+        sums = factor.sum(axis=1)
+        per_column, precision, shape, scale = column_log_evidence(
+            sums, (factor**2).sum(axis=1), n, self.priors)
         value = per_column.sum(axis=1) - self._log_normalizers[n]
         gradient = -(shape / scale)[:, None, :] * (factor - (sums / precision)[:, None, :])
         return value, gradient

@@ -61,7 +61,8 @@ from ._truncnorm import log_rectified_normal_density, rectified_normal_mean, sam
 
 __all__ = [
     "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
-    "log_likelihood", "log_factor_prior", "log_noise_prior", "log_hyper_normalizer",
+    "log_likelihood", "log_factor_prior", "column_log_evidence", "log_noise_prior",
+    "log_hyper_normalizer",
     "sample_prior", "column_conditional", "log_joint", "fold_in", "run_chain", "GaussianChain",
     "DualAveraging",
 ]
@@ -133,6 +134,21 @@ def _posterior_hyper(column_sums, column_squares, n_elements, priors):
     return location, precision, shape, scale
 
 
+def column_log_evidence(column_sums, column_squares, n_elements, priors):
+    """Per column, the Normal–inverse-Gamma evidence of its values given
+    their sums and sums of squares (any leading axes), with the posterior's
+    precision, shape and scale, which its gradient needs
+    (:math:`\\partial / \\partial a_i = -(\\text{shape}/\\text{scale})(a_i -
+    \\text{sum}/\\text{precision})`)."""
+    _, precision, shape, scale = _posterior_hyper(column_sums, column_squares, n_elements, priors)
+    per_column = (
+        -0.5 * n_elements * np.log(2 * np.pi) + 0.5 * np.log(priors.hyper_precision / precision)
+        + priors.hyper_shape * np.log(priors.hyper_scale) - shape * np.log(scale)
+        + gammaln(shape) - gammaln(priors.hyper_shape)
+    )
+    return per_column, precision, shape, scale
+
+
 def log_factor_prior(factor, priors):
     """:math:`\\log p(A_n)` with each column's (μ, v) integrated out: the
     Normal–inverse-Gamma evidence of the column's values minus
@@ -141,12 +157,7 @@ def log_factor_prior(factor, priors):
     if np.any(factor < 0):
         return -np.inf
     n = factor.shape[0]
-    _, precision, shape, scale = _posterior_hyper(factor.sum(0), (factor**2).sum(0), n, priors)
-    per_column = (
-        -0.5 * n * np.log(2 * np.pi) + 0.5 * np.log(priors.hyper_precision / precision)
-        + priors.hyper_shape * np.log(priors.hyper_scale) - shape * np.log(scale)
-        + gammaln(shape) - gammaln(priors.hyper_shape)
-    )
+    per_column = column_log_evidence(factor.sum(0), (factor**2).sum(0), n, priors)[0]
     return float(np.sum(per_column) - factor.shape[1] * log_hyper_normalizer(n, priors.hyper_precision))
 
 
