@@ -11,8 +11,16 @@ from _gaussian_additive import (
     variance_log_likelihood,
 )
 
+from sklearn_pltf.estimators._mcmc import warn_if_unsettled
 from sklearn_pltf.evidence import sti_log_evidence, temperature_ladder
-from sklearn_pltf.evidence._sti import batch_means_error, trapezoid_weights
+from sklearn_pltf.evidence._sti import (
+    BLOCK,
+    MIN_KEPT,
+    _trending,
+    batch_means_error,
+    effective_sample_size,
+    trapezoid_weights,
+)
 
 RANKS = range(1, 11)
 
@@ -62,6 +70,19 @@ def test_batch_means_error_matches_iid_standard_error():
     assert batch_means_error(values) == pytest.approx(1 / np.sqrt(20000), rel=0.4)
 
 
+def test_effective_sample_size_of_independent_and_autocorrelated_draws():
+    rng = np.random.default_rng(1)
+    # Independent draws: about n (the estimator holds tau at 1 or more).
+    assert effective_sample_size(rng.normal(size=20000)) == pytest.approx(20000, rel=0.1)
+    # AR(1) with coefficient 0.9: tau = (1 + 0.9) / (1 - 0.9) = 19. With about
+    # 10,000 effective draws the estimate's relative error is a few percent.
+    from scipy.signal import lfilter
+
+    series = lfilter([1.0], [1.0, -0.9], rng.normal(size=200_000))
+    assert effective_sample_size(series) == pytest.approx(200_000 / 19, rel=0.15)
+    assert effective_sample_size([1.0, 2.0]) == 2.0
+
+
 def test_ladder_must_span_zero_to_one():
     x = draw_data(np.random.default_rng(0), 2, n=100)
     with pytest.raises(ValueError, match="from 0 to 1"):
@@ -83,6 +104,48 @@ def test_sti_matches_analytic_evidence(rank):
     assert 0 < estimate.standard_error < 1.0
     # The chain ended at t = 1 near the posterior of s = Σ θ.
     assert estimate.state.params[0].sum() == pytest.approx(x.mean(), abs=0.2)
+
+
+@pytest.mark.parametrize("rank", [2, 5])
+def test_self_tuning_sti_matches_analytic_evidence(rank):
+    """The default, n_steps="auto": its standard error within the default
+    target (tol=1), the analytic evidence within three of it (the estimate
+    is a sum of 40 independent means, so close to normal), and fewer steps
+    in all than the 3000 a temperature that the fixed-length test needs."""
+    x = draw_data(np.random.default_rng(5), 5)
+    estimate = sti_log_evidence(np.random.default_rng(200 + rank), GaussianAdditiveTarget(x, rank))
+    assert 0 < estimate.standard_error <= 1.0
+    assert abs(estimate.log_evidence - log_evidence(x, rank)) < 3 * estimate.standard_error
+    assert estimate.unsettled == 0
+    assert estimate.steps.sum() < 3000 * estimate.temperatures.size / 2
+    assert estimate.steps.min() == MIN_KEPT
+
+
+def test_trend_test_separates_a_relaxing_chain_from_a_settled_one():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=2000)
+    assert not _trending(noise, negligible=0.0)
+    assert _trending(noise + np.linspace(-1.0, 1.0, 2000), negligible=0.0)
+    # A trend smaller than what matters to the integral is let through.
+    assert not _trending(noise + np.linspace(-1.0, 1.0, 2000), negligible=5.0)
+
+
+def test_self_tuning_sti_spends_its_budget_and_flags_what_it_cannot_settle():
+    """Chains started without warm-up, with small steps, far from each
+    temperature's posterior: with a budget of one block past the first walk
+    up the ladder, a temperature is still trending at the end and is
+    counted unsettled."""
+    x = draw_data(np.random.default_rng(0), 2, n=2000)
+    target = GaussianAdditiveTarget(x, 2)
+    budget = 5 * MIN_KEPT + BLOCK
+    capped = sti_log_evidence(np.random.default_rng(0), target, n_temperatures=5, n_warmup=0,
+                              max_steps=budget, step_size=1e-3)
+    assert capped.steps.sum() == budget
+    assert capped.unsettled >= 1
+    with pytest.warns(RuntimeWarning, match="still trending.*steps_per_temperature"):
+        warn_if_unsettled([capped])
+    with pytest.raises(ValueError, match="positive integer or 'auto'"):
+        sti_log_evidence(np.random.default_rng(0), target, n_steps="many")
 
 
 def test_sti_is_reproducible():

@@ -219,7 +219,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
         "n_temperatures": [Interval(Integral, 2, None, closed="left")],
-        "steps_per_temperature": [Interval(Integral, 2, None, closed="left")],
+        "steps_per_temperature": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "step_size": [Interval(Real, 0, None, closed="neither")],
     }
 

@@ -15,7 +15,7 @@ from ..inference import gibbs, sgld, vb
 from ..inference._chains import ChainResult, align_labels, run_chain
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "sgld_posterior", "to_inference_data",
-           "warn_if_chains_disagree"]
+           "warn_if_chains_disagree", "warn_if_unsettled"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
@@ -161,6 +161,7 @@ def sgld_posterior(rng, model, data, priors, given, *, n_chains, n_warmup, n_dra
     errors = [e.standard_error for e in estimates]
     value, error = combine_chain_estimates(values, errors)
     warn_if_chains_disagree(values, errors)
+    warn_if_unsettled(estimates)
     return SampledPosterior(state, draws, trace, value, error)
 
 
@@ -184,6 +185,20 @@ def warn_if_chains_disagree(values, errors):
             f"deviation), {spread / typical:.1f} times their own errors: the chains have not "
             "settled at their temperatures, and the estimate may be several nats off; raise "
             "steps_per_temperature (and n_warmup).", RuntimeWarning, stacklevel=2)
+
+
+def warn_if_unsettled(estimates):
+    """A ``RuntimeWarning`` when self-tuning STI's budget ran out with the
+    log-likelihood still trending at some temperature (``STIEstimate.unsettled``)."""
+    unsettled = sum(e.unsettled for e in estimates)
+    if unsettled:
+        budget = max(int(e.steps.sum()) for e in estimates)
+        warnings.warn(
+            f"STI: at {unsettled} temperature(s) over {len(estimates)} chain(s) the "
+            f"log-likelihood was still trending when the budget of {budget} steps ran out: "
+            "the estimate may be off by more than its standard error; set "
+            "steps_per_temperature to a number of steps (several thousand), or n_init=2 or "
+            "more, whose spread the error then includes.", RuntimeWarning, stacklevel=2)
 
 
 def combine_chain_estimates(values, errors):

@@ -94,11 +94,14 @@ SHARED_PARAMETERS = """\
         al., ICML 2015).
     n_temperatures : int, default=40
         STI: temperatures of the ladder ``t_i = (i / (n - 1))^6``.
-    steps_per_temperature : int, default=1000
-        STI: SGLD steps kept at each temperature (after ``n_warmup``). Larger
-        data need more (4000 on a matrix of 1,005 counts, 16,000 on one of
-        25,270): refit with four times as many and keep raising it while the
-        estimate moves (user guide).
+    steps_per_temperature : int or "auto", default="auto"
+        STI: SGLD steps kept at each temperature (after ``n_warmup``), or
+        ``"auto"``: after 500 at each, more where the log-likelihood still
+        trends or the standard error gains most, until nothing trends and
+        the standard error is at most 1 nat, within 2000 steps per
+        temperature on average (:func:`~sklearn_pltf.evidence.sti_log_evidence`).
+        The fit warns if a temperature still trends when that budget is
+        spent; then give a number of steps here (user guide).
     step_size : float, default=0.1
         SGLD: the step after warm-up, in units of each element's posterior
         width; smaller is less biased and mixes more slowly."""
@@ -187,7 +190,7 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         batch_size=10_000,
         n_blocks=None,
         n_temperatures=40,
-        steps_per_temperature=1000,
+        steps_per_temperature="auto",
         step_size=0.1,
     ):
         self.n_components = n_components

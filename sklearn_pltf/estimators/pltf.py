@@ -91,7 +91,7 @@ class PLTF(BasePoissonPLTF):
         batch_size=10_000,
         n_blocks=None,
         n_temperatures=40,
-        steps_per_temperature=1000,
+        steps_per_temperature="auto",
         step_size=0.1,
     ):
         self.model = model
