@@ -571,6 +571,8 @@ def main():
     parser.add_argument("--sandwich-cases", nargs="+", choices=list(bench_evidence.CASES),
                         default=list(bench_evidence.CASES))
     parser.add_argument("--sandwich-datasets", type=int, default=3)
+    parser.add_argument("--sandwich-first-dataset", type=int, default=0,
+                        help="(p) the first dataset's index (seed 1000 + index)")
     parser.add_argument("--sandwich-methods", nargs="+", choices=list(bench_evidence.METHODS),
                         default=["vb", "ais", "sti", "chib"])
     parser.add_argument("--sandwich-temperatures", type=int, default=4000,
@@ -610,7 +612,7 @@ def main():
     if args.workload in ("evidence-sandwich", "all"):
         summary.update(bench_evidence.bench_evidence_sandwich(
             args.sandwich_cases, args.sandwich_datasets, args.sandwich_methods,
-            args.sandwich_temperatures))
+            args.sandwich_temperatures, first_dataset=args.sandwich_first_dataset))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

@@ -98,8 +98,10 @@ def run_estimator(case, X, rank, method, seed):
         time.process_time() - start_cpu
 
 
-def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ranks=3):
-    """For each case and dataset, fitted ranks 1 .. truth + ``extra_ranks``:
+def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ranks=3,
+                            first_dataset=0):
+    """For each case and dataset (seeds ``1000 + first_dataset`` on), fitted
+    ranks 1 .. truth + ``extra_ranks``:
     the reference, each estimator at its defaults, their distances from the
     reference and CPU seconds; the summary counts how often each
     estimator's argmax over ranks is the reference's."""
@@ -109,7 +111,7 @@ def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ra
         ranks = range(1, truth + extra_ranks + 1)
         agree = {m: 0 for m in methods}
         seconds = {m: 0.0 for m in ("reference", *methods)}
-        for dataset in range(n_datasets):
+        for dataset in range(first_dataset, first_dataset + n_datasets):
             X, factors = simulate(case, seed=1000 + dataset)
             curves = {m: {} for m in ("reference", *methods)}
             for rank in ranks:

@@ -141,3 +141,14 @@ def test_sti_chains_that_scatter_beyond_their_errors_warn():
         warn_if_chains_disagree([-10.0], [0.1])  # one chain: nothing to compare
     with pytest.warns(RuntimeWarning):
         warn_if_chains_disagree([-10.0, -14.0, -12.0], [0.5, 0.5, 0.5])  # spread 4 x errors
+
+
+def test_a_diverging_sgld_ladder_raises_and_says_to_lower_the_step(counts):
+    """Steps of 50 posterior widths overflow: the self-tuned ladder stops
+    spending its budget at the first non-finite log-likelihood, and the fit
+    raises instead of returning a number."""
+    est = BayesianNMF(2, method="sgld", n_temperatures=5, n_warmup=20, step_size=50.0,
+                      random_state=0)
+    with pytest.raises(FloatingPointError, match="lower step_size"), np.errstate(all="ignore"):
+        est.fit(counts)
+    assert not hasattr(est, "log_evidence_")

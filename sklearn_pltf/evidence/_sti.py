@@ -184,8 +184,6 @@ class _Temperature:
     def gain(self):
         """What one more block does: infinite while trending, else the drop
         in :math:`w^2 \\mathrm{se}^2`."""
-        if not self.finite:
-            return -np.inf
         if self.trending:
             return np.inf
         return (self.weight * self.error) ** 2 * BLOCK / (self.log_likelihoods.size + BLOCK)
@@ -223,13 +221,12 @@ def _auto_ladder(rng, state, target, ladder, weights, *, n_warmup, step_size, to
             progress(n_warmup + MIN_KEPT)
     spent = MIN_KEPT * ladder.size
     while spent + BLOCK <= max_steps:
-        gains = np.array([chain.gain() for chain in chains])
+        if not all(c.finite for c in chains):
+            break  # a chain diverged: the estimate is not finite, and the caller says so
         total_error = np.sqrt(sum((c.weight * c.error) ** 2 for c in chains))
-        if gains.max() == -np.inf:
-            break  # every chain diverged; the caller reports it
         if not any(c.trending for c in chains) and total_error <= tol:
             break
-        chains[int(np.argmax(gains))].extend(rng, target, step_size)
+        chains[int(np.argmax([c.gain() for c in chains]))].extend(rng, target, step_size)
         spent += BLOCK
         if progress is not None:
             progress(BLOCK)
