@@ -12,7 +12,9 @@ seconds: the VB bound (``method="vb"``), AIS (``method="gibbs"``, whose
 default evidence it is on dense data), STI (``method="sgld"``) and Chib
 (``method="gibbs", evidence="chib"``; one clamped run per factor element, so
 hours per dataset on the 100 x 75 matrices: pass ``--sandwich-methods`` to
-choose).
+choose). The Gaussian NTF case (``GibbsNTF`` at its default priors, data
+drawn from that prior) has AIS and Chib only, and its sandwich is Gaussian
+AIS forward and reverse.
 """
 
 from __future__ import annotations
@@ -23,10 +25,16 @@ import warnings
 
 import numpy as np
 
-from sklearn_pltf import BayesianNMF, PoissonCP
+from sklearn_pltf import BayesianNMF, GibbsNTF, PoissonCP
 from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.evidence import ais_log_evidence, reverse_ais_log_evidence
+from sklearn_pltf.evidence import (
+    ais_log_evidence,
+    gaussian_ais_log_evidence,
+    gaussian_reverse_ais_log_evidence,
+    reverse_ais_log_evidence,
+)
 from sklearn_pltf.evidence._ais import posterior_start
+from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model import Model
 
@@ -35,6 +43,8 @@ CASES = {
     "nmf-rate5": ("ik,kj->ij", (100, 75), 3, 5.0, BayesianNMF),  # the STI paper's
     "nmf-rate1": ("ik,kj->ij", (100, 75), 3, 1.0, BayesianNMF),
     "model2": ("ir,jr,kr->ijk", (10, 5, 8), 3, 1.0, PoissonCP),  # the Chib paper's Model II
+    # Gaussian NTF at GibbsNTF's default priors (no prior rate: a Gaussian model)
+    "gaussian-ntf": ("ir,jr,kr->ijk", (20, 15, 10), 3, None, GibbsNTF),
 }
 
 METHODS = {
@@ -43,6 +53,8 @@ METHODS = {
     "sti": dict(method="sgld"),
     "chib": dict(method="gibbs", evidence="chib"),
 }
+#: GibbsNTF's estimators (it has no VB and no SGLD)
+GAUSSIAN_METHODS = {"ais": dict(evidence="ais"), "chib": dict(evidence="chib")}
 
 
 def _line(**fields):
@@ -50,9 +62,15 @@ def _line(**fields):
 
 
 def simulate(case, seed):
-    """Counts drawn from ``case``'s model at its generating rank, Gamma(1,
-    rate) factors, and the factors that drew them."""
+    """Data drawn from ``case``'s model at its generating rank (counts from
+    Gamma(1, rate) factors; Gaussian NTF from its prior), and the factors
+    that drew them."""
     spec, shape, rank, rate, _ = CASES[case]
+    if rate is None:
+        rng = np.random.default_rng(seed)
+        truth = gaussian.sample_prior(rng, shape, rank, GibbsNTF()._priors())
+        xhat = np.einsum(spec, *truth.factors)
+        return xhat + rng.normal(0.0, np.sqrt(truth.noise_variance), shape), list(truth.factors)
     model = Model.parse(spec).bind(shape, {c: rank for c in _latent(spec)})
     rng = np.random.default_rng(seed)
     factors = [rng.gamma(1.0, 1.0 / rate, size=model.factor_shape(a))
@@ -71,6 +89,8 @@ def reference(case, X, rank, seed, n_temperatures, exact_sample=None):
     ``exact_sample`` when given), both from a Gamma fit to a Gibbs run's
     posterior marginals. Returns ``(lower, upper or None, cpu seconds)``."""
     spec, _, _, rate, estimator = CASES[case]
+    if rate is None:
+        return _gaussian_reference(X, rank, seed, n_temperatures, exact_sample)
     start_cpu = time.process_time()
     model = Model.parse(spec).bind(X.shape, {c: rank for c in _latent(spec)})
     priors = gamma_priors(model, 1.0, rate)
@@ -89,10 +109,37 @@ def reference(case, X, rank, seed, n_temperatures, exact_sample=None):
     return lower, upper, time.process_time() - start_cpu
 
 
+def _gaussian_reference(X, rank, seed, n_temperatures, exact_sample):
+    """:func:`reference` for Gaussian NTF: forward (and reverse) Gaussian AIS
+    from a Gamma fit to a 2000-draw chain's factor marginals."""
+    start_cpu = time.process_time()
+    chain = GibbsNTF(rank, evidence=None, n_draws=2000, random_state=seed).fit(X)
+    draws = [d[0] for d in chain.draws_]
+    start = posterior_start(chain.model_, [d.mean(axis=0) for d in draws],
+                            [np.exp(np.log(d).mean(axis=0)) for d in draws])
+    data, priors = as_observed_tensor(X, allow_negative=True), chain._priors()
+    rng = np.random.default_rng(seed)
+    lower = gaussian_ais_log_evidence(rng, data, rank, priors, start,
+                                      n_temperatures=n_temperatures)
+    upper = None
+    if exact_sample is not None:
+        upper = gaussian_reverse_ais_log_evidence(rng, data, rank, priors, exact_sample, start,
+                                                  n_temperatures=n_temperatures)
+    return lower, upper, time.process_time() - start_cpu
+
+
+def methods_of(case, methods):
+    """The requested ``methods`` that ``case``'s estimator has."""
+    return [m for m in methods if CASES[case][3] is not None or m in GAUSSIAN_METHODS]
+
+
 def run_estimator(case, X, rank, method, seed):
     """``(log evidence, standard error or None, cpu seconds)`` of one default fit."""
     _, _, _, rate, estimator = CASES[case]
     start_cpu = time.process_time()
+    if rate is None:
+        est = estimator(rank, random_state=seed, **GAUSSIAN_METHODS[method]).fit(X)
+        return est.log_evidence_, est.log_evidence_error_, time.process_time() - start_cpu
     est = estimator(rank, prior_rate=rate, random_state=seed, **METHODS[method]).fit(X)
     return est.log_evidence_, getattr(est, "log_evidence_error_", None), \
         time.process_time() - start_cpu
@@ -105,8 +152,9 @@ def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ra
     the reference, each estimator at its defaults, their distances from the
     reference and CPU seconds; the summary counts how often each
     estimator's argmax over ranks is the reference's."""
-    summary = {}
+    summary, requested = {}, methods
     for case in cases:
+        methods = methods_of(case, requested)
         truth = CASES[case][2]
         ranks = range(1, truth + extra_ranks + 1)
         agree = {m: 0 for m in methods}

@@ -15,7 +15,8 @@
   bound): together, for data simulated from the model, they sandwich the
   evidence (bidirectional Monte Carlo);
   :func:`gaussian_ais_log_evidence`, AIS for Gaussian non-negative PARAFAC
-  (``GibbsNTF``).
+  (``GibbsNTF``), and :func:`gaussian_reverse_ais_log_evidence`, its upper
+  bound from an exact posterior sample.
 
 The variational bound, the other estimate, comes with every VB fit
 (``log_evidence_`` of an estimator fitted with ``method="vb"``).
@@ -25,11 +26,11 @@ from ._ais import AISEstimate, ais_log_evidence, reverse_ais_log_evidence
 from ._bam_exact import bam_exact_log_evidence
 from ._chib import ChibEstimate, chib_log_evidence
 from ._exact import exact_log_evidence
-from ._gaussian_ais import gaussian_ais_log_evidence
+from ._gaussian_ais import gaussian_ais_log_evidence, gaussian_reverse_ais_log_evidence
 from ._sti import STIEstimate, sti_log_evidence, temperature_ladder
 
 __all__ = [
     "exact_log_evidence", "chib_log_evidence", "ChibEstimate", "sti_log_evidence", "STIEstimate",
     "temperature_ladder", "bam_exact_log_evidence", "ais_log_evidence", "AISEstimate",
-    "reverse_ais_log_evidence", "gaussian_ais_log_evidence",
+    "reverse_ais_log_evidence", "gaussian_ais_log_evidence", "gaussian_reverse_ais_log_evidence",
 ]

@@ -565,6 +565,17 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
                 f"posterior_sample[{a}] must be a positive array of shape "
                 f"{priors.shape[a].shape}, the free factor's; got shape {value.shape}.")
         initial[a] = np.log(value)
+    return anneal_reverse(rng, target, start, initial, n_runs=n_runs,
+                          n_temperatures=n_temperatures, power=power, n_moves=n_moves,
+                          verbose=verbose)
+
+
+def anneal_reverse(rng, target, start, initial, *, n_runs, n_temperatures, power, n_moves,
+                   verbose):
+    """Reverse AIS on ``target`` from ``initial`` (``{position: φ}``, an
+    exact posterior draw) down to ``start``: a pilot a quarter as large tunes
+    each rung's steps, then the counted runs, every one from ``initial``.
+    The upper estimate for every model."""
     ladder = _ladder(n_temperatures, power, start)[::-1]
     steps = np.full((2, n_temperatures), 0.5)
     pilot_rng, run_rng = rng.spawn(2)
@@ -578,7 +589,7 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
     log_weights, acceptance = _anneal(run_rng, ladder, steps, copies(n_runs), n_moves, target,
                                       start, adapt=False, progress=progress)
     return _summary(log_weights, acceptance, sign=-1.0, n_temperatures=n_temperatures,
-                    stacklevel=3)
+                    stacklevel=4)
 
 
 def _dense(data, caller):
