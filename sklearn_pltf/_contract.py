@@ -11,10 +11,14 @@ For a model with factors :math:`Z_\\alpha(v_\\alpha)` and observed indices
 
 (Yılmaz, Cemgil & Şimşekli, NIPS 2011, eq. 6). Algorithms ask a contractor for
 
-- ``ratio_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M \\circ X / \\hat X)`;
+- ``ratio_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M \\circ E[N] / \\hat X)`,
+  ``E[N]`` the expected latent count of each entry (:mod:`._likelihood`:
+  ``X`` itself for Poisson data, so :math:`\\Delta_\\alpha(M \\circ X / \\hat X)`);
 - ``masked_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M)`;
 - ``masked_total(Z)``: :math:`\\sum M \\circ \\hat X`;
-- ``data_loglik(Z)``: :math:`\\sum M \\circ X \\log \\hat X`.
+- ``data_loglik(Z)``: the non-zeros' terms of the log-likelihood besides
+  :math:`-\\hat X`, e.g. :math:`\\sum M \\circ X \\log \\hat X`; with
+  ``log_base_measure`` and ``masked_total`` it makes log p(X | Z).
 
 The dense path contracts whole tensors with opt_einsum expressions planned once
 per subscripts and shapes. The sparse path works on entry lists (the observed
@@ -31,6 +35,7 @@ import numpy as np
 import opt_einsum
 
 from . import _kernels
+from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
 
@@ -41,11 +46,15 @@ _CHUNK_FLOATS = 1 << 21
 _MAX_ENUMERATED_CONFIGS = 512
 
 
-def make_contractor(model, data):
-    """The contractor for a bound ``model`` and an :class:`ObservedTensor`."""
+def make_contractor(model, data, likelihood="poisson"):
+    """The contractor for a bound ``model``, an :class:`ObservedTensor` and a
+    likelihood (a name in :data:`._likelihood.LIKELIHOODS`, checked against
+    the data)."""
+    likelihood = get_likelihood(likelihood)
+    likelihood.check(data)
     if data.is_sparse:
-        return SparseContractor(model, data)
-    return DenseContractor(model, data)
+        return SparseContractor(model, data, likelihood)
+    return DenseContractor(model, data, likelihood)
 
 
 def full_xhat(model, factors):
@@ -165,8 +174,8 @@ def expand_to_factor(array, present, own, shape):
 class DenseContractor:
     """Contractions on a dense data tensor (and a dense mask, if any)."""
 
-    def __init__(self, model, data):
-        self.model, self.data = model, data
+    def __init__(self, model, data, likelihood=PoissonLikelihood()):
+        self.model, self.data, self.likelihood = model, data, likelihood
         self._planner = _Planner(model)
         self._x = data.dense  # zero at missing entries, so X / X̂ is too
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
@@ -199,8 +208,13 @@ class DenseContractor:
         result = p.contract(subscripts, weights, *[factors[a] for a in others])
         return expand_to_factor(result, present, own, m.factor_shape(alpha))
 
+    @property
+    def log_base_measure(self):
+        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
+        return self.likelihood.log_base_measure(self.data)
+
     def ratio_delta(self, alpha, factors):
-        return self._delta(alpha, factors, self._x / self.xhat(factors))
+        return self._delta(alpha, factors, self.likelihood.count_ratio(self._x, self.xhat(factors)))
 
     def masked_delta(self, alpha, factors):
         if self._mask is None:
@@ -213,7 +227,7 @@ class DenseContractor:
         return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        return _sum_of_products(self._x, np.log(self.xhat(factors)))
+        return self.likelihood.log_terms(self._x, self.xhat(factors))
 
     @property
     def nonzeros(self):
@@ -221,7 +235,8 @@ class DenseContractor:
         which allocate counts where there are counts)."""
         if not hasattr(self, "_nonzeros"):
             coords = np.nonzero(self._x)
-            self._nonzeros = EntryList(self.model, np.vstack(coords), self._planner, values=self._x[coords])
+            self._nonzeros = EntryList(self.model, np.vstack(coords), self._planner,
+                                       values=self._x[coords], likelihood=self.likelihood)
         return self._nonzeros
 
 
@@ -245,10 +260,14 @@ class EntryList:
     values : ndarray of shape (n_entries,), default=None
         A value per entry (the data at the non-zeros); None for ones. These are
         the weights of :meth:`delta`.
+    likelihood : PoissonLikelihood or BernoulliPoissonLikelihood, default=Poisson
+        How ``values`` relate to latent counts: it sets the weights of
+        ``delta(ratio=True)`` (:mod:`._likelihood`).
     """
 
-    def __init__(self, model, coords, planner=None, engine="auto", values=None):
-        self.model = model
+    def __init__(self, model, coords, planner=None, engine="auto", values=None,
+                 likelihood=PoissonLikelihood()):
+        self.model, self.likelihood = model, likelihood
         self.coords = np.asarray(coords, dtype=np.intp)
         self.n_entries = self.coords.shape[1]
         self.values = (
@@ -289,6 +308,7 @@ class EntryList:
         :meth:`delta` of every factor)."""
         sub = object.__new__(EntryList)
         sub.model, sub._planner, sub._layout = self.model, self._planner, self._layout
+        sub.likelihood = self.likelihood
         sub._table_forms = self._table_forms
         sub._widths, sub.chunk, sub.engine, sub._pair = self._widths, self.chunk, "einsum", False
         sub.coords = self.coords[:, index]
@@ -409,37 +429,43 @@ class EntryList:
         """Σ values: how many uniforms :meth:`allocation_sum` takes (values are counts)."""
         return int(self.values.sum())
 
-    def _tokens_by_factor(self, alpha):
-        """For factor α's entry order: each entry's count, and where its tokens
-        start among the uniforms (which follow the entries' own order)."""
+    def _tokens_by_factor(self, alpha, counts=None):
+        """For factor α's entry order: each entry's count (``values``, or
+        ``counts`` when given), and where its tokens start among the uniforms
+        (which follow the entries' own order)."""
         self._enumerate()
+        if counts is not None:
+            counts = counts.astype(np.int64)
+            order = self._blocks[alpha][0]
+            return counts[order], (np.cumsum(counts) - counts)[order]
         if not hasattr(self, "_tokens"):
             counts = self.values.astype(np.int64)
             starts = np.cumsum(counts) - counts
             self._tokens = [(counts[order], starts[order]) for order, _ in self._blocks]
         return self._tokens[alpha]
 
-    def allocation_sums(self, alphas, factors, uniforms):
+    def allocation_sums(self, alphas, factors, uniforms, counts=None):
         """``{α: Σ_{v̄_α} S}`` for each α in ``alphas``: the allocation S of the
-        entries' counts (``values``, whole numbers) over the latent
-        configurations, Multinomial(x_n, Λ(n, :) / X̂(n)), summed onto factor
-        α's indices. ``uniforms`` (``n_tokens`` draws from U[0, 1)) fix the
-        allocation: every α sees the same one."""
+        entries' counts (``values``, or ``counts`` when given; whole numbers)
+        over the latent configurations, Multinomial(x_n, Λ(n, :) / X̂(n)),
+        summed onto factor α's indices. ``uniforms`` (one U[0, 1) draw per
+        token) fix the allocation: every α sees the same one."""
         buffer, offsets = self._tables(factors)
         sums = {}
         for alpha in alphas:
             total, _ = self._zero_table(alpha)
-            counts, starts = self._tokens_by_factor(alpha)
+            counts_alpha, starts = self._tokens_by_factor(alpha, counts)
             _kernels.entry_allocate(
                 buffer, offsets, self._widths, self._rows_by_factor[alpha], self._cols, alpha,
-                counts, starts, uniforms, self._blocks[alpha][1], total,
+                counts_alpha, starts, uniforms, self._blocks[alpha][1], total,
             )
             sums[alpha] = self._from_table(alpha, total)
         return sums
 
-    def marginal_allocation_sum(self, alpha, factors, rng):
-        """Σ_{v̄_α} S for a fresh allocation S of the entries' counts, drawn
-        through its margin on factor α's latent indices only.
+    def marginal_allocation_sum(self, alpha, factors, rng, counts=None):
+        """Σ_{v̄_α} S for a fresh allocation S of the entries' counts
+        (``values``, or ``counts`` when given), drawn through its margin on
+        factor α's latent indices only.
 
         Summing a multinomial over categories gives a multinomial, so the
         counts of entry n fall on α's latent configurations ``l`` as
@@ -453,8 +479,8 @@ class EntryList:
             weights = self._others(alpha, factors, chunk).reshape(n, latent_size)
             weights = weights * self._own_rows(alpha, factors[alpha], chunk)
             weights /= np.maximum(weights.sum(axis=1, keepdims=True), _kernels.TINY)
-            counts = self.values[chunk].astype(np.int64)
-            self._add_rows(alpha, chunk, rng.multinomial(counts, weights).astype(np.float64), total)
+            chunk_counts = (self.values if counts is None else counts)[chunk].astype(np.int64)
+            self._add_rows(alpha, chunk, rng.multinomial(chunk_counts, weights).astype(np.float64), total)
         return self._from_table(alpha, total)
 
     def _own_rows(self, alpha, factor, chunk):
@@ -496,10 +522,13 @@ class EntryList:
     def delta(self, alpha, factors, ratio=False):
         """Δ_α over the listed entries, weighted by their ``values``.
 
-        This is Δ_α(values), or with ``ratio=True`` Δ_α(values / X̂), X̂ computed
-        from ``factors`` on the way (one contraction of the other factors per
-        entry, or per chunk, serves both).
+        This is Δ_α(values), or with ``ratio=True`` Δ_α(E[N] / X̂), E[N] the
+        expected latent count of each entry given its value (the value itself
+        for Poisson data, :mod:`._likelihood`), X̂ computed from ``factors`` on
+        the way (one contraction of the other factors per entry, or per chunk,
+        serves both).
         """
+        mode = self.likelihood.kernel_mode if ratio else _kernels.WEIGHT
         total, (n_rows, latent_size) = self._zero_table(alpha)
         if self.engine == "numba":
             bounds = self._blocks[alpha][1]
@@ -507,12 +536,12 @@ class EntryList:
             if self._pair:
                 tables = [self._table(a, f) for a, f in enumerate(factors)]
                 _kernels.pair_delta(
-                    *tables, rows, alpha, w, ratio, bounds, total.reshape(n_rows, latent_size)
+                    *tables, rows, alpha, w, mode, bounds, total.reshape(n_rows, latent_size)
                 )
             else:
                 buffer, offsets = self._tables(factors)
                 _kernels.entry_delta(
-                    buffer, offsets, self._widths, rows, self._cols, alpha, w, ratio, bounds, total
+                    buffer, offsets, self._widths, rows, self._cols, alpha, w, mode, bounds, total
                 )
             return self._from_table(alpha, total)
         for chunk in self._chunks():
@@ -521,7 +550,7 @@ class EntryList:
             if ratio:
                 own = self._own_rows(alpha, factors[alpha], chunk)
                 xhat = np.einsum("nl,nl->n", np.broadcast_to(own, others.shape), others)
-                w = w / np.maximum(xhat, _kernels.TINY)
+                w = self.likelihood.count_ratio(w, np.maximum(xhat, _kernels.TINY))
             self._add_rows(alpha, chunk, others * w[:, None], total)
         return self._from_table(alpha, total)
 
@@ -529,10 +558,11 @@ class EntryList:
 class SparseContractor:
     """Contractions over the observed non-zeros and the missing entries only."""
 
-    def __init__(self, model, data):
-        self.model, self.data = model, data
+    def __init__(self, model, data, likelihood=PoissonLikelihood()):
+        self.model, self.data, self.likelihood = model, data, likelihood
         self._planner = _Planner(model)
-        self._nonzeros = EntryList(model, data.coords, self._planner, values=data.values)
+        self._nonzeros = EntryList(model, data.coords, self._planner, values=data.values,
+                                   likelihood=likelihood)
         self._missing = EntryList(model, data.missing, self._planner) if data.n_missing else None
         self._x = data.values
 
@@ -540,6 +570,11 @@ class SparseContractor:
     def nonzeros(self):
         """The observed non-zero entries as an :class:`EntryList`."""
         return self._nonzeros
+
+    @property
+    def log_base_measure(self):
+        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
+        return self.likelihood.log_base_measure(self.data)
 
     def ratio_delta(self, alpha, factors):
         return self._nonzeros.delta(alpha, factors, ratio=True)
@@ -559,4 +594,4 @@ class SparseContractor:
     def data_loglik(self, factors):
         if self._x.size == 0:
             return 0.0
-        return _sum_of_products(self._x, np.log(np.maximum(self._nonzeros.xhat(factors), _kernels.TINY)))
+        return self.likelihood.log_terms(self._x, np.maximum(self._nonzeros.xhat(factors), _kernels.TINY))

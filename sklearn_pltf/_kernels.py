@@ -62,6 +62,22 @@ def row_blocks(rows):
     return order.astype(np.int64), bounds
 
 
+# Entry weights of the Δ kernels (``mode``): the weight itself, or the
+# weight times E[N | X̂] / X̂ for the latent count N of an observed value
+# (``_likelihood``): X / X̂ under the Poisson likelihood, 1 / (1 − e^{−X̂})
+# at the ones under the Bernoulli–Poisson one.
+WEIGHT, POISSON_RATIO, BERNOULLI_RATIO = 0, 1, 2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _entry_weight(weight, xhat, mode):  # pragma: no cover - compiled
+    if mode == POISSON_RATIO:
+        return weight / max(xhat, TINY)
+    if mode == BERNOULLI_RATIO:
+        return weight / -np.expm1(-max(xhat, TINY))
+    return weight
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _find_rows(offsets, widths, rows, n, bases):  # pragma: no cover - compiled
     """bases[α] = where entry n's row of table α starts in the buffer."""
@@ -93,14 +109,14 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, bounds, out):  # pragma: no cover
+def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, bounds, out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
     ``rows`` and ``weights`` list the entries in the order of :func:`row_blocks`
     for factor α (so they are read sequentially), and ``bounds`` cuts them into
     blocks that own disjoint rows of ``out``: threads never write to the same
-    place. With ``use_ratio`` the entry weight is ``weights[n] / X̂(n)`` (X̂
-    from the same tables), otherwise ``weights[n]``.
+    place. The entry weight is :func:`_entry_weight` of ``weights[n]`` and
+    X̂(n) (X̂ from the same tables) under ``mode``.
     """
     n_factors = rows.shape[0]
     n_configs = cols.shape[1]
@@ -119,10 +135,7 @@ def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, use_ratio, 
                         term *= buffer[bases[a] + cols[a, l]]
                 others[l] = term
                 xhat += term * buffer[own_base + cols[alpha, l]]
-            if use_ratio:
-                w = weights[n] / max(xhat, TINY)
-            else:
-                w = weights[n]
+            w = _entry_weight(weights[n], xhat, mode)
             out_base = rows[alpha, n] * width
             for l in range(n_configs):
                 out[out_base + cols[alpha, l]] += w * others[l]
@@ -141,11 +154,11 @@ def pair_xhat(first, second, rows, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, parallel=True, fastmath=_REORDERED_SUMS)
-def pair_delta(first, second, rows, alpha, weights, use_ratio, bounds, out):  # pragma: no cover
+def pair_delta(first, second, rows, alpha, weights, mode, bounds, out):  # pragma: no cover
     """:func:`entry_delta` for two factors sharing the latent block.
 
     ``out`` is table α (rows x latent): out[rows[α, n]] += w_n · (the other
-    table's row), with ``w_n = weights[n] / X̂(n)`` under ``use_ratio``.
+    table's row), ``w_n`` the :func:`_entry_weight` of ``weights[n]`` and X̂(n).
     Entries, ``bounds`` and thread ownership as in :func:`entry_delta`.
     """
     width = first.shape[1]
@@ -155,11 +168,11 @@ def pair_delta(first, second, rows, alpha, weights, use_ratio, bounds, out):  # 
             i, j = rows[0, n], rows[1, n]
             own_row, other_row = (i, j) if alpha == 0 else (j, i)
             w = weights[n]
-            if use_ratio:
+            if mode != WEIGHT:
                 xhat = 0.0
                 for k in range(width):
                     xhat += first[i, k] * second[j, k]
-                w = w / max(xhat, TINY)
+                w = _entry_weight(w, xhat, mode)
             for k in range(width):
                 out[own_row, k] += w * other[other_row, k]
 

@@ -163,6 +163,7 @@ def test_factor_prior_is_the_hyper_prior_average():
     assert gaussian.log_factor_prior(column, priors) == pytest.approx(estimate, abs=0.04)
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_gibbs_and_hmc_agree_on_the_posterior_mean():
     # Posterior means of X̂ from Gibbs and from HMC, each with a Monte Carlo
     # error estimated by batch means; they agree within 4 combined errors.

@@ -135,42 +135,50 @@ def _statistics(model, factors, X):
 
 @pytest.mark.slow(minutes=0.35)
 @pytest.mark.parametrize(
-    "sweep, layout", [("gibbs", "dense"), ("gibbs", "sparse"), ("sada", "sparse")]
+    "sweep, layout, likelihood",
+    [("gibbs", "dense", "poisson"), ("gibbs", "sparse", "poisson"), ("sada", "sparse", "poisson"),
+     ("gibbs", "dense", "bernoulli"), ("sada", "sparse", "bernoulli")],
 )
 @pytest.mark.parametrize(
     "spec, shape, sizes",
     [("ik,kj->ij", (4, 3), {"k": 2}), ("ir,jr,kr->ijk", (3, 3, 2), {"r": 2}), ("ip,jq,pq->ij", (4, 3), {"p": 2, "q": 2})],
     ids=["nmf", "cp", "tucker"],
 )
-def test_geweke_joint_distribution(spec, shape, sizes, sweep, layout):
+def test_geweke_joint_distribution(spec, shape, sizes, sweep, layout, likelihood):
     """Geweke (2004): drawing (Z, X) from the prior and the likelihood, and
     alternating a sampler step for Z given X with a fresh X given Z, must give
     the same joint distribution. Each statistic's means must agree within 4.5
     standard errors (batch means for the chain): with at most 21 statistics,
     a correct sampler fails this with probability below 1.5e-4. SADA reaches
     the data through the same entry lists on either layout, so it runs on the
-    sparse one only."""
+    sparse one only. Under the Bernoulli–Poisson likelihood X = 1[N > 0]
+    and each sweep also draws the latent counts N (zero-truncated Poisson at
+    the ones)."""
     rng = np.random.default_rng(12345)
     model = bound_model(spec, shape, sizes)
     priors = gamma_priors(model, 2.0, 1.5)
     as_input = sparse.COO.from_numpy if layout == "sparse" else np.asarray
 
+    def simulate(factors):
+        counts = rng.poisson(full_xhat(model, factors)).astype(float)
+        return counts if likelihood == "poisson" else (counts > 0).astype(float)
+
     n = 12000
     marginal = []
     for _ in range(n):
         factors = _prior_draw(rng, model, priors)
-        X = rng.poisson(full_xhat(model, factors)).astype(float)
+        X = simulate(factors)
         marginal.append(_statistics(model, factors, X))
     marginal = np.array(marginal)
 
     factors = _prior_draw(rng, model, priors)
-    X = rng.poisson(full_xhat(model, factors)).astype(float)
+    X = simulate(factors)
     successive = []
     for _ in range(n):
-        contractor = make_contractor(model, as_observed_tensor(as_input(X)))
+        contractor = make_contractor(model, as_observed_tensor(as_input(X)), likelihood)
         state, _ = gibbs.step(rng, gibbs.GibbsState(tuple(factors)), contractor, priors, gibbs.SWEEPS[sweep])
         factors = list(state.factors)
-        X = rng.poisson(full_xhat(model, factors)).astype(float)
+        X = simulate(factors)
         successive.append(_statistics(model, factors, X))
     successive = np.array(successive)
 

@@ -1,4 +1,5 @@
-"""EM and VB: objectives never decrease; dense and sparse data give the same fit."""
+"""EM and VB: objectives never decrease; dense and sparse data give the same
+fit; for count data (Poisson) and for binary data (Bernoulli–Poisson)."""
 
 import numpy as np
 import pytest
@@ -17,20 +18,23 @@ MODELS = {
 }
 
 
-def make_problem(name, missing, seed=0):
+def make_problem(name, missing, seed=0, likelihood="poisson"):
     model, shape, sizes, fixed_shapes = MODELS[name]
     rng = np.random.default_rng(seed)
     fixed = {a: rng.gamma(1.0, size=s) for a, s in fixed_shapes.items()}
     X = rng.poisson(3.0, size=shape).astype(float)
+    if likelihood == "bernoulli":  # binary, about a third ones
+        X = (X > 3.0).astype(float)
     mask = rng.random(shape) >= (0.3 if missing else 0.0)
     return model, sizes, fixed, X, mask
 
 
-def fit_trajectory(name, method, layout, missing, n_iter=40):
-    model, sizes, fixed, X, mask = make_problem(name, missing)
+def fit_trajectory(name, method, layout, missing, n_iter=40, likelihood="poisson"):
+    model, sizes, fixed, X, mask = make_problem(name, missing, likelihood=likelihood)
     data = sparse.COO.from_numpy(X) if layout == "sparse" else X
     est = PLTF(model, sizes, method=method, fixed_factors=fixed, max_iter=n_iter, tol=0.0,
-               prior_shape=1.5 if method == "em" else 1.0, random_state=0)
+               prior_shape=1.5 if method == "em" else 1.0, random_state=0,
+               likelihood=likelihood)
     return est.fit(data, mask=mask).lower_bounds_
 
 
@@ -53,4 +57,26 @@ def test_objective_never_decreases(name, method, layout, missing):
 def test_dense_and_sparse_give_the_same_trajectory(name, missing):
     dense = fit_trajectory(name, "vb", "dense", missing)
     sparse_ = fit_trajectory(name, "vb", "sparse", missing)
+    np.testing.assert_allclose(sparse_, dense, rtol=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("method", ["vb", "em"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_bernoulli_objective_never_decreases(name, method, layout):
+    """Bernoulli–Poisson: the VB bound (with the zero-truncated q(N) at the
+    ones) and the EM log joint are coordinate ascent too."""
+    trajectory = fit_trajectory(name, method, layout, True, likelihood="bernoulli")
+    steps = np.diff(trajectory)
+    assert np.all(steps >= -1e-9 * np.abs(trajectory[:-1])), steps.min()
+    assert trajectory[-1] > trajectory[0]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["vb", "em"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_bernoulli_dense_and_sparse_give_the_same_trajectory(name, method):
+    dense = fit_trajectory(name, method, "dense", True, likelihood="bernoulli")
+    sparse_ = fit_trajectory(name, method, "sparse", True, likelihood="bernoulli")
     np.testing.assert_allclose(sparse_, dense, rtol=1e-8)

@@ -41,7 +41,12 @@ def test_full_data_split():
     np.testing.assert_array_equal(test, np.arange(5))
 
 
-@pytest.mark.parametrize("layout", ["dense", "pydata", "scipy"])
+# One layout in the quick tier; the other two run the same search (slow tier).
+@pytest.mark.parametrize("layout", [
+    "dense",
+    pytest.param("pydata", marks=pytest.mark.slow(minutes=0.4)),
+    pytest.param("scipy", marks=pytest.mark.slow(minutes=0.3)),
+])
 def test_grid_search_picks_the_nmf_rank_by_evidence(layout):
     X = poisson_cp((200, 100), 4, seed=0)
     X = {"dense": X, "pydata": sparse.COO.from_numpy(X), "scipy": sp.csr_matrix(X)}[layout]
@@ -80,6 +85,7 @@ def test_grid_search_picks_the_tucker_core_by_evidence():
     ],
     ids=["nmf", "cp"],
 )
+@pytest.mark.slow(minutes=0.4)
 def test_predictive_evidence_picks_the_rank_or_a_neighbour(estimator, X, grid, truth):
     result = search(estimator, list(grid), X, 3)
     chosen = result.best_params_["n_components"]

@@ -147,7 +147,7 @@ def test_restarts_keep_the_best_bound(cp_data):
     priors = gamma_priors(best.model_, 1.0, 1.0)
     data = as_observed_tensor(cp_data)
     finals = [
-        _fit_restart("vb", child, best.model_, data, priors, {}, 1000, 1e-6, None)[1][-1]
+        _fit_restart("vb", child, best.model_, data, "poisson", priors, {}, 1000, 1e-6, None)[1][-1]
         for child in np.random.default_rng(1).spawn(4)
     ]
     assert len(set(finals)) == 4  # the restarts differ

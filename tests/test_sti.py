@@ -95,6 +95,7 @@ def _sti(x, rank, seed, n_steps=3000):
                             n_steps=n_steps, n_warmup=500)
 
 
+@pytest.mark.slow(minutes=0.25)
 @pytest.mark.parametrize("rank", [2, 5])
 def test_sti_matches_analytic_evidence(rank):
     # N = 5000, minibatches of 250, as in the paper; the true rank is 5.

@@ -25,8 +25,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._contract import EntryList, full_xhat, make_contractor
+from .._contract import full_xhat, make_contractor
 from .._data import as_observed_tensor
+from .._likelihood import LIKELIHOODS, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
@@ -34,6 +35,7 @@ from ..inference._common import gamma_priors
 from ..inference._diagnostics import warn_unless_mixed
 from ..model import Model
 from . import _mcmc
+from ._predictive import predictive_at_entries
 
 __all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor", "check_entry_indices",
            "restore_on_failure"]
@@ -177,9 +179,9 @@ def _put_samples(state, sub_state, alpha, axis, rows):
     return _with_factor(state, alpha, sub_state, placed)
 
 
-def _fit_restart(method, rng, model, data, priors, given, max_iter, tol, report):
+def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report):
     kernel = _KERNELS[method]
-    contractor = make_contractor(model, data)
+    contractor = make_contractor(model, data, likelihood)
     state = kernel.init(rng, model, contractor, priors, given)
     return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
 
@@ -201,6 +203,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
     _parameter_constraints: dict = {
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
         "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
@@ -267,6 +270,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             change. A fit that raises leaves the estimator as it was.
         """
         data = self._observed(X, mask, reset=True)
+        get_likelihood(self.likelihood).check(data)
         evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
@@ -297,10 +301,13 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             self.log_evidence_ = check_poisson_log_evidence(
                 estimate.log_evidence, data, standard_error=estimate.standard_error,
                 advice=("evidence='ais' runs sklearn_pltf.evidence.ais_log_evidence at its "
-                        "defaults; call it directly with more runs or temperatures."))
+                        "defaults; call it directly with more runs or temperatures."),
+                likelihood=self.likelihood)
             self.log_evidence_error_ = estimate.standard_error
         self._state = state
         self._fingerprint = data.fingerprint
+        # Seeds predict_entries' draws: its own stream, spawned last.
+        self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self.factors_ = tuple(np.array(m) for m in state.mean)
         return self
 
@@ -311,7 +318,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             if self.method == "sgld":
                 return "sti"
             if sampler:
-                return "chib" if data_is_sparse else "ais"
+                return "chib" if data_is_sparse or self.likelihood != "poisson" else "ais"
             return "vb" if self.method == "vb" else None
         if self.evidence == "vb" and self.method != "vb":
             raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
@@ -319,6 +326,12 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 f"evidence='chib' is estimated from Gibbs runs: it needs method='gibbs' or "
                 f"'sada', got {self.method!r}."
+            )
+        if self.evidence == "ais" and self.likelihood != "poisson":
+            raise ValueError(
+                f"evidence='ais' runs for likelihood='poisson' only for now; with "
+                f"likelihood={self.likelihood!r} use evidence='chib' (method='gibbs' or 'sada'), "
+                "'sti' (method='sgld') or 'vb'."
             )
         if self.evidence == "ais" and data_is_sparse:
             raise ValueError(
@@ -337,7 +350,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         given = {a: (f, f) for a, f in fixed.items()}
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_restart)(
-                self.method, child, model, data, priors, given, self.max_iter, self.tol,
+                self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
                 self._reporter(init) if self.verbose else None,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
@@ -366,7 +379,8 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             # The converged bound is the VB estimate of log p(X) (a lower bound).
             self.log_evidence_ = check_poisson_log_evidence(
                 self.lower_bound_, data,
-                advice="A variational bound cannot lie above log p(X): please report this.")
+                advice="A variational bound cannot lie above log p(X): please report this.",
+                likelihood=self.likelihood)
         return state
 
     def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
@@ -379,10 +393,11 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             settings = {name: getattr(self, name) for name in (
                 "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
             posterior = _mcmc.sgld_posterior(rng, model, data, priors, fixed, sti=evidence == "sti",
-                                             settings=settings, **common)
+                                             settings=settings, likelihood=self.likelihood, **common)
         else:
             posterior = _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
-                                               chib=evidence == "chib", **common)
+                                               chib=evidence == "chib", likelihood=self.likelihood,
+                                               **common)
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
@@ -394,7 +409,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if posterior.log_evidence is not None:
             self.log_evidence_ = check_poisson_log_evidence(
                 posterior.log_evidence, data, standard_error=posterior.log_evidence_error or 0.0,
-                advice=_evidence_advice(evidence, priors))
+                advice=_evidence_advice(evidence, priors), likelihood=self.likelihood)
         if posterior.log_evidence_error is not None:
             self.log_evidence_error_ = posterior.log_evidence_error
         return posterior.state
@@ -492,7 +507,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         def problem(sub_data):
             sub_model = self._resized_model(sub_data.shape[0])
             priors = gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
-            return make_contractor(sub_model, sub_data), priors
+            return make_contractor(sub_model, sub_data, self.likelihood), priors
 
         contractor, priors = problem(data)
         means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
@@ -593,7 +608,17 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------- prediction, score
     def predict_entries(self, indices):
-        """Posterior mean of X̂ at the given entries (for link prediction).
+        """Posterior predictive mean at the given entries (for link prediction).
+
+        - ``likelihood="poisson"``: the posterior mean of X̂, X̂ at the
+          factors' posterior means (for EM, at the mode).
+        - ``likelihood="bernoulli"``: the probability of a link,
+          P(x = 1 | X) = E[1 − exp(−X̂)], averaged over 256 draws of the
+          factors from the fitted posterior (VB: from q; samplers: their kept
+          draws, or without them a Gamma per element with the posterior mean
+          and geometric mean; EM: 1 − exp(−X̂) at the mode). The draws are
+          seeded at fit, so the same fitted estimator gives the same numbers;
+          their Monte Carlo error is at most 0.03 and shared by all entries.
 
         Parameters
         ----------
@@ -602,11 +627,14 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
 
         Returns
         -------
-        xhat : ndarray of shape (n_entries,)
+        prediction : ndarray of shape (n_entries,)
         """
         check_is_fitted(self)
         coords = check_entry_indices(indices, self.model_.observed_shape)
-        return EntryList(self.model_, coords.T).xhat(self._state.mean)
+        return predictive_at_entries(
+            self.model_, self._state, coords.T, self.likelihood, method=self.method,
+            draws=getattr(self, "draws_", None), seed=self._predictive_seed,
+        )
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X`` (higher is better).

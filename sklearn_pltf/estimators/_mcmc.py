@@ -32,16 +32,16 @@ class SampledPosterior(NamedTuple):
     log_evidence_error: float | None = None
 
 
-def _chain(sweep, rng, model, data, priors, given, n_warmup, n_draws, thin, keep_draws,
-           verbose, label):
-    contractor = make_contractor(model, data)
+def _chain(sweep, rng, model, data, likelihood, priors, given, n_warmup, n_draws, thin,
+           keep_draws, verbose, label):
+    contractor = make_contractor(model, data, likelihood)
     return run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
                      n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
                      label=label)
 
 
 def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_warmup, n_draws,
-                     thin, keep_draws, chib, n_jobs, verbose=0):
+                     thin, keep_draws, chib, n_jobs, verbose=0, likelihood="poisson"):
     """Run ``n_chains`` chains of ``method`` ("gibbs" or "sada") in parallel,
     align their labels, pool their summaries and, with ``chib``, estimate
     log p(X) by Chib's method at the best draw of all chains (its clamped runs
@@ -50,8 +50,8 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
     sweep = gibbs.SWEEPS[method]
     children = rng.spawn(n_chains + 1)
     chains = Parallel(n_jobs=n_jobs)(
-        delayed(_chain)(sweep, child, model, data, priors, given, n_warmup, n_draws, thin,
-                        keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
+        delayed(_chain)(sweep, child, model, data, likelihood, priors, given, n_warmup, n_draws,
+                        thin, keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
         for k, child in enumerate(children[:-1])
     )
     chains = align_labels(chains, model, priors.free)
@@ -60,7 +60,7 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
     if chib:
         best = max(chains, key=lambda c: c.best_log_joint).best
         estimate = chib_log_evidence(
-            children[-1], model, make_contractor(model, data), priors, given, sweep=sweep,
+            children[-1], model, make_contractor(model, data, likelihood), priors, given, sweep=sweep,
             n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
         )
         log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
@@ -83,11 +83,11 @@ def _pooled(chains, model):
     return state, draws
 
 
-def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draws, thin,
-                keep_draws, verbose=0):
+def _sgld_chain(rng, model, data, likelihood, priors, given, settings, sti, n_warmup, n_draws,
+                thin, keep_draws, verbose=0):
     """One SGLD chain: the STI ladder (if ``sti``), then ``n_warmup`` +
     ``n_draws * thin`` steps at t = 1 for the posterior summaries."""
-    contractor = make_contractor(model, data)
+    contractor = make_contractor(model, data, likelihood)
     target = sgld.PoissonTarget(model, contractor, priors, given,
                                 batch_size=settings["batch_size"], n_blocks=settings["n_blocks"])
     free = priors.free
@@ -136,14 +136,14 @@ def _sgld_chain(rng, model, data, priors, given, settings, sti, n_warmup, n_draw
 
 
 def sgld_posterior(rng, model, data, priors, given, *, n_chains, n_warmup, n_draws, thin,
-                   keep_draws, sti, settings, n_jobs, verbose=0):
+                   keep_draws, sti, settings, n_jobs, verbose=0, likelihood="poisson"):
     """``n_chains`` SGLD chains in parallel, aligned and pooled; with ``sti``
     each first walks the temperature ladder and log p(X) is the mean of the
     chains' STI estimates; its standard error is the larger of their combined
     errors and their spread (standard deviation / sqrt(n_chains))."""
     results = Parallel(n_jobs=n_jobs)(
-        delayed(_sgld_chain)(child, model, data, priors, given, settings, sti, n_warmup,
-                             n_draws, thin, keep_draws, verbose)
+        delayed(_sgld_chain)(child, model, data, likelihood, priors, given, settings, sti,
+                             n_warmup, n_draws, thin, keep_draws, verbose)
         for child in rng.spawn(n_chains)
     )
     chains = align_labels([chain for chain, _ in results], model, priors.free)

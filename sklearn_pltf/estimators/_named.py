@@ -9,6 +9,14 @@ from sklearn.utils._param_validation import Interval
 from ._base import BasePoissonPLTF
 
 SHARED_PARAMETERS = """\
+    likelihood : {"poisson", "bernoulli"}, default="poisson"
+        ``"poisson"``: the data are counts, Poisson with mean X̂.
+        ``"bernoulli"``: the data are binary (0/1 relations, links, events),
+        a link where a latent Poisson count with mean X̂ is positive, so
+        P(x = 1) = 1 − exp(−X̂) (the Bernoulli–Poisson link; Zhou 2015). Every
+        method and the evidence by VB, Chib and STI support it (AIS does not
+        yet); :meth:`predict_entries` then returns link probabilities. The
+        cost still follows the ones. Non-binary observed values raise.
     method : {"vb", "em", "gibbs", "sada", "sgld"}, default="vb"
         ``"vb"``: variational Bayes, ``q(Z) = Gamma``; its bound is the log
         evidence estimate. ``"em"``: the posterior mode (needs
@@ -172,6 +180,7 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         self,
         n_components=2,
         *,
+        likelihood="poisson",
         method="vb",
         evidence="auto",
         prior_shape=1.0,
@@ -194,6 +203,7 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         step_size=0.1,
     ):
         self.n_components = n_components
+        self.likelihood = likelihood
         self.method = method
         self.evidence = evidence
         self.prior_shape = prior_shape

@@ -72,6 +72,7 @@ class PLTF(BasePoissonPLTF):
         model="ir,jr,kr->ijk",
         n_components=None,
         *,
+        likelihood="poisson",
         method="vb",
         evidence="auto",
         prior_shape=1.0,
@@ -96,6 +97,7 @@ class PLTF(BasePoissonPLTF):
     ):
         self.model = model
         self.n_components = n_components
+        self.likelihood = likelihood
         self.method = method
         self.evidence = evidence
         self.prior_shape = prior_shape

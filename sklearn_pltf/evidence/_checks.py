@@ -13,13 +13,16 @@ entry has its own rate :math:`\\hat x_v = x_v`:
 each term the largest value of :math:`x \\log \\lambda - \\lambda -
 \\log\\Gamma(x + 1)` over :math:`\\lambda`, and zero for :math:`x = 0` (so the
 sum runs over the non-zeros). An estimate above that bound by more than its
-Monte Carlo error is wrong, however it came about.
+Monte Carlo error is wrong, however it came about. For binary data under the
+Bernoulli–Poisson likelihood the bound is 0: log p(X) is the log of a
+probability.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import xlogy
+
+from .._likelihood import get_likelihood
 
 __all__ = ["check_log_evidence", "check_poisson_log_evidence", "saturated_log_likelihood"]
 
@@ -27,21 +30,22 @@ __all__ = ["check_log_evidence", "check_poisson_log_evidence", "saturated_log_li
 _N_STANDARD_ERRORS = 4.0
 
 
-def saturated_log_likelihood(data):
-    """The largest Poisson log-likelihood any model gives ``data``: each
-    observed entry at its own rate, :math:`\\sum_v x_v \\log x_v - x_v -
-    \\log\\Gamma(x_v + 1)` (module docstring). Its cost follows the non-zeros.
+def saturated_log_likelihood(data, likelihood="poisson"):
+    """The largest log-likelihood any model gives ``data``: for Poisson data
+    each observed entry at its own rate, :math:`\\sum_v x_v \\log x_v - x_v -
+    \\log\\Gamma(x_v + 1)` (module docstring), for binary data 0. Its cost
+    follows the non-zeros.
 
     Parameters
     ----------
     data : ObservedTensor
+    likelihood : {"poisson", "bernoulli"}, default="poisson"
 
     Returns
     -------
     float
     """
-    x = data.observed_values
-    return float(np.sum(xlogy(x, x) - x)) - data.log_factorial_total
+    return get_likelihood(likelihood).saturated_log_likelihood(data)
 
 
 def check_log_evidence(value, *, standard_error=0.0, upper_bound=None, advice=""):
@@ -77,14 +81,15 @@ def check_log_evidence(value, *, standard_error=0.0, upper_bound=None, advice=""
     if upper_bound is not None and value > upper_bound + _N_STANDARD_ERRORS * error:
         raise FloatingPointError(
             f"The log evidence estimate {value:.6g} (standard error {error:.3g}) is impossible: "
-            f"no Poisson model gives these data a log-likelihood above {upper_bound:.6g} (each "
-            f"entry at its own rate), so log p(X) cannot exceed it. {advice}".strip()
+            f"no model of this likelihood gives these data a log-likelihood above "
+            f"{upper_bound:.6g}, so log p(X) cannot exceed it. {advice}".strip()
         )
     return value
 
 
-def check_poisson_log_evidence(value, data, *, standard_error=0.0, advice=""):
+def check_poisson_log_evidence(value, data, *, standard_error=0.0, advice="", likelihood="poisson"):
     """:func:`check_log_evidence` for a Poisson model of ``data`` (an
-    ObservedTensor): bounded above by :func:`saturated_log_likelihood`."""
+    ObservedTensor), or a Bernoulli–Poisson one of binary data: bounded above
+    by :func:`saturated_log_likelihood`."""
     return check_log_evidence(value, standard_error=standard_error,
-                              upper_bound=saturated_log_likelihood(data), advice=advice)
+                              upper_bound=saturated_log_likelihood(data, likelihood), advice=advice)

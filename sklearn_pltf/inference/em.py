@@ -99,7 +99,7 @@ def step(state, contractor, priors, with_objective=True):
 def log_joint(state, contractor, priors):
     """log p(X, Z) at the current factors (module docstring)."""
     factors, data = state.factors, contractor.data
-    value = contractor.data_loglik(factors) - contractor.masked_total(factors) - data.log_factorial_total
+    value = contractor.data_loglik(factors) - contractor.masked_total(factors) + contractor.log_base_measure
     for alpha in priors.free:
         a, r, z = priors.shape[alpha], priors.rate[alpha], factors[alpha]
         value += float(np.sum(xlogy(a - 1.0, z) - r * z)) + priors.log_normalizer[alpha]

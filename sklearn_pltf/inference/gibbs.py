@@ -29,6 +29,11 @@ Two sweeps target this posterior (``SWEEPS``):
   chain leaves p(Z | X) invariant, and each factor sees an allocation made
   with the factors updated before it.
 
+For binary data under the Bernoulli–Poisson likelihood each sweep first
+draws the latent count N of every one, zero-truncated Poisson given X̂
+(zeros have N = 0), and allocates N: the same augmentation one level up,
+so the chain still leaves p(Z | X) invariant.
+
 All randomness comes from the ``rng`` passed in, and the kernels' sums do not
 depend on the thread count, so a seed gives the same chain on any machine with
 the same numpy.
@@ -41,11 +46,12 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln, xlogy
 
+from .._kernels import TINY
 from ._common import initial_factors
 
 __all__ = [
     "GibbsState", "GibbsInfo", "SWEEPS", "init", "step", "block_sweep", "sada_sweep",
-    "allocate", "conditional", "log_likelihood", "log_prior", "log_gamma_density",
+    "latent_counts", "allocate", "conditional", "log_likelihood", "log_prior", "log_gamma_density",
 ]
 
 
@@ -73,11 +79,26 @@ def init(rng, model, contractor, priors, given=None):
     return GibbsState(tuple(factors))
 
 
-def allocate(rng, state, contractor, free):
-    """Draw the allocation S given every factor of ``state``; return its sums
-    onto each factor in ``free``, ``{α: Σ_{v̄_α} S}``."""
+def latent_counts(rng, factors, contractor):
+    """The latent Poisson counts N at the observed non-zeros: None when they
+    are the data themselves (Poisson likelihood; no random numbers drawn),
+    else a draw given the data and X̂ (zero-truncated Poisson at the ones of
+    binary data, :mod:`sklearn_pltf._likelihood`)."""
+    likelihood = contractor.likelihood
+    if likelihood.counts_observed:
+        return None
     entries = contractor.nonzeros
-    return entries.allocation_sums(free, state.factors, rng.random(entries.n_tokens))
+    return likelihood.draw_counts(rng, entries.values, np.maximum(entries.xhat(factors), TINY))
+
+
+def allocate(rng, state, contractor, free):
+    """Draw the latent counts (:func:`latent_counts`) and their allocation S
+    given every factor of ``state``; return the sums of S onto each factor in
+    ``free``, ``{α: Σ_{v̄_α} S}``."""
+    entries = contractor.nonzeros
+    counts = latent_counts(rng, state.factors, contractor)
+    n_tokens = entries.n_tokens if counts is None else int(counts.sum())
+    return entries.allocation_sums(free, state.factors, rng.random(n_tokens), counts)
 
 
 def conditional(alpha, factors, allocated, contractor, priors):
@@ -102,7 +123,8 @@ def sada_sweep(rng, factors, contractor, priors, sampled):
     the ones updated earlier in the sweep included)."""
     entries = contractor.nonzeros
     for alpha in sampled:
-        allocated = entries.marginal_allocation_sum(alpha, factors, rng)
+        counts = latent_counts(rng, factors, contractor)
+        allocated = entries.marginal_allocation_sum(alpha, factors, rng, counts)
         yield (alpha, *conditional(alpha, factors, allocated, contractor, priors))
 
 
@@ -119,12 +141,13 @@ def step(rng, state, contractor, priors, sweep=block_sweep):
 
 
 def log_likelihood(state, contractor):
-    """log p(X | Z) = Σ M [X log X̂ − X̂ − log Γ(X + 1)]."""
+    """log p(X | Z) = Σ M [X log X̂ − X̂ − log Γ(X + 1)] for Poisson data, and
+    Σ M [X log(e^{X̂} − 1) − X̂] for binary data (:mod:`sklearn_pltf._likelihood`)."""
     data = contractor.data
     return (
         contractor.data_loglik(state.factors)
         - contractor.masked_total(state.factors)
-        - data.log_factorial_total
+        + contractor.log_base_measure
     )
 
 

@@ -255,7 +255,10 @@ class PoissonTarget:
                 \\log \\frac{\\hat x_n(Z)}{\\hat x_n(Z_0)}
             - \\sum M \\hat X(Z) - \\sum M \\log \\Gamma(X + 1),
 
-    unbiased at any Z₀, and of small variance when Z stays near Z₀.
+    unbiased at any Z₀, and of small variance when Z stays near Z₀. Written
+    for Poisson data; under another likelihood (:mod:`sklearn_pltf._likelihood`)
+    :math:`X / \\hat X` is the expected latent count over :math:`\\hat X` and
+    :math:`x \\log \\hat x` the likelihood's own term at a non-zero.
 
     Parameters
     ----------
@@ -289,7 +292,8 @@ class PoissonTarget:
         self._reference = None
         self._allocated = {a: 0.0 for a in self.free}
         self._reference_allocation = {a: 0.0 for a in self.free}
-        self._log_xhat_reference = np.zeros(n)
+        self._terms_reference = np.zeros(n)  # each entry's log-likelihood term at Z₀
+        self._ratio_reference = None  # each entry's E[N] / X̂ at Z₀
         self._reference_total = 0.0
 
     def init(self, rng):
@@ -313,18 +317,20 @@ class PoissonTarget:
         if index.size == self.entries.n_entries:
             return self._full_gradient(factors, temperature)
         sub = self.entries.subset(index)
-        log_xhat = np.log(np.maximum(sub.xhat(factors), TINY)) if sub.n_entries else np.zeros(0)
-        differences = sub.values * (log_xhat - self._log_xhat_reference[index])
+        likelihood = self.contractor.likelihood
+        xhat = np.maximum(sub.xhat(factors), TINY) if sub.n_entries else np.ones(0)
+        differences = likelihood.entry_log_terms(sub.values, xhat) - self._terms_reference[index]
         log_likelihood = (
             self._reference_total + scale * float(np.sum(differences))
-            - self.contractor.masked_total(factors) - self.contractor.data.log_factorial_total
+            - self.contractor.masked_total(factors) + self.contractor.log_base_measure
         )
-        # X / X̂ at the batch, at the point and at the reference, computed once
-        # for every factor's Δ (delta(ratio=True) would recompute X̂ per factor).
-        ratio = self.entries.subset(index, sub.values / np.exp(log_xhat))
+        # E[N] / X̂ (X / X̂ for Poisson data) at the batch, at the point and at
+        # the reference, computed once for every factor's Δ (delta(ratio=True)
+        # would recompute X̂ per factor).
+        ratio = self.entries.subset(index, likelihood.count_ratio(sub.values, xhat))
         cancel = None
         if self._reference is not None and sub.n_entries:
-            cancel = self.entries.subset(index, sub.values / np.exp(self._log_xhat_reference[index]))
+            cancel = self.entries.subset(index, self._ratio_reference[index])
         gradient = []
         for alpha in self.free:
             z = factors[alpha]
@@ -341,11 +347,7 @@ class PoissonTarget:
         the control variates would cancel exactly, and the full list has the
         contractor's compiled kernels where the model allows them."""
         entries, c = self.entries, self.contractor
-        log_xhat = np.log(np.maximum(entries.xhat(factors), TINY))
-        log_likelihood = (
-            float(np.sum(entries.values * log_xhat))
-            - c.masked_total(factors) - c.data.log_factorial_total
-        )
+        log_likelihood = c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
         gradient = tuple(
             self._factor_gradient(alpha, factors, factors[alpha] * entries.delta(alpha, factors, ratio=True),
                                   temperature)
@@ -387,12 +389,14 @@ class PoissonTarget:
         self._reference_allocation = {
             a: self._reference[a] * self.contractor.ratio_delta(a, self._reference) for a in self.free
         }
-        xhat = self.entries.xhat(self._reference)
-        self._log_xhat_reference = np.log(np.maximum(xhat, TINY))
-        self._reference_total = float(np.sum(self.entries.values * self._log_xhat_reference))
+        likelihood, values = self.contractor.likelihood, self.entries.values
+        xhat = np.maximum(self.entries.xhat(self._reference), TINY)
+        self._terms_reference = likelihood.entry_log_terms(values, xhat)
+        self._ratio_reference = likelihood.count_ratio(values, xhat)
+        self._reference_total = float(np.sum(self._terms_reference))
 
     def log_likelihood(self, params):
         """log p(X | Z) over the whole data (for checks; one pass over the non-zeros)."""
         factors = self.factors(params)
         c = self.contractor
-        return c.data_loglik(factors) - c.masked_total(factors) - c.data.log_factorial_total
+        return c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure

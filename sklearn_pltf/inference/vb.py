@@ -110,7 +110,7 @@ def bound(state, contractor, priors):
     data = contractor.data
     # masked_total first: a dense contractor keeps its last X̂, and the next
     # step's first update needs X̂ of the geometric means.
-    value = -contractor.masked_total(state.mean) - data.log_factorial_total
+    value = -contractor.masked_total(state.mean) + contractor.log_base_measure
     value += contractor.data_loglik(state.geometric)
     for alpha in priors.free:
         value += gamma_bound_term(
