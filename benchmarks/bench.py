@@ -14,6 +14,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py ntf-cost     # (j) GibbsNTF Gibbs sweep and HMC iteration cost
     python benchmarks/bench.py bam-rank     # (k) AllocationSMC: rank selection, SMC evidence vs VB
     python benchmarks/bench.py link-prediction  # (m) 10-fold link prediction on Nations and Kinships
+    python benchmarks/bench.py binary-links  # (q) binary relations: Bernoulli-Poisson vs Poisson vs peers
     python benchmarks/bench.py vb-em        # (n) VB against MAP-EM and ML-EM at 40/60/80% missing
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py evidence-sandwich  # (p) every estimator against the BDMC sandwich
@@ -42,6 +43,7 @@ import time
 import warnings
 
 import numpy as np
+import sparse
 
 import bench_allocation
 import bench_evidence
@@ -112,8 +114,8 @@ def _seconds_per_iteration(estimator, X, n_iter):
     seconds = {}
     for iterations in (1, 1, n_iter + 1):
         start = time.perf_counter()
-        _fit_restart(estimator.method, np.random.default_rng(0), model, data, priors, given,
-                     iterations, 0.0, None)
+        _fit_restart(estimator.method, np.random.default_rng(0), model, data,
+                     estimator.likelihood, priors, given, iterations, 0.0, None)
         seconds[iterations] = time.perf_counter() - start
     return (seconds[n_iter + 1] - seconds[1]) / n_iter
 
@@ -237,6 +239,38 @@ def bench_sparse(repeats, n_iter, peer_threads):
         "(b) VB iteration / 3 cp_apr inner iterations": ratio,
         "(b) peak MB, ours / cp_apr": ours_mb / theirs_mb,
         "(b) peak MB, ours at rank 20 / rank 10": ours_mb_rank20 / ours_mb,
+    }
+
+
+# ------------------------------------------ (r) binary data's cost (issue 23)
+def bench_binary_cost(repeats, n_iter):
+    """The sparse 1000^3 tensor of (b) made binary (~10^6 ones), rank 10: a VB
+    iteration under the Bernoulli–Poisson likelihood against one under the
+    Poisson likelihood on the same tensor, alternated in one run: the loop
+    alone, and the whole ``fit`` at ``max_iter=n_iter, tol=0`` (validation,
+    planning, the iterations and the final fold-in), after a first fit that
+    compiles the kernels (timed on its own line)."""
+    X = workloads.sparse_poisson_cp((1000, 1000, 1000), 10, 1_000_000, random_state=0)
+    X = sparse.COO(X.coords, np.ones(X.nnz), shape=X.shape)
+    _line(workload="r", ones=X.nnz)
+    start = time.perf_counter()
+    _fit_quietly(PoissonCP(10, likelihood="bernoulli", max_iter=1), X[:20, :20, :20])
+    _line(workload="r", what="first fit (compilation)", seconds=time.perf_counter() - start)
+    loop = {"poisson": [], "bernoulli": []}
+    whole = {"poisson": [], "bernoulli": []}
+    for _ in range(repeats):
+        for likelihood in ("poisson", "bernoulli"):
+            estimator = PoissonCP(10, likelihood=likelihood, max_iter=n_iter, tol=0.0, random_state=0)
+            loop[likelihood].append(_seconds_per_iteration(estimator, X, n_iter))
+            start = time.perf_counter()
+            _fit_quietly(estimator, X)
+            whole[likelihood].append((time.perf_counter() - start) / n_iter)
+    loop = {k: statistics.median(v) for k, v in loop.items()}
+    whole = {k: statistics.median(v) for k, v in whole.items()}
+    _line(workload="r", loop_seconds_per_iteration=loop, whole_fit_seconds_per_iteration=whole)
+    return {
+        "(r) Bernoulli / Poisson VB iteration, loop": loop["bernoulli"] / loop["poisson"],
+        "(r) Bernoulli / Poisson VB iteration, whole fit": whole["bernoulli"] / whole["poisson"],
     }
 
 
@@ -530,7 +564,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
-                                             "vb-em", "bam-cost", "evidence-sandwich", "all"])
+                                             "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -603,6 +637,10 @@ def main():
         summary.update(bench_gaussian.bench_ntf_cost())
     if args.workload in ("link-prediction", "all"):
         summary.update(bench_link_prediction.bench_link_prediction())
+    if args.workload in ("binary-links", "all"):
+        summary.update(bench_link_prediction.bench_binary_links())
+    if args.workload in ("binary-cost", "all"):
+        summary.update(bench_binary_cost(args.repeats, args.sparse_iter))
     if args.workload in ("vb-em", "all"):
         summary.update(bench_link_prediction.bench_vb_em(n_splits=args.vb_em_splits))
     if args.workload in ("bam-rank", "all"):

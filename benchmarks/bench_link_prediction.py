@@ -6,6 +6,10 @@
   sizes, for GibbsNTF (Gaussian noise, non-negative factors; posterior mean
   over 200 draws after 200 warm-up sweeps), and for TensorLy's masked least-squares CP (``parafac`` with a
   mask), a Gaussian-loss peer on the same folds.
+- (q) binary relations (``bench.py binary-links``): Poisson and
+  Bernoulli–Poisson CP and Tucker with rank and prior shape chosen by the
+  evidence on each training fold, against TensorLy's masked CP and pyttb's
+  Bernoulli GCP on the same folds.
 - (n) the gallery's VB-against-EM experiment over several random splits at
   40/60/80% missing, with EM under VB's prior (the posterior mode) and under a
   flat prior (maximum likelihood, the PLTF-VB paper's baseline), and VB's
@@ -18,6 +22,7 @@ X̂ entry the data's mean (as in ``python -m sklearn_pltf``).
 from __future__ import annotations
 
 import json
+import logging
 import time
 import warnings
 
@@ -172,3 +177,99 @@ def bench_vb_em(datasets=("nations", "kinships"), n_splits=5):
                       prior_shape=shape, log_evidence=est.log_evidence_, roc_auc=auc.roc_auc,
                       pr_auc=auc.pr_auc)
     return summary
+
+
+# (q): binary relations under the Bernoulli–Poisson likelihood (issue 23). On
+# each training fold the evidence (the VB bound) chooses the rank and the prior
+# shape of each family; the chosen fit predicts the held-out fold. The peers
+# fit at a fixed rank on the same folds: TensorLy's masked least-squares CP
+# and pyttb's GCP with the Bernoulli-odds loss (non-negative factors,
+# P(x = 1) = m / (1 + m)), the non-negative binary peer.
+BINARY_GRIDS = {
+    "nations": {"cp": (3, 5, 10, 20), "tucker": (3, 5, 8)},
+    "kinships": {"cp": (10, 25, 50), "tucker": (5, 10)},
+}
+BINARY_PRIOR_SHAPES = (0.3, 1.0)
+# GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
+BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
+
+
+def _binary_family(kind, likelihood, size, prior_shape, X):
+    """A CP or Tucker VB fit whose prior mean of every X̂ entry is the data's mean."""
+    estimator, n_latent, n_factors = ((PoissonCP, size, 3) if kind == "cp"
+                                      else (TuckerVB, size**3, 4))
+    return estimator(size, likelihood=likelihood, prior_shape=prior_shape,
+                     prior_rate=prior_shape / _prior_mean(X, n_latent, n_factors),
+                     max_iter=1000, tol=1e-5, random_state=0)
+
+
+def _chosen_by_evidence(kind, likelihood, sizes, X, train):
+    """The fit of highest evidence over ``sizes`` x the prior shapes on the training mask."""
+    best = None
+    for size in sizes:
+        for shape in BINARY_PRIOR_SHAPES:
+            est = _binary_family(kind, likelihood, size, shape, X).fit(X, mask=train)
+            if best is None or est.log_evidence_ > best.log_evidence_:
+                best = est
+    return best
+
+
+class _GCPBernoulli:
+    """pyttb's ``gcp_opt`` with the Bernoulli-odds loss behind ``fit(X, mask)``
+    / ``predict_entries`` (L-BFGS-B, at most 1000 iterations, random start)."""
+
+    def __init__(self, rank):
+        self.rank = rank
+
+    def fit(self, X, mask):
+        import pyttb as ttb
+        from pyttb.gcp.fg_setup import Objectives
+        from pyttb.gcp.optimizers import LBFGSB
+
+        np.random.seed(0)
+        logging.getLogger().setLevel(logging.ERROR)  # pyttb logs a copy warning per call
+        model, _, _ = ttb.gcp_opt(ttb.tensor(np.asarray(X, dtype=float)), self.rank,
+                                  Objectives.BERNOULLI_ODDS, LBFGSB(maxiter=1000),
+                                  init="random", mask=np.asarray(mask, dtype=float), printitn=0)
+        odds = model.full().data
+        self.probability_ = odds / (1.0 + odds)
+        return self
+
+    def predict_entries(self, entries):
+        return self.probability_[tuple(np.asarray(entries).T)]
+
+
+def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None):
+    """(q): 10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
+    Bernoulli–Poisson CP and Tucker fits, and of the two peers."""
+    from sklearn_pltf.metrics import link_prediction_auc
+
+    families = families or [("cp", "poisson"), ("cp", "bernoulli"), ("tucker", "bernoulli"),
+                             ("tensorly-cp", None), ("gcp-bernoulli", None)]
+    summary = {}
+    for name in datasets:
+        X = {"nations": load_nations, "kinships": load_kinships}[name]().data.astype(float)
+        folds = list(EntryKFold(n_splits, random_state=0).split(X))
+        for kind, likelihood in families:
+            start = time.perf_counter()
+            scores, chosen = [], []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for train, test in folds:
+                    if kind == "tensorly-cp":
+                        est = _TensorlyCP(20 if name == "nations" else 100).fit(X, train)
+                    elif kind == "gcp-bernoulli":
+                        est = _GCPBernoulli(BINARY_PEER_RANKS[name]).fit(X, train)
+                    else:
+                        est = _chosen_by_evidence(kind, likelihood, BINARY_GRIDS[name][kind], X, train)
+                        chosen.append((est.n_components, est.prior_shape))
+                    scores.append(link_prediction_auc(est, X, test))
+            roc, pr = np.array(scores).T
+            label = f"{name} {kind} {likelihood or ''}".strip()
+            _line(workload="binary-links", model=label, roc_auc=roc.mean(), roc_auc_sd=roc.std(ddof=1),
+                  pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1), chosen=chosen,
+                  seconds=time.perf_counter() - start)
+            summary[f"(q) {label}: AUC-PR"] = float(pr.mean())
+            summary[f"(q) {label}: AUC-ROC"] = float(roc.mean())
+    return summary
+

@@ -1,20 +1,22 @@
-"""``python -m sklearn_pltf``: rank by evidence and link prediction on Nations.
+"""``python -m sklearn_pltf``: structure and rank by the evidence, and link
+prediction, on Nations.
 
 The shipped Nations tensor (14 countries x 14 countries x 55 relations,
-binary; :func:`~sklearn_pltf.datasets.load_nations`):
+binary; :func:`~sklearn_pltf.datasets.load_nations`), under the
+Bernoulli–Poisson likelihood (a link where a latent Poisson count with mean X̂
+is positive, P(link) = 1 − exp(−X̂)):
 
-1. fit ``PoissonCP`` by variational Bayes for ranks 1..12 and print the log
-   evidence (the VB bound) of each; the rank with the highest is chosen.
-   The factors' Exponential prior has its mean set so that the prior mean of
-   every entry of X̂ is the data's mean (rank x scale^3 = mean of X): with
-   the default scale 1 a rank-R model expects R links per entry, where the
-   data have 0.185, and the evidence then punishes every extra component for
-   the mismatch (it picks rank 2; with the scaled prior, whose evidence is
-   higher at every rank, rank 3);
-2. at that rank, 10-fold cross-validation over all entries (zeros included,
-   :class:`~sklearn_pltf.model_selection.EntryKFold`): each fold is held out
-   as missing, the rest fitted, the held-out entries ranked by the posterior
-   mean; print AUC-ROC and AUC-PR per fold and their mean.
+1. fit CP (``PoissonCP``, ranks 1..10) and Tucker (``TuckerVB``, cores 2³..4³)
+   by variational Bayes, each with two prior shapes (0.3, a sparse prior, and
+   1, an Exponential), and print the log evidence (the VB bound) of each; the
+   structure, rank and prior shape with the highest are chosen. Each prior's
+   mean is set so that the prior mean of every entry of X̂ is the data's mean
+   (rank x mean^3 = mean of X for CP);
+2. with that model, 10-fold cross-validation over all entries (zeros
+   included, :class:`~sklearn_pltf.model_selection.EntryKFold`): each fold is
+   held out as missing, the rest fitted, the held-out entries ranked by their
+   posterior probability of a link; print AUC-ROC and AUC-PR per fold and
+   their mean.
 """
 
 import sys
@@ -23,41 +25,56 @@ import warnings
 
 import numpy as np
 
-from . import PoissonCP
+from . import PoissonCP, TuckerVB
 from .datasets import load_nations
 from .metrics import link_prediction_auc
 from .model_selection import EntryKFold
 
-
-def scaled_prior_cp(X, rank, seed):
-    """PoissonCP whose prior mean of each X̂ entry is the data's mean."""
-    scale = (X.mean() / rank) ** (1.0 / X.ndim)
-    return PoissonCP(rank, prior_shape=1.0, prior_rate=1.0 / scale, n_init=3, random_state=seed)
+PRIOR_SHAPES = (0.3, 1.0)
 
 
-def main(ranks=range(1, 13), n_splits=10, seed=0):
+def scaled_prior_model(X, structure, rank, prior_shape, seed):
+    """A Bernoulli–Poisson CP or Tucker model whose prior mean of each X̂
+    entry is the data's mean."""
+    if structure == "CP":
+        mean = (X.mean() / rank) ** (1.0 / X.ndim)
+        estimator = PoissonCP
+    else:
+        mean = (X.mean() / rank**X.ndim) ** (1.0 / (X.ndim + 1))
+        estimator = TuckerVB
+    return estimator(rank, likelihood="bernoulli", prior_shape=prior_shape,
+                     prior_rate=prior_shape / mean, n_init=3, random_state=seed)
+
+
+def main(candidates=None, n_splits=10, seed=0):
+    candidates = candidates or ([("CP", r) for r in range(1, 11)]
+                                + [("Tucker", r) for r in range(2, 5)])
     start = time.perf_counter()
     nations = load_nations()
     X = nations.data
     print(f"Nations: {X.shape[0]} x {X.shape[1]} entities x {X.shape[2]} relations, "
           f"{int(X.sum())} links ({X.mean():.1%} of the entries)")
-    print("Step 1: the rank by the log evidence of PoissonCP (variational bound, 3 restarts,\n"
-          "        Exponential prior scaled to the data's mean)")
-    print(f"{'rank':>6}  {'log evidence':>13}  {'seconds':>7}")
+    print("Step 1: structure, rank and prior shape by the log evidence (variational bound,\n"
+          "        Bernoulli-Poisson likelihood, 3 restarts, prior scaled to the data's mean)")
+    print(f"{'model':>10}  {'rank':>4}  {'shape':>5}  {'log evidence':>13}  {'seconds':>7}")
     evidence = {}
-    for rank in ranks:
-        tic = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a slowly converging restart still gives a bound
-            evidence[rank] = scaled_prior_cp(X, rank, seed).fit(X).log_evidence_
-        print(f"{rank:>6}  {evidence[rank]:>13.1f}  {time.perf_counter() - tic:>7.2f}", flush=True)
+    for structure, rank in candidates:
+        for shape in PRIOR_SHAPES:
+            tic = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a slowly converging restart still gives a bound
+                fitted = scaled_prior_model(X, structure, rank, shape, seed).fit(X)
+            evidence[structure, rank, shape] = fitted.log_evidence_
+            print(f"{structure:>10}  {rank:>4}  {shape:>5}  {fitted.log_evidence_:>13.1f}  "
+                  f"{time.perf_counter() - tic:>7.2f}", flush=True)
     best = max(evidence, key=evidence.get)
-    print(f"Rank chosen by the evidence: {best}")
+    structure, rank, shape = best
+    print(f"Chosen by the evidence: {structure}, rank {rank}, prior shape {shape}")
 
-    print(f"Step 2: {n_splits}-fold link prediction over all entries at rank {best}")
+    print(f"Step 2: {n_splits}-fold link prediction over all entries with that model")
     print(f"{'fold':>6}  {'held out':>8}  {'AUC-ROC':>7}  {'AUC-PR':>7}  {'seconds':>7}")
     scores = []
-    estimator = scaled_prior_cp(X, best, seed)
+    estimator = scaled_prior_model(X, structure, rank, shape, seed)
     for fold, (train, test) in enumerate(EntryKFold(n_splits, random_state=seed).split(X), 1):
         tic = time.perf_counter()
         with warnings.catch_warnings():

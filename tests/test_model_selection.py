@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import sparse
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_pltf import BayesianNMF, PoissonCP, TuckerVB
+from sklearn_pltf import PLTF, BayesianNMF, PoissonCP, TuckerVB
 from sklearn_pltf.model_selection import FullDataSplit
 
 
@@ -103,3 +103,46 @@ def test_predictive_evidence_picks_the_tucker_core_or_a_neighbour():
     chosen = result.best_params_["n_components"]
     print(f"TuckerVB: 3-fold predictive evidence chose {chosen} (true (2, 3, 4))")
     assert sum(abs(c - t) for c, t in zip(chosen, (2, 3, 4))) <= 1
+
+
+CP_STRING, TUCKER_STRING = "ir,jr,kr->ijk", "ip,jq,kr,pqr->ijk"
+
+
+def binary_relations(structure, shape, seed):
+    """Binary data drawn from the Bernoulli–Poisson model of one structure:
+    CP at rank 3 (Gamma(0.5) factors, a quarter of the entries links), or
+    Tucker with a 3 x 3 x 3 core of strong (3.0) and absent (0.02) blocks
+    over three clusters per mode, which CP needs many components for."""
+    rng = np.random.default_rng(seed)
+    if structure == CP_STRING:
+        factors = [rng.gamma(0.5, 1.0, (n, 3)) for n in shape]
+        xhat = np.einsum("ir,jr,kr->ijk", *factors)
+        xhat *= 0.3 / xhat.mean()
+    else:
+        memberships = []
+        for n in shape:
+            member = np.full((n, 3), 0.05)
+            member[np.arange(n), rng.integers(0, 3, n)] = 1.0
+            memberships.append(member)
+        core = np.where(rng.random((3, 3, 3)) < 0.35, 3.0, 0.02)
+        xhat = np.einsum("ip,jq,kr,pqr->ijk", *memberships, core)
+    return (rng.poisson(xhat) > 0).astype(float)
+
+
+@pytest.mark.slow(minutes=1)
+@pytest.mark.parametrize("structure", [CP_STRING, TUCKER_STRING], ids=["cp", "tucker"])
+def test_grid_search_picks_the_structure_and_rank_by_evidence(structure):
+    """One GridSearchCV over model strings and ranks, under the
+    Bernoulli–Poisson likelihood: on data drawn from each structure at rank
+    3 the evidence picks that structure and rank (on the Tucker draw by 283
+    nats over the best CP when measured, on the CP draw by 144 over the best
+    Tucker)."""
+    X = binary_relations(structure, (30, 30, 20), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = GridSearchCV(
+            PLTF(likelihood="bernoulli", n_init=2, random_state=0),
+            {"model": [CP_STRING, TUCKER_STRING], "n_components": [2, 3, 4]},
+            cv=FullDataSplit(),
+        ).fit(X)
+    assert result.best_params_ == {"model": structure, "n_components": 3}
