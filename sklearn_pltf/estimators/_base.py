@@ -297,7 +297,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             start = (None if self.method == "em"
                      else posterior_start(model, state.mean, state.geometric, held=tuple(fixed)))
             estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed, start=start,
-                                        verbose=self.verbose)
+                                        verbose=self.verbose, likelihood=self.likelihood)
             self.log_evidence_ = check_poisson_log_evidence(
                 estimate.log_evidence, data, standard_error=estimate.standard_error,
                 advice=("evidence='ais' runs sklearn_pltf.evidence.ais_log_evidence at its "
@@ -318,7 +318,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             if self.method == "sgld":
                 return "sti"
             if sampler:
-                return "chib" if data_is_sparse or self.likelihood != "poisson" else "ais"
+                return "chib" if data_is_sparse else "ais"
             return "vb" if self.method == "vb" else None
         if self.evidence == "vb" and self.method != "vb":
             raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
@@ -326,12 +326,6 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 f"evidence='chib' is estimated from Gibbs runs: it needs method='gibbs' or "
                 f"'sada', got {self.method!r}."
-            )
-        if self.evidence == "ais" and self.likelihood != "poisson":
-            raise ValueError(
-                f"evidence='ais' runs for likelihood='poisson' only for now; with "
-                f"likelihood={self.likelihood!r} use evidence='chib' (method='gibbs' or 'sada'), "
-                "'sti' (method='sgld') or 'vb'."
             )
         if self.evidence == "ais" and data_is_sparse:
             raise ValueError(

@@ -14,8 +14,8 @@ SHARED_PARAMETERS = """\
         ``"bernoulli"``: the data are binary (0/1 relations, links, events),
         a link where a latent Poisson count with mean X̂ is positive, so
         P(x = 1) = 1 − exp(−X̂) (the Bernoulli–Poisson link; Zhou 2015). Every
-        method and the evidence by VB, Chib and STI support it (AIS does not
-        yet); :meth:`predict_entries` then returns link probabilities. The
+        method and every evidence estimator support it;
+        :meth:`predict_entries` then returns link probabilities. The
         cost still follows the ones. Non-binary observed values raise.
     method : {"vb", "em", "gibbs", "sada", "sgld"}, default="vb"
         ``"vb"``: variational Bayes, ``q(Z) = Gamma``; its bound is the log

@@ -44,8 +44,9 @@ from typing import NamedTuple
 
 import numpy as np
 import opt_einsum
-from scipy.special import digamma, gammaln, logsumexp, polygamma, xlogy
+from scipy.special import digamma, gammaln, logsumexp, polygamma
 
+from .._likelihood import get_likelihood
 from .._progress import progress_or_none
 from ._permanent import MAX_SIZE, log_permanent
 
@@ -70,9 +71,10 @@ class AISEstimate(NamedTuple):
 
 class _PoissonTarget:
     """The Poisson–Gamma model's parts of the tempered target for a stack of
-    runs: the Gamma prior in φ = log Z and log p(X | Z), with gradients."""
+    runs: the Gamma prior in φ = log Z and log p(X | Z), with gradients (for
+    counts, or under the Bernoulli–Poisson likelihood for binary data)."""
 
-    def __init__(self, model, data, priors, given):
+    def __init__(self, model, data, priors, given, likelihood="poisson"):
         free = priors.free
         self.priors = priors
         used = set("".join(model.factors))
@@ -81,7 +83,9 @@ class _PoissonTarget:
         self.ridges = ridges(model, free)
         self.X = data.dense
         self.mask = np.ones(data.shape, dtype=bool) if data.mask is None else data.mask
-        self.constant = -data.log_factorial_total
+        self.likelihood = get_likelihood(likelihood)
+        self.likelihood.check(data)
+        self.constant = self.likelihood.log_base_measure(data)
         operands = [(run + f) if a in free else f for a, f in enumerate(model.factors)]
         self._xhat = Contraction(",".join(operands) + "->" + run + model.output)
         self._deltas = {}
@@ -118,13 +122,16 @@ class _PoissonTarget:
     def _log_likelihood(self, factors):
         """log p(X | Z) for each run (n_runs,), and X̂."""
         xhat = self._xhat(*factors)
-        terms = np.where(self.mask, xlogy(self.X, xhat) - xhat, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            data_terms = np.where(self.X > 0, self.likelihood.entry_log_terms(self.X, xhat), 0.0)
+        terms = np.where(self.mask, data_terms - xhat, 0.0)
         return _per_run_sum(terms) + self.constant, xhat
 
     def gradient(self, factors, xhat):
-        """∂ log p(X | Z) / ∂φ_α = Z_α ∘ Δ_α(M ∘ (X / X̂ − 1)), per free factor."""
+        """∂ log p(X | Z) / ∂φ_α = Z_α ∘ Δ_α(M ∘ (E[N] / X̂ − 1)), per free
+        factor (E[N] = X for counts)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(self.mask, self.X / xhat - 1.0, 0.0)
+            q = np.where(self.mask, self.likelihood.count_ratio(self.X, xhat) - 1.0, 0.0)
         q = np.where(np.isfinite(q), q, 0.0)
         out = {}
         for alpha in self.free:
@@ -443,7 +450,7 @@ def _anneal(rng, ladder, steps, initial, n_moves, target, start, adapt, progress
 
 
 def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs=32,
-                     n_temperatures=1000, power=None, n_moves=2, verbose=0):
+                     n_temperatures=1000, power=None, n_moves=2, verbose=0, likelihood="poisson"):
     """Estimate log p(X) of a Poisson–Gamma PLTF model by annealed importance sampling.
 
     Parameters
@@ -476,6 +483,9 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
         scaling ridge, which costs no contraction).
     verbose : int, default=0
         At 1 or more, progress lines over the rungs with the time left.
+    likelihood : {"poisson", "bernoulli"}, default="poisson"
+        Counts, or binary data under the Bernoulli–Poisson likelihood
+        (:mod:`sklearn_pltf._likelihood`).
 
     Returns
     -------
@@ -488,7 +498,8 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
         the mean is then dominated by the heaviest run and lies low by an
         amount the standard error does not show; use more temperatures.
     """
-    target = _PoissonTarget(model, _dense(data, "ais_log_evidence"), priors, dict(given or {}))
+    target = _PoissonTarget(model, _dense(data, "ais_log_evidence"), priors, dict(given or {}),
+                            likelihood)
     return anneal_forward(rng, target, start, n_runs=n_runs, n_temperatures=n_temperatures,
                           power=power, n_moves=n_moves, verbose=verbose)
 
@@ -516,7 +527,7 @@ def anneal_forward(rng, target, start, *, n_runs, n_temperatures, power, n_moves
 
 def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=None, *,
                              start=None, n_runs=32, n_temperatures=1000, power=None, n_moves=2,
-                             verbose=0):
+                             verbose=0, likelihood="poisson"):
     """A stochastic upper bound on log p(X) by reverse annealed importance
     sampling from an exact posterior sample (Grosse, Ghahramani & Adams 2015,
     "Sandwiching the marginal likelihood using bidirectional Monte Carlo").
@@ -539,7 +550,7 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
         ``{position: array}``, an exact draw of every free factor from
         p(Z | X), e.g. the factors that generated simulated ``data``. Every
         run starts from it.
-    n_runs, n_temperatures, power, n_moves, verbose
+    n_runs, n_temperatures, power, n_moves, verbose, likelihood
         As for :func:`ais_log_evidence`; the pilot that tunes the step sizes
         runs downwards from the same sample.
 
@@ -556,7 +567,7 @@ def reverse_ais_log_evidence(rng, model, data, priors, posterior_sample, given=N
         then lies high by more than its standard error shows.
     """
     target = _PoissonTarget(model, _dense(data, "reverse_ais_log_evidence"), priors,
-                            dict(given or {}))
+                            dict(given or {}), likelihood)
     initial = {}
     for a in priors.free:
         value = np.asarray(posterior_sample[a], dtype=np.float64)
