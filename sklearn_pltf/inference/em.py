@@ -17,6 +17,12 @@ joint density below never decreases:
     J = \\sum M [X \\log \\hat X - \\hat X - \\log\\Gamma(X+1)]
       + \\sum_\\alpha \\sum [(A-1) \\log Z - R Z + A \\log R - \\log\\Gamma(A)].
 
+For binary data under the Bernoulli–Poisson likelihood the E-step takes
+the expected latent count of each one, :math:`X / \\hat X` becomes
+:math:`1 / (1 - e^{-\\hat X})`, and the log joint's
+:math:`X \\log \\hat X - \\log\\Gamma(X+1)` becomes :math:`\\log(e^{\\hat X} - 1)`
+(:mod:`sklearn_pltf._likelihood`).
+
 The posterior mode exists only for shapes ``A >= 1`` (for ``A < 1`` the
 density is unbounded at zero), which :func:`check_priors` enforces.
 """
@@ -98,7 +104,7 @@ def step(state, contractor, priors, with_objective=True):
 
 def log_joint(state, contractor, priors):
     """log p(X, Z) at the current factors (module docstring)."""
-    factors, data = state.factors, contractor.data
+    factors = state.factors
     value = contractor.data_loglik(factors) - contractor.masked_total(factors) + contractor.log_base_measure
     for alpha in priors.free:
         a, r, z = priors.shape[alpha], priors.rate[alpha], factors[alpha]

@@ -143,7 +143,6 @@ def step(rng, state, contractor, priors, sweep=block_sweep):
 def log_likelihood(state, contractor):
     """log p(X | Z) = Σ M [X log X̂ − X̂ − log Γ(X + 1)] for Poisson data, and
     Σ M [X log(e^{X̂} − 1) − X̂] for binary data (:mod:`sklearn_pltf._likelihood`)."""
-    data = contractor.data
     return (
         contractor.data_loglik(state.factors)
         - contractor.masked_total(state.factors)

@@ -20,6 +20,14 @@ where :math:`\\hat X_L` and :math:`\\Delta^L` use the geometric means and
 
 Held factors (fixed, or held at a posterior during fold-in) keep their
 ``E`` and ``L`` and add no second term.
+
+For binary data under the Bernoulli–Poisson likelihood
+(:mod:`sklearn_pltf._likelihood`), each one has a latent count N with the
+zero-truncated Poisson :math:`q(N) \\propto \\hat X_L^N / N!`, N ≥ 1: in the
+update, :math:`X / \\hat X_L` becomes :math:`E_q[N] / \\hat X_L = 1 / (1 -
+e^{-\\hat X_L})`, and in the bound a one's :math:`X \\log \\hat X_L -
+\\log\\Gamma(X+1)` becomes :math:`\\log(e^{\\hat X_L} - 1)` (q(N)'s
+normaliser, its entropy included). The contractor supplies both.
 """
 
 from __future__ import annotations
@@ -107,7 +115,6 @@ def step(state, contractor, priors, with_objective=True):
 
 def bound(state, contractor, priors):
     """The variational lower bound on log p(X) (module docstring), as a float."""
-    data = contractor.data
     # masked_total first: a dense contractor keeps its last X̂, and the next
     # step's first update needs X̂ of the geometric means.
     value = -contractor.masked_total(state.mean) + contractor.log_base_measure
