@@ -54,12 +54,14 @@ def test_leimkuhler_matthews_samples_a_gaussian_exactly():
     assert np.var(draws) * 4.0 == pytest.approx(1.0, abs=0.05)
 
 
-def _nmf_problem(sparse_input=False, mask=None):
+def _nmf_problem(sparse_input=False, mask=None, likelihood="poisson"):
     rng = np.random.default_rng(0)
     X = rng.poisson(rng.gamma(1.0, 1.0, (12, 2)) @ rng.gamma(1.0, 1.0, (2, 9))).astype(float)
+    if likelihood == "bernoulli":
+        X = (X > 0).astype(float)
     data = as_observed_tensor(sparse.COO.from_numpy(X) if sparse_input else X, mask)
     model = Model.parse("ik,kj->ij").bind(X.shape, {"k": 3})
-    contractor = make_contractor(model, data)
+    contractor = make_contractor(model, data, likelihood)
     priors = gamma_priors(model, 0.7, 1.3)
     return model, contractor, priors
 
@@ -73,11 +75,12 @@ def _log_posterior(target, params, temperature):
     return value
 
 
+@pytest.mark.parametrize("likelihood", ["poisson", "bernoulli"])
 @pytest.mark.parametrize("sparse_input", [False, True])
-def test_full_batch_gradient_is_the_log_posterior_gradient(sparse_input):
+def test_full_batch_gradient_is_the_log_posterior_gradient(sparse_input, likelihood):
     mask = np.ones((12, 9), dtype=bool)
     mask[3, 4] = mask[7, 0] = False
-    model, contractor, priors = _nmf_problem(sparse_input, mask)
+    model, contractor, priors = _nmf_problem(sparse_input, mask, likelihood)
     target = sgld.PoissonTarget(model, contractor, priors)
     params = target.init(np.random.default_rng(1))
     full = (np.arange(contractor.nonzeros.n_entries), 1.0)
@@ -95,9 +98,10 @@ def test_full_batch_gradient_is_the_log_posterior_gradient(sparse_input):
             assert gradient[block][element] == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.parametrize("likelihood", ["poisson", "bernoulli"])
 @pytest.mark.parametrize("anchored", [False, True])
-def test_minibatch_gradient_and_log_likelihood_are_unbiased(anchored):
-    model, contractor, priors = _nmf_problem()
+def test_minibatch_gradient_and_log_likelihood_are_unbiased(anchored, likelihood):
+    model, contractor, priors = _nmf_problem(likelihood=likelihood)
     target = sgld.PoissonTarget(model, contractor, priors, batch_size=10)
     rng = np.random.default_rng(2)
     params = target.init(rng)
