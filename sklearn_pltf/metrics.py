@@ -1,7 +1,9 @@
 """Link prediction: how well a fitted factorization ranks held-out entries.
 
-An entry is a *link* when its value is non-zero. The estimator's posterior
-mean X̂ at the held-out entries (``predict_entries``) is the score; the area
+An entry is a *link* when its value is non-zero. The estimator's prediction
+at the held-out entries (``predict_entries``: the posterior probability of a
+link under ``likelihood="bernoulli"``, the posterior mean X̂ for count
+models) is the score; the area
 under the ROC curve and the area under the precision–recall curve (as
 scikit-learn's average precision, the step-wise area, which unlike the
 trapezoid rule does not reward interpolating between operating points)
