@@ -158,11 +158,12 @@ def test_sti_is_reproducible():
     assert first.log_evidence == second.log_evidence
 
 
-@pytest.mark.slow(minutes=4)
-@pytest.mark.parametrize("true_rank", [3, 5, 7])
+@pytest.mark.slow(minutes=8)
+@pytest.mark.parametrize("true_rank", [3, 7])
 def test_sti_curve_matches_analytic_curve(true_rank):
     """Every rank 1..10 within 1 nat of the analytic evidence, and the same
     argmax wherever the analytic best beats the runner-up by over 1 nat.
+    Data drawn at rank 5, the third case, left CI for its time budget.
 
     12,000 kept steps per temperature. Ranks far below the truth carry the
     largest Monte Carlo error: the posterior mean travels far between the
