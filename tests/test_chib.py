@@ -80,6 +80,7 @@ def test_chib_is_close_to_the_exact_evidence_over_seeds(index, n_components):
     assert np.all(np.abs(errors) < TOLERANCE), np.round(errors, 3)
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_standard_error_describes_the_scatter_over_seeds():
     # Rank 1 on the first matrix, 500 draws per run: the reported standard
     # errors should match the spread of the estimates over seeds (within the

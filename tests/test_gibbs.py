@@ -93,6 +93,7 @@ def _batch_means(samples, n_batches):
     [("ir,jr,kr->ijk", (6, 5, 4), {"r": 2}), ("ip,jq,pq->ij", (6, 5), {"p": 2, "q": 3})],
     ids=["cp", "tucker"],
 )
+@pytest.mark.slow(minutes=0.25)
 def test_block_gibbs_and_sada_agree_on_the_posterior_mean(spec, shape, sizes):
     """Posterior means of X̂ (label-free) from the two samplers, one missing
     entry included, agree within Monte Carlo error: 4000 draws each, standard

@@ -107,6 +107,7 @@ def test_draws_export_to_arviz():
     assert data.sample_stats["total_log_likelihood"].shape == (1, 30)
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
     X, _, _ = _data(shape=(8, 6, 5), missing=0.1)
     est = GibbsNTF(2, n_warmup=100, n_draws=200, random_state=0).fit(X)
@@ -116,6 +117,7 @@ def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
     assert np.isfinite(est.score(X[:4] + 0.01))  # new samples: plug-in predictive log-likelihood
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_default_evidence_is_ais_on_dense_data_and_chib_on_sparse():
     X, _, _ = _data(shape=(6, 5, 4))
     settings = dict(n_warmup=20, n_draws=30, random_state=0)

@@ -157,6 +157,7 @@ def test_inference_data_has_chains_draws_and_diagnostics(counts):
     assert float(rhat["Z0_ik"].max()) < 1.1
 
 
+@pytest.mark.slow(minutes=0.25)
 @pytest.mark.parametrize("method", ["gibbs", "sada"])
 def test_tucker_through_pltf(method, rng):
     """Tucker with a core: two latent indices, both aligned across chains;

@@ -61,6 +61,7 @@ def test_parallel_block_minibatches_on_a_sparse_tensor():
     assert [f.shape for f in est.factors_] == [(20, 2), (15, 2), (10, 2)]
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_sti_through_the_estimator_matches_the_exact_evidence():
     """Default STI settings on a matrix small enough to enumerate: within
     1 nat of the exact log evidence, and within 3 of its standard errors
