@@ -14,6 +14,7 @@ from sklearn_pltf.model_selection import FullDataSplit
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_grid_search_on_a_local_cluster_matches_the_serial_run():
     X, _ = make_poisson_cp((15, 12, 10), 3, random_state=0)
     grid = {"n_components": [1, 2, 3, 4, 5]}

@@ -60,6 +60,7 @@ def test_poisson_samplers_report_each_long_loop(method, evidence, labels, capsys
         assert done == total > 0  # the last line of each loop is its end
 
 
+@pytest.mark.slow(minutes=0.25)
 def test_gibbs_ntf_reports_its_chain_and_ais(capsys):
     X = np.random.default_rng(0).gamma(2.0, 1.0, size=(5, 4, 3))
     GibbsNTF(2, n_warmup=5, n_draws=10, verbose=1, random_state=0).fit(X)
