@@ -172,9 +172,9 @@ def test_predict_entries_are_link_probabilities():
 
 
 def test_link_probabilities_are_calibrated_against_the_truth():
-    """Data drawn from the model: where the fit says p, about a fraction p
-    of entries are links — the mean predicted probability within 0.03 of the
-    observed link rate in each of four probability bins with 200+ entries."""
+    """Data drawn from the model: in each of four bins of the predicted
+    probability holding 200+ entries, the mean prediction is within 0.03 of
+    the mean of the true link probabilities 1 − exp(−X̂_true)."""
     X, rates = _relational(seed=1, shape=(30, 30, 8))
     est = PoissonCP(3, likelihood="bernoulli", n_init=2, random_state=0).fit(X)
     entries = np.argwhere(np.ones_like(X, dtype=bool))
