@@ -181,10 +181,11 @@ def test_link_probabilities_are_calibrated_against_the_truth():
     p = est.predict_entries(entries)
     truth = -np.expm1(-rates[tuple(entries.T)])
     bins = np.digitize(p, [0.25, 0.5, 0.75])
-    for b in range(4):
+    checked = [b for b in range(4) if np.sum(bins == b) >= 200]
+    assert len(checked) >= 2
+    for b in checked:
         inside = bins == b
-        if inside.sum() >= 200:
-            assert abs(p[inside].mean() - truth[inside].mean()) < 0.03, b
+        assert abs(p[inside].mean() - truth[inside].mean()) < 0.03, b
 
 
 def test_bernoulli_beats_poisson_at_link_prediction():
