@@ -431,13 +431,13 @@ class EntryList:
 
     def _tokens_by_factor(self, alpha, counts=None):
         """For factor α's entry order: each entry's count (``values``, or
-        ``counts`` when given), and where its tokens start among the uniforms
-        (which follow the entries' own order)."""
+        ``counts`` when given as (counts, starts)), and where its tokens start
+        among the uniforms (which follow the entries' own order)."""
         self._enumerate()
-        if counts is not None:
-            counts = counts.astype(np.int64)
+        if counts is not None:  # (counts, starts) in the entries' own order
+            counts, starts = counts
             order = self._blocks[alpha][0]
-            return counts[order], (np.cumsum(counts) - counts)[order]
+            return counts[order], starts[order]
         if not hasattr(self, "_tokens"):
             counts = self.values.astype(np.int64)
             starts = np.cumsum(counts) - counts
@@ -451,6 +451,9 @@ class EntryList:
         summed onto factor α's indices. ``uniforms`` (one U[0, 1) draw per
         token) fix the allocation: every α sees the same one."""
         buffer, offsets = self._tables(factors)
+        if counts is not None:  # where each entry's tokens start: once for every α
+            counts = counts.astype(np.int64)
+            counts = (counts, np.cumsum(counts) - counts)
         sums = {}
         for alpha in alphas:
             total, _ = self._zero_table(alpha)

@@ -35,6 +35,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, xlogy
 
+from ._kernels import BERNOULLI_RATIO, POISSON_RATIO
+
 __all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood"]
 
 
@@ -45,7 +47,7 @@ class PoissonLikelihood:
     #: The latent counts are the data: samplers need not draw them.
     counts_observed = True
     #: What the compiled Δ kernels compute as an entry's weight (``_kernels``).
-    kernel_mode = 1
+    kernel_mode = POISSON_RATIO
 
     def check(self, data):
         """Poisson data: any non-negative values (already checked on input)."""
@@ -92,7 +94,7 @@ class BernoulliPoissonLikelihood:
 
     name = "bernoulli"
     counts_observed = False
-    kernel_mode = 2
+    kernel_mode = BERNOULLI_RATIO
 
     def check(self, data):
         """Raise unless every observed value is 0 or 1."""
