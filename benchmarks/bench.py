@@ -18,6 +18,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py vb-em        # (n) VB against MAP-EM and ML-EM at 40/60/80% missing
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py evidence-sandwich  # (p) every estimator against the BDMC sandwich
+    python benchmarks/bench.py sti-analytic  # (s) STI against the Gaussian additive model's exact evidence
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -49,6 +50,7 @@ import bench_allocation
 import bench_evidence
 import bench_link_prediction
 import bench_gaussian
+import bench_sti_analytic
 import peers
 import workloads
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
@@ -564,7 +566,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
-                                             "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich", "all"])
+                                             "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
+                                             "sti-analytic", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -596,6 +599,8 @@ def main():
                         help="(g) Chib's seed is the rank plus this (10 for the second runs)")
     parser.add_argument("--sti-steps", type=int, default=1000,
                         help="(g) STI's kept steps per temperature (steps_per_temperature)")
+    parser.add_argument("--sti-analytic-true-ranks", type=int, nargs="+", default=[3, 5, 7],
+                        help="(s) the true ranks of the Gaussian additive datasets")
     parser.add_argument("--sgld-steps", type=int, default=50)
     parser.add_argument("--ntf-splits", type=int, default=10)
     parser.add_argument("--vb-em-splits", type=int, default=5,
@@ -651,6 +656,8 @@ def main():
         summary.update(bench_evidence.bench_evidence_sandwich(
             args.sandwich_cases, args.sandwich_datasets, args.sandwich_methods,
             args.sandwich_temperatures, first_dataset=args.sandwich_first_dataset))
+    if args.workload in ("sti-analytic", "all"):
+        summary.update(bench_sti_analytic.bench_sti_analytic(args.sti_analytic_true_ranks))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))
