@@ -1,7 +1,16 @@
 """Bayesian matrix and tensor factorization as scikit-learn estimators."""
 
-from .estimators import PLTF, AllocationSMC, BayesianNMF, GibbsNTF, PoissonCP, TuckerVB
+from .estimators import (
+    PLTF,
+    AllocationSMC,
+    BayesianNMF,
+    BayesianRESCAL,
+    GibbsNTF,
+    PoissonCP,
+    TuckerVB,
+)
 from .model import Model
 
-__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "Model"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "BayesianRESCAL",
+           "Model"]
 __version__ = "0.1.0.dev0"

@@ -5,6 +5,8 @@ from .cp import PoissonCP
 from .gaussian_ntf import GibbsNTF
 from .nmf import BayesianNMF
 from .pltf import PLTF
+from .rescal import BayesianRESCAL
 from .tucker import TuckerVB
 
-__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC",
+           "BayesianRESCAL"]

@@ -25,7 +25,8 @@ __all__ = ["N_PREDICTIVE_DRAWS", "predictive_at_entries"]
 N_PREDICTIVE_DRAWS = 256
 
 
-def predictive_at_entries(model, state, coords, likelihood, *, method, draws=None, seed=0):
+def predictive_at_entries(model, state, coords, likelihood, *, method, draws=None, seed=0,
+                          tied=None):
     """The posterior predictive mean at entries ``coords`` (n_dims, n_entries).
 
     Parameters
@@ -45,6 +46,9 @@ def predictive_at_entries(model, state, coords, likelihood, *, method, draws=Non
     seed : int, default=0
         Seeds the draws of the factors (the fit stores one, so a fitted
         estimator predicts the same numbers every time).
+    tied : dict or None, default=None
+        ``{position: source position}``: factors that are another factor
+        (RESCAL's second entity factor), given that factor's draw.
 
     Returns
     -------
@@ -56,12 +60,13 @@ def predictive_at_entries(model, state, coords, likelihood, *, method, draws=Non
     if likelihood.counts_observed or method == "em":
         return likelihood.predictive(entries.xhat(state.mean)[None])
     total = np.zeros(entries.n_entries)
-    for factors in _posterior_draws(np.random.default_rng(seed), model, state, draws):
+    tied = dict(tied or {})
+    for factors in _posterior_draws(np.random.default_rng(seed), model, state, draws, tied):
         total += likelihood.predictive(entries.xhat(factors)[None])
     return total / N_PREDICTIVE_DRAWS
 
 
-def _posterior_draws(rng, model, state, draws):
+def _posterior_draws(rng, model, state, draws, tied):
     """``N_PREDICTIVE_DRAWS`` draws of every factor: from a sampler's kept
     draws (evenly spaced over the pooled chains), else from a Gamma per
     element — VB's q, or for a sampler without kept draws the Gamma with its
@@ -71,7 +76,11 @@ def _posterior_draws(rng, model, state, draws):
         pooled = {a: draws[a].reshape((-1,) + draws[a].shape[2:]) for a in free}
         n_kept = pooled[free[0]].shape[0]
         for index in np.linspace(0, n_kept - 1, N_PREDICTIVE_DRAWS).round().astype(int):
-            yield [pooled[a][index] if a in pooled else state.mean[a] for a in range(model.n_factors)]
+            factors = [pooled[a][index] if a in pooled else state.mean[a]
+                       for a in range(model.n_factors)]
+            for position, source in tied.items():
+                factors[position] = factors[source]
+            yield factors
         return
     gammas = {}
     for a in free:
@@ -80,5 +89,8 @@ def _posterior_draws(rng, model, state, draws):
         else:
             gammas[a] = gamma_from_moments(state.mean[a], state.geometric[a])
     for _ in range(N_PREDICTIVE_DRAWS):
-        yield [rng.standard_gamma(gammas[a][0]) / gammas[a][1] if a in gammas else state.mean[a]
-               for a in range(model.n_factors)]
+        factors = [rng.standard_gamma(gammas[a][0]) / gammas[a][1] if a in gammas else state.mean[a]
+                   for a in range(model.n_factors)]
+        for position, source in tied.items():
+            factors[position] = factors[source]
+        yield factors

@@ -1,0 +1,281 @@
+"""BayesianRESCAL: one entity factor on both entity modes of a relational tensor."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..evidence._checks import check_poisson_log_evidence
+from ..inference import rescal
+from ._base import BasePoissonPLTF, check_entry_indices, run_to_convergence
+from ._predictive import predictive_at_entries
+
+__all__ = ["BayesianRESCAL"]
+
+#: The structure as a model string, for a relation tensor and for one
+#: relation (a square matrix); factor 1 is factor 0.
+RESCAL_MODEL = "ia,jb,abk->ijk"
+SINGLE_RELATION_MODEL = "ia,jb,ab->ij"
+TIED = {1: 0}
+_SAMPLER_PARAMETERS = ("n_draws", "n_warmup", "thin", "keep_draws", "batch_size", "n_blocks",
+                       "n_temperatures", "steps_per_temperature", "step_size")
+
+
+def _fit_restart(method, rng, data, priors, n_components, max_iter, tol, report):
+    kernel = rescal.KERNELS[method]
+    state = kernel.init(rng, data, priors, n_components)
+    return run_to_convergence(kernel, state, data, priors, max_iter, tol, report)
+
+
+class BayesianRESCAL(BasePoissonPLTF):
+    """Bayesian non-negative RESCAL for relational data (entity x entity x relation).
+
+    Also for a single relation, a square entity x entity matrix (a graph's
+    adjacency matrix): then ``X(i, j) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b))``.
+
+    ``X(i, j, k) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b, k))``, or its
+    Bernoulli–Poisson link for 0/1 relations, with Gamma priors on the entity
+    factor A (one row per entity, the same on both entity axes) and the
+    relation core G: the RESCAL structure (Nickel, Tresp & Kriegel 2011) with
+    non-negative factors, as the model string ``"ia,jb,abk->ijk"`` with its
+    second factor tied to the first. Where CP needs a component per pattern
+    of who relates to whom, G(·, ·, k) says how each pair of entity clusters
+    relates under relation k, so exclusive relations (kin terms) need few
+    components.
+
+    Fitted by variational Bayes (its bound is the log evidence, so
+    :meth:`score` and ``GridSearchCV`` with
+    :class:`~sklearn_pltf.model_selection.FullDataSplit` choose the rank) or
+    EM for the posterior mode; the rows of A are updated one at a time
+    (:mod:`sklearn_pltf.inference.rescal`).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Entity clusters (columns of A; G is n_components x n_components x
+        n_relations).
+    likelihood : {"poisson", "bernoulli"}, default="poisson"
+        ``"poisson"`` for counts; ``"bernoulli"`` for 0/1 relations,
+        P(x = 1) = 1 − exp(−X̂). Non-binary observed values then raise.
+    method : {"vb", "em"}, default="vb"
+        Variational Bayes, or EM for the posterior mode (no evidence; needs
+        ``prior_shape >= 1``).
+    evidence : {"auto", "vb"} or None, default="auto"
+        ``"auto"`` and ``"vb"``: the variational bound for VB; EM has none.
+    prior_shape, prior_rate : float, array-like or dict, default=1.0
+        Gamma(shape, rate) prior of every element of A and G: a scalar, an
+        array broadcastable to a factor, or ``{0: value for A, 2: value for
+        G}`` (position 1 is A again and its entry is not used).
+    max_iter : int, default=1000
+        Sweeps (every row of A, then G) per initialisation.
+    tol : float, default=1e-6
+        Convergence threshold on the relative change of the objective.
+    n_init : int, default=1
+        Initialisations; the one with the highest objective is kept.
+    random_state : int, Generator, RandomState or None, default=None
+    verbose : int, default=0
+        1 prints each initialisation; 2 also the objective every
+        ``verbose_interval`` sweeps.
+    verbose_interval : int, default=10
+    n_jobs : int or None, default=None
+        Initialisations in parallel through joblib.
+
+    Attributes
+    ----------
+    model_ : Model
+        ``"ia,jb,abk->ijk"`` with its sizes.
+    factors_ : tuple of ndarray
+        ``(A, A, G)``: posterior means (VB) or modes (EM), in model order;
+        G is (n_components, n_components) for a single relation.
+    n_iter_ : int
+    converged_ : bool
+    lower_bounds_ : ndarray of shape (n_iterations,)
+        The bound (VB) or log joint (EM) after each sweep.
+    lower_bound_ : float
+    log_evidence_ : float
+        VB: the bound, an estimate (from below) of log p(X) over the
+        off-diagonal observed entries.
+    n_features_in_ : int
+        The number of entities.
+
+    Notes
+    -----
+    Diagonal entries x(i, i, k), where the entity factor would meet itself
+    (a rate with A(i, a)², not conjugate to the Gamma prior), are treated as
+    missing: they neither inform the fit nor count in its evidence.
+    :meth:`predict_entries` still gives them the model's value. The
+    entities are those of the training data: :meth:`transform` and
+    :meth:`score` take the training data only.
+
+    Examples
+    --------
+    >>> from sklearn_pltf import BayesianRESCAL
+    >>> from sklearn_pltf.datasets import load_nations
+    >>> X = load_nations().data
+    >>> est = BayesianRESCAL(3, likelihood="bernoulli", random_state=0).fit(X)
+    >>> est.transform(X).shape
+    (14, 3)
+    """
+
+    _parameter_constraints: dict = {
+        **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
+           if name not in _SAMPLER_PARAMETERS},
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "method": [StrOptions({"vb", "em"})],
+        "evidence": [StrOptions({"auto", "vb"}), None],
+    }
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        likelihood="poisson",
+        method="vb",
+        evidence="auto",
+        prior_shape=1.0,
+        prior_rate=1.0,
+        max_iter=1000,
+        tol=1e-6,
+        n_init=1,
+        random_state=None,
+        verbose=0,
+        verbose_interval=10,
+        n_jobs=None,
+    ):
+        self.n_components = n_components
+        self.likelihood = likelihood
+        self.method = method
+        self.evidence = evidence
+        self.prior_shape = prior_shape
+        self.prior_rate = prior_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.verbose = verbose
+        self.verbose_interval = verbose_interval
+        self.n_jobs = n_jobs
+
+    def _model_spec(self, ndim):
+        model = SINGLE_RELATION_MODEL if ndim == 2 else RESCAL_MODEL
+        return model, {"a": self.n_components, "b": self.n_components}, {}
+
+    def _accepts_tensors(self):
+        return True
+
+    def _observed(self, X, mask, reset):
+        data = super()._observed(X, mask, reset)
+        if data.ndim not in (2, 3) or data.shape[0] != data.shape[1]:
+            raise ValueError(
+                "BayesianRESCAL needs an entity x entity x relation tensor (or an entity x "
+                f"entity matrix, one relation), its first two axes the same size; got shape "
+                f"{data.shape}."
+            )
+        return data
+
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
+        """VB or EM: restarts to convergence, the best kept."""
+        relational = rescal.relational_data(rescal.with_relation_axis(data), self.likelihood)
+        priors = rescal.priors_with_relation_axis(priors)
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_restart)(
+                self.method, child, relational, priors, self.n_components, self.max_iter,
+                self.tol, self._reporter(init) if self.verbose else None,
+            )
+            for init, child in enumerate(rng.spawn(self.n_init))
+        )
+        best = max(range(self.n_init), key=lambda i: results[i][1][-1])
+        state, objectives, converged = results[best]
+        if not converged:
+            warnings.warn(
+                f"Best of {self.n_init} initialisation(s) did not converge in "
+                f"{self.max_iter} sweeps; increase max_iter, relax tol or check the data.",
+                ConvergenceWarning,
+            )
+        if data.ndim == 2:
+            state = rescal.without_relation_axis(state)
+        self.n_iter_ = len(objectives)
+        self.converged_ = converged
+        self.lower_bounds_ = np.asarray(objectives)
+        self.lower_bound_ = objectives[-1]
+        if evidence == "vb":
+            self.log_evidence_ = check_poisson_log_evidence(
+                self.lower_bound_, relational.observed,
+                advice="A variational bound cannot lie above log p(X): please report this.",
+                likelihood=self.likelihood)
+        return state
+
+    def _require_training_data(self, X, mask, what):
+        check_is_fitted(self)
+        data = self._observed(X, mask, reset=False)
+        if not self._is_training_data(data):
+            raise ValueError(
+                f"BayesianRESCAL {what} its training data only: its entities are that "
+                "tensor's, and a new entity needs its relations to them; refit on the "
+                "tensor with the new entities."
+            )
+
+    def transform(self, X, mask=None):
+        """The entity factor A of the training data (posterior mean, or mode for EM).
+
+        Returns
+        -------
+        A : ndarray of shape (n_entities, n_components)
+        """
+        self._require_training_data(X, mask, "transforms")
+        return np.array(self.factors_[0])
+
+    def inverse_transform(self, X):
+        """X̂(i, j, k) = Σ_ab W(i, a) W(j, b) G(a, b, k) from entity factors ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_entities, n_components)
+            Entity factor rows, e.g. from :meth:`transform`.
+
+        Returns
+        -------
+        X_hat : ndarray of shape (n_entities, n_entities, n_relations)
+            Or (n_entities, n_entities) for a model of one relation.
+        """
+        check_is_fitted(self)
+        W = np.asarray(X, dtype=np.float64)
+        if W.ndim != 2 or W.shape[1] != self.n_components:
+            raise ValueError(f"Expected an array of shape (n_entities, {self.n_components}), "
+                             f"got {W.shape}.")
+        return np.einsum(self.model_.string, W, W, self.factors_[2])
+
+    def predict_entries(self, indices):
+        """Posterior predictive mean at the given entries (for link prediction).
+
+        ``likelihood="poisson"``: E[X̂] at the posterior means (modes for EM).
+        ``likelihood="bernoulli"``: P(x = 1 | X) = E[1 − exp(−X̂)] over 256
+        draws of A and G from q (the same A on both entity axes), seeded at
+        fit; EM: 1 − exp(−X̂) at the mode.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n_entries, 3)
+
+        Returns
+        -------
+        prediction : ndarray of shape (n_entries,)
+        """
+        check_is_fitted(self)
+        coords = check_entry_indices(indices, self.model_.observed_shape)
+        return predictive_at_entries(
+            self.model_, self._state, coords.T, self.likelihood, method=self.method,
+            seed=self._predictive_seed, tied=TIED,
+        )
+
+    def score(self, X, y=None, mask=None):
+        """Log evidence of the training data (``log_evidence_``; EM: the log joint)."""
+        self._require_training_data(X, mask, "scores")
+        return float(getattr(self, "log_evidence_", self.lower_bound_))
+
