@@ -601,6 +601,11 @@ def main():
                         help="(g) STI's kept steps per temperature (steps_per_temperature)")
     parser.add_argument("--sti-analytic-true-ranks", type=int, nargs="+", default=[3, 5, 7],
                         help="(s) the true ranks of the Gaussian additive datasets")
+    parser.add_argument("--binary-families", nargs="+", default=None,
+                        help="(q) the families as kind:likelihood, e.g. rescal:bernoulli "
+                             "(default: every family)")
+    parser.add_argument("--binary-with-diagonal", action="store_true",
+                        help="(q) fold every entry, the diagonal x(i, i, k) included")
     parser.add_argument("--sgld-steps", type=int, default=50)
     parser.add_argument("--ntf-splits", type=int, default=10)
     parser.add_argument("--vb-em-splits", type=int, default=5,
@@ -643,7 +648,10 @@ def main():
     if args.workload in ("link-prediction", "all"):
         summary.update(bench_link_prediction.bench_link_prediction())
     if args.workload in ("binary-links", "all"):
-        summary.update(bench_link_prediction.bench_binary_links())
+        families = (None if args.binary_families is None
+                    else [tuple(f.split(":")) if ":" in f else (f, None) for f in args.binary_families])
+        summary.update(bench_link_prediction.bench_binary_links(
+            families=families, with_diagonal=args.binary_with_diagonal))
     if args.workload in ("binary-cost", "all"):
         summary.update(bench_binary_cost(args.repeats, args.sparse_iter))
     if args.workload in ("vb-em", "all"):

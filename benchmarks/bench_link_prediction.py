@@ -7,9 +7,10 @@
   over 200 draws after 200 warm-up sweeps), and for TensorLy's masked least-squares CP (``parafac`` with a
   mask), a Gaussian-loss peer on the same folds.
 - (q) binary relations (``bench.py binary-links``): Poisson and
-  Bernoulli–Poisson CP and Tucker with rank and prior shape chosen by the
-  evidence on each training fold, against TensorLy's masked CP and pyttb's
-  Bernoulli GCP on the same folds.
+  Bernoulli–Poisson CP, and Bernoulli–Poisson Tucker and RESCAL, with rank
+  and prior shape chosen by the evidence on each training fold, RESCAL by EM
+  at one size, against TensorLy's masked CP and pyttb's Bernoulli GCP on the
+  same folds.
 - (n) the gallery's VB-against-EM experiment over several random splits at
   40/60/80% missing, with EM under VB's prior (the posterior mode) and under a
   flat prior (maximum likelihood, the PLTF-VB paper's baseline), and VB's
@@ -28,7 +29,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_pltf import GibbsNTF, PoissonCP, TuckerVB
+from sklearn_pltf import BayesianRESCAL, GibbsNTF, PoissonCP, TuckerVB
 from sklearn_pltf.datasets import load_kinships, load_nations
 from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries
 
@@ -186,19 +187,21 @@ def bench_vb_em(datasets=("nations", "kinships"), n_splits=5):
 # and pyttb's GCP with the Bernoulli-odds loss (non-negative factors,
 # P(x = 1) = m / (1 + m)), the non-negative binary peer.
 BINARY_GRIDS = {
-    "nations": {"cp": (3, 5, 10, 20), "tucker": (3, 5, 8)},
-    "kinships": {"cp": (10, 25, 50), "tucker": (5, 10)},
+    "nations": {"cp": (3, 5, 10, 20), "tucker": (3, 5, 8), "rescal": (2, 3, 5, 8)},
+    "kinships": {"cp": (10, 25, 50), "tucker": (5, 10), "rescal": (10, 20, 30)},
 }
+# RESCAL by EM (the posterior mode, no evidence) at one size, prior shape 1.
+BINARY_RESCAL_EM_SIZES = {"nations": 8, "kinships": 30}
 BINARY_PRIOR_SHAPES = (0.3, 1.0)
 # GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
 
 
-def _binary_family(kind, likelihood, size, prior_shape, X):
-    """A CP or Tucker VB fit whose prior mean of every X̂ entry is the data's mean."""
-    estimator, n_latent, n_factors = ((PoissonCP, size, 3) if kind == "cp"
-                                      else (TuckerVB, size**3, 4))
-    return estimator(size, likelihood=likelihood, prior_shape=prior_shape,
+def _binary_family(kind, likelihood, size, prior_shape, X, method="vb"):
+    """A CP, Tucker or RESCAL fit whose prior mean of every X̂ entry is the data's mean."""
+    estimator, n_latent, n_factors = {"cp": (PoissonCP, size, 3), "tucker": (TuckerVB, size**3, 4),
+                                      "rescal": (BayesianRESCAL, size**2, 3)}[kind]
+    return estimator(size, likelihood=likelihood, method=method, prior_shape=prior_shape,
                      prior_rate=prior_shape / _prior_mean(X, n_latent, n_factors),
                      max_iter=1000, tol=1e-5, random_state=0)
 
@@ -239,17 +242,29 @@ class _GCPBernoulli:
         return self.probability_[tuple(np.asarray(entries).T)]
 
 
-def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None):
+def _off_diagonal(shape):
+    """True off the diagonal x(i, i, k): Nations and Kinships have no relation of an entity to itself."""
+    return np.broadcast_to(~np.eye(shape[0], dtype=bool)[:, :, None], shape).copy()
+
+
+def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
+                       with_diagonal=False):
     """(q): 10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
-    Bernoulli–Poisson CP and Tucker fits, and of the two peers."""
+    Bernoulli–Poisson CP, Tucker and RESCAL fits, and of the two peers.
+
+    The diagonal x(i, i, k) (empty in both data sets) is missing in every fit
+    and in no fold, so every model's evidence is of the same entries;
+    ``with_diagonal=True`` folds every entry, as (m) does."""
     from sklearn_pltf.metrics import link_prediction_auc
 
     families = families or [("cp", "poisson"), ("cp", "bernoulli"), ("tucker", "bernoulli"),
+                             ("rescal", "bernoulli"), ("rescal-em", "bernoulli"),
                              ("tensorly-cp", None), ("gcp-bernoulli", None)]
     summary = {}
     for name in datasets:
         X = {"nations": load_nations, "kinships": load_kinships}[name]().data.astype(float)
-        folds = list(EntryKFold(n_splits, random_state=0).split(X))
+        observed = None if with_diagonal else _off_diagonal(X.shape)
+        folds = list(EntryKFold(n_splits, random_state=0).split(X, mask=observed))
         for kind, likelihood in families:
             start = time.perf_counter()
             scores, chosen = [], []
@@ -260,12 +275,15 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
                         est = _TensorlyCP(20 if name == "nations" else 100).fit(X, train)
                     elif kind == "gcp-bernoulli":
                         est = _GCPBernoulli(BINARY_PEER_RANKS[name]).fit(X, train)
+                    elif kind == "rescal-em":
+                        est = _binary_family("rescal", likelihood, BINARY_RESCAL_EM_SIZES[name], 1.0,
+                                             X, method="em").fit(X, mask=train)
                     else:
                         est = _chosen_by_evidence(kind, likelihood, BINARY_GRIDS[name][kind], X, train)
                         chosen.append((est.n_components, est.prior_shape))
                     scores.append(link_prediction_auc(est, X, test))
             roc, pr = np.array(scores).T
-            label = f"{name} {kind} {likelihood or ''}".strip()
+            label = f"{name} {kind} {likelihood or ''}".strip() + (" (all entries)" if with_diagonal else "")
             _line(workload="binary-links", model=label, roc_auc=roc.mean(), roc_auc_sd=roc.std(ddof=1),
                   pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1), chosen=chosen,
                   seconds=time.perf_counter() - start)
