@@ -9,8 +9,9 @@
 - (q) binary relations (``bench.py binary-links``): Poisson and
   Bernoulli–Poisson CP, and Bernoulli–Poisson Tucker and RESCAL, with rank
   and prior shape chosen by the evidence on each training fold, RESCAL by EM
-  at one size, against TensorLy's masked CP and pyttb's Bernoulli GCP on the
-  same folds.
+  at one size, Bernoulli–Poisson CP by Gibbs and Gaussian CP (GibbsNTF,
+  non-negative and signed) at one size, against TensorLy's masked CP and
+  pyttb's Bernoulli GCP on the same folds.
 - (n) the gallery's VB-against-EM experiment over several random splits at
   40/60/80% missing, with EM under VB's prior (the posterior mode) and under a
   flat prior (maximum likelihood, the PLTF-VB paper's baseline), and VB's
@@ -192,6 +193,11 @@ BINARY_GRIDS = {
 }
 # RESCAL by EM (the posterior mode, no evidence) at one size, prior shape 1.
 BINARY_RESCAL_EM_SIZES = {"nations": 8, "kinships": 30}
+# The samplers at one size (no evidence), 200 warm-up sweeps and 200 draws:
+# Bernoulli–Poisson CP by block Gibbs, and Gaussian CP (GibbsNTF), non-negative
+# and signed, on the 0/1 values.
+BINARY_SAMPLER_SIZES = {"nations": {"cp-gibbs": 10, "gibbs-ntf": 20, "gibbs-ntf-signed": 20},
+                        "kinships": {"cp-gibbs": 50, "gibbs-ntf": 50, "gibbs-ntf-signed": 50}}
 BINARY_PRIOR_SHAPES = (0.3, 1.0)
 # GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
@@ -275,6 +281,15 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
                         est = _TensorlyCP(20 if name == "nations" else 100).fit(X, train)
                     elif kind == "gcp-bernoulli":
                         est = _GCPBernoulli(BINARY_PEER_RANKS[name]).fit(X, train)
+                    elif kind in ("gibbs-ntf", "gibbs-ntf-signed"):
+                        est = GibbsNTF(BINARY_SAMPLER_SIZES[name][kind], evidence=None,
+                                       nonnegative=kind == "gibbs-ntf", n_warmup=200,
+                                       n_draws=200, random_state=0).fit(X, mask=train)
+                    elif kind == "cp-gibbs":
+                        size = BINARY_SAMPLER_SIZES[name][kind]
+                        est = PoissonCP(size, likelihood=likelihood, method="gibbs", evidence=None,
+                                        prior_shape=1.0, prior_rate=1 / _prior_mean(X, size, 3),
+                                        n_warmup=200, n_draws=200, random_state=0).fit(X, mask=train)
                     elif kind == "rescal-em":
                         est = _binary_family("rescal", likelihood, BINARY_RESCAL_EM_SIZES[name], 1.0,
                                              X, method="em").fit(X, mask=train)

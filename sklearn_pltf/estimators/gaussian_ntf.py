@@ -42,6 +42,11 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
     The hierarchy lets each component shrink when the data do not support
     it, so the fit does not overfit as the rank grows.
 
+    With ``nonnegative=False`` the factor elements are plain Gaussians given
+    their column's (μ, v), of either sign, under the Normal–inverse-Gamma
+    hyper-prior: Bayesian CP as relational learning knows it (Xiong et al.,
+    SDM 2010), for data where signs help (components that cancel, contrasts).
+
     Data are any real values (negative ones included); NaN marks a missing
     entry of a dense array, and the implicit zeros of sparse input are
     observed zeros (pass ``mask`` for missing ones). Axis 0 is the sample axis.
@@ -50,10 +55,15 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=2
         The CP rank R.
+    nonnegative : bool, default=True
+        True: non-negative factors (rectified Gaussians). False: signed
+        factors (Gaussians); the evidence is then Chib's (AIS runs on the
+        log-factors of non-negative models only).
     sampler : {"gibbs", "hmc"}, default="gibbs"
-        Column-wise Gibbs sampling with rectified-Gaussian conditionals, or
-        Hamiltonian Monte Carlo on the log-factors (Jacobian included) with
-        the noise and hyper-parameters drawn by Gibbs between trajectories.
+        Column-wise Gibbs sampling with (rectified-)Gaussian conditionals, or
+        Hamiltonian Monte Carlo on the log-factors (Jacobian included; on the
+        factors themselves if signed) with the noise and hyper-parameters
+        drawn by Gibbs between trajectories.
     evidence : {"auto", "ais", "chib"} or None, default="auto"
         How ``log_evidence_`` is estimated: ``"ais"``, annealed importance
         sampling over the log-factors (σ² and the column hyper-parameters
@@ -62,7 +72,10 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         :func:`~sklearn_pltf.evidence.gaussian_ais_log_evidence`);
         ``"chib"``, Chib's method (one clamped Gibbs run of ``min(n_warmup,
         n_draws) + n_draws`` sweeps per factor element, whatever the
-        ``sampler``); ``"auto"``, AIS on dense data and Chib on sparse data;
+        ``sampler``; for signed factors each column's sign is averaged over
+        like its label, see
+        :func:`~sklearn_pltf.evidence.gaussian_chib_log_evidence`); ``"auto"``,
+        AIS on dense data with non-negative factors, Chib otherwise;
         None skips it. AIS is the default because its cost does not grow
         with the number of factor elements, as Chib's does. Both give a
         standard error in ``log_evidence_error_``.
@@ -137,6 +150,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
+        "nonnegative": ["boolean"],
         "sampler": [StrOptions({"gibbs", "hmc"})],
         "evidence": [StrOptions({"auto", "ais", "chib"}), None],
         "n_warmup": [Interval(Integral, 0, None, closed="left")],
@@ -155,11 +169,13 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=2, *, sampler="gibbs", evidence="auto", n_warmup=500,
+    def __init__(self, n_components=2, *, nonnegative=True, sampler="gibbs", evidence="auto",
+                 n_warmup=500,
                  n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05, target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
                  hyper_scale=1.0, keep_draws=True, random_state=None, verbose=0):
         self.n_components = n_components
+        self.nonnegative = nonnegative
         self.sampler = sampler
         self.evidence = evidence
         self.n_warmup = n_warmup
@@ -179,7 +195,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
 
     def _priors(self):
         return gaussian.GaussianPriors(self.noise_shape, self.noise_scale, self.hyper_precision,
-                                       self.hyper_shape, self.hyper_scale)
+                                       self.hyper_shape, self.hyper_scale, bool(self.nonnegative))
 
     def _observed(self, X, mask, reset):
         return validate_tensor(self, X, mask, reset=reset, allow_negative=True)
@@ -210,10 +226,13 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         chain_rng, evidence_rng = rng.spawn(2)
         evidence = self.evidence
         if evidence == "auto":
-            evidence = "chib" if data.is_sparse else "ais"
+            evidence = "chib" if data.is_sparse or not self.nonnegative else "ais"
         if evidence == "ais" and data.is_sparse:
             raise ValueError("evidence='ais' runs on dense data; for sparse data use "
                              "evidence='chib'.")
+        if evidence == "ais" and not self.nonnegative:
+            raise ValueError("evidence='ais' runs on the log-factors of non-negative factors; "
+                             "with nonnegative=False use evidence='chib'.")
         self.model_ = Model.parse(cp_model_string(data.ndim)).bind(
             data.shape, {"z": self.n_components})
         for stale in ("draws_", "log_evidence_", "log_evidence_error_", "rhat_"):
@@ -275,7 +294,8 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         start = np.broadcast_to(self.factors_[0].mean(axis=0), (data.shape[0], self.n_components))
         factors[0] = start.copy()
         means, variances = self._sample_hyper
-        return gaussian.fold_in(CPStatistics(data), factors, 0, means, variances, self.noise_variance_)
+        return gaussian.fold_in(CPStatistics(data), factors, 0, means, variances,
+                                self.noise_variance_, nonnegative=self.nonnegative)
 
     def fit_transform(self, X, y=None, mask=None):
         """Fit to ``X``, then :meth:`transform` it."""

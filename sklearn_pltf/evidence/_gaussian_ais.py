@@ -39,6 +39,9 @@ class _GaussianTarget:
     integrated out) with their gradients in φ = log A, for a stack of runs."""
 
     def __init__(self, data, rank, priors):
+        if not priors.nonnegative:
+            raise ValueError("Gaussian AIS moves the log-factors of non-negative NTF; for signed "
+                             "factors (nonnegative=False) use Chib's estimate.")
         self.priors, self.rank = priors, rank
         self.free = tuple(range(data.ndim))
         self.ridges = [(n, 1, n + 1, 1) for n in range(data.ndim - 1)]  # (mode, axis of r) pairs

@@ -40,6 +40,15 @@ while nothing of theirs is clamped. Once that row is clamped the labels are
 told apart by its values; two components with nearly equal first-row
 values would leave up to log 2 nats of symmetry unaccounted for.
 
+Signs (signed factors, ``GaussianPriors(nonnegative=False)``): flipping a
+component's column in two modes leaves the model unchanged too, so the
+posterior has :math:`2^{(N-1)R}` sign modes as well. While the last mode's
+column r is unclamped, flipping column (n, r) of an earlier mode together
+with it is a symmetry of everything still free, so the conditional density
+of that column's first clamped element is symmetric about 0: its ordinate is
+averaged over :math:`\\pm A^*`, again right whether or not the chain flips
+signs. Once that element is clamped, its sign tells the modes apart.
+
 Each log ordinate is corrected for the low bias of a log of a Monte Carlo
 mean (:func:`~._log_mean.log_mean_exp`), as in :mod:`._chib`.
 """
@@ -54,7 +63,6 @@ from scipy.special import logsumexp
 
 from .._progress import progress_or_none
 from ..inference import gaussian
-from ..inference._truncnorm import log_rectified_normal_density
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
 __all__ = ["GaussianChibEstimate", "gaussian_chib_log_evidence"]
@@ -132,16 +140,24 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         # Labels r.. are exchangeable while nothing of theirs is clamped: at
         # mode 0's columns, or the elements of its first row.
         slots = tuple(range(r, rank)) if n == 0 and element in (None, 0) else (r,)
+        # Signed factors: the column's sign is free until its first element
+        # is clamped, while the last mode's column r is free to flip with it.
+        signs = ((1.0, -1.0) if not priors.nonnegative and n < stats.ndim - 1
+                 and element in (None, 0) else (1.0,))
         values = []
 
-        def visit(m, s, location=None, scale=None, n=n, r=r, slots=slots, element=element):
+        def visit(m, s, location=None, scale=None, n=n, r=r, slots=slots, element=element,
+                  signs=signs):
             if m != n or s not in slots:
                 return
             if element is None:  # a whole column, under each slot's conditional
-                values.append(np.sum(log_rectified_normal_density(factors[n][:, r], location, scale)))
+                per_sign = [np.sum(gaussian.log_element_density(sign * factors[n][:, r], location,
+                                                                scale, priors)) for sign in signs]
             else:
-                values.append(log_rectified_normal_density(
-                    factors[n][element, r], location[element], scale[element]))
+                per_sign = [gaussian.log_element_density(sign * factors[n][element, r],
+                                                         location[element], scale[element], priors)
+                            for sign in signs]
+            values.append(logsumexp(per_sign) - math.log(len(signs)))
 
         _clamped_run(rng, point, stats, priors, clamped, True, n_warmup, n_draws, visit)
         # One value per slot per kept sweep: average over the slots, then the sweeps.

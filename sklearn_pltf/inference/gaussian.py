@@ -16,6 +16,13 @@ The model, for an N-way tensor with observed entries O and rank R:
     p(\\mu_{nr}, v_{nr}) = \\frac{1}{C_{I_n}}\\, \\Phi\\big(\\mu/\\sqrt v\\big)^{I_n}\\,
         \\mathcal N(\\mu \\mid 0, v / s)\\, \\mathcal{IG}(v \\mid a_0, b_0).
 
+With ``GaussianPriors(nonnegative=False)`` the elements are plain Gaussians
+given (μ, v), of either sign — Bayesian CP (Xiong et al., "Temporal
+collaborative filtering with Bayesian probabilistic tensor factorization",
+SDM 2010) — and the hyper-prior is the plain Normal–inverse-Gamma
+(:math:`C_I = 1`): the same conditionals, drawn without truncation, and HMC
+moves A itself.
+
 Each column (n, r) has its own location and scale. The hyper-prior carries the
 power of :math:`\\Phi(\\mu/\\sqrt v)` that cancels the truncated Gaussian's
 normaliser over the column's :math:`I_n` elements — Schmidt & Mohamed's
@@ -63,7 +70,8 @@ __all__ = [
     "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
     "log_likelihood", "log_factor_prior", "column_log_evidence", "log_noise_prior",
     "log_hyper_normalizer",
-    "sample_prior", "column_conditional", "log_joint", "fold_in", "run_chain", "GaussianChain",
+    "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
+    "fold_in", "run_chain", "GaussianChain",
     "DualAveraging",
 ]
 
@@ -78,6 +86,8 @@ class GaussianPriors(NamedTuple):
     hyper_precision: float = 1.0
     hyper_shape: float = 1.0
     hyper_scale: float = 1.0
+    #: True: rectified (non-negative) elements; False: Gaussian, of either sign.
+    nonnegative: bool = True
 
 
 class GaussianState(NamedTuple):
@@ -125,6 +135,11 @@ def log_hyper_normalizer(n_elements, precision):
     return float(logsumexp(log_f) + np.log(u[1] - u[0]))
 
 
+def _log_column_normalizer(n_elements, priors):
+    """log C_I of one column's hyper-prior: 0 for signed factors (no Φ power)."""
+    return log_hyper_normalizer(n_elements, priors.hyper_precision) if priors.nonnegative else 0.0
+
+
 def _posterior_hyper(column_sums, column_squares, n_elements, priors):
     """Normal–inverse-Gamma parameters of (μ, v) given columns with these sums."""
     precision = priors.hyper_precision + n_elements
@@ -152,13 +167,14 @@ def column_log_evidence(column_sums, column_squares, n_elements, priors):
 def log_factor_prior(factor, priors):
     """:math:`\\log p(A_n)` with each column's (μ, v) integrated out: the
     Normal–inverse-Gamma evidence of the column's values minus
-    :math:`\\log C_{I_n}`; ``-inf`` if an element is negative."""
+    :math:`\\log C_{I_n}` (0 for signed factors); ``-inf`` if an element of
+    a non-negative factor is negative."""
     factor = np.asarray(factor, dtype=np.float64)
-    if np.any(factor < 0):
+    if priors.nonnegative and np.any(factor < 0):
         return -np.inf
     n = factor.shape[0]
     per_column = column_log_evidence(factor.sum(0), (factor**2).sum(0), n, priors)[0]
-    return float(np.sum(per_column) - factor.shape[1] * log_hyper_normalizer(n, priors.hyper_precision))
+    return float(np.sum(per_column) - factor.shape[1] * _log_column_normalizer(n, priors))
 
 
 def log_inverse_gamma_density(x, shape, scale):
@@ -178,11 +194,13 @@ def log_likelihood(stats, factors, noise_variance, sse=None):
 
 # ---------------------------------------------------------------- initial state
 def init(rng, stats, rank, priors):
-    """Random factors whose X̂ has the data's mean square; (μ, v) drawn from
-    their conditionals; σ² at the observed values' variance."""
+    """Random factors (exponential, or standard normal if signed) whose X̂
+    has the data's mean square; (μ, v) drawn from their conditionals; σ² at
+    the observed values' variance."""
     mean_square = stats.sum_of_squares / stats.n_observed
     scale = (max(mean_square, 1e-12) / rank) ** (0.5 / stats.ndim)
-    factors = tuple(scale * rng.standard_exponential((size, rank)) for size in stats.shape)
+    draw = rng.standard_exponential if priors.nonnegative else rng.standard_normal
+    factors = tuple(scale * draw((size, rank)) for size in stats.shape)
     means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
     noise = max(mean_square, 1e-12)
     return GaussianState(factors, tuple(means), tuple(variances), float(noise))
@@ -201,19 +219,37 @@ def sample_prior(rng, shape, rank, priors):
     """A draw of (A, μ, v, σ²) from the prior, for simulation-based checks.
 
     u = μ/√v has density ∝ N(u | 0, 1/s) Φ(u)^I independent of v (drawn by
-    the inverse CDF on the grid of :func:`log_hyper_normalizer`), so
-    μ = u √v with v ~ IG(a₀, b₀)."""
+    the inverse CDF on the grid of :func:`log_hyper_normalizer`; N(0, 1/s)
+    for signed factors), so μ = u √v with v ~ IG(a₀, b₀)."""
     factors, means, variances = [], [], []
     for size in shape:
         v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=rank)
-        u = _sample_standardised_location(rng, size, priors.hyper_precision, rank)
+        if priors.nonnegative:
+            u = _sample_standardised_location(rng, size, priors.hyper_precision, rank)
+        else:
+            u = rng.standard_normal(rank) / np.sqrt(priors.hyper_precision)
         mu = u * np.sqrt(v)
-        factors.append(sample_rectified_normal(rng, np.broadcast_to(mu, (size, rank)),
-                                               np.broadcast_to(np.sqrt(v), (size, rank))))
+        factors.append(sample_elements(rng, np.broadcast_to(mu, (size, rank)),
+                                       np.broadcast_to(np.sqrt(v), (size, rank)), priors))
         means.append(mu)
         variances.append(v)
     noise = priors.noise_scale / rng.standard_gamma(priors.noise_shape)
     return GaussianState(tuple(factors), tuple(means), tuple(variances), float(noise))
+
+
+def sample_elements(rng, location, scale, priors):
+    """Draws of N(location, scale²), rectified to [0, ∞) for non-negative factors."""
+    if priors.nonnegative:
+        return sample_rectified_normal(rng, location, scale)
+    return location + scale * rng.standard_normal(np.shape(location))
+
+
+def log_element_density(x, location, scale, priors):
+    """The log density of :func:`sample_elements`' draws at ``x``."""
+    if priors.nonnegative:
+        return log_rectified_normal_density(x, location, scale)
+    z = (np.asarray(x, dtype=np.float64) - location) / scale
+    return -0.5 * z**2 - np.log(scale) - 0.5 * np.log(2.0 * np.pi)
 
 
 def _sample_standardised_location(rng, n_elements, precision, size):
@@ -241,7 +277,7 @@ def _mode_terms(stats, n, factors, grams):
 
 
 def column_conditional(stats, n, r, factor, terms, missing_xhat, mean, variance, noise_variance):
-    """Location and scale (standard deviation) of the rectified Gaussians of
+    """Location and scale (standard deviation) of the (rectified) Gaussians of
     column r of mode n given everything else (module docstring);
     ``missing_xhat`` is X̂ at the missing entries with the current ``factor``."""
     linear = terms.mttkrp[:, r] - factor @ terms.gram[:, r] + factor[:, r] * terms.gram[r, r]
@@ -283,7 +319,7 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
             keep = clamped.get((n, r))
             if keep is True:
                 continue
-            new = sample_rectified_normal(rng, location, scale)
+            new = sample_elements(rng, location, scale, priors)
             if keep is not None:
                 new = np.where(keep, factor[:, r], new)
             if terms.missing_others is not None:
@@ -302,11 +338,12 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
     return new_state, GaussianInfo(log_likelihood(stats, factors, noise, sse))
 
 
-def fold_in(stats, factors, mode, means, variances, noise_variance, *, max_iter=500, tol=1e-8):
+def fold_in(stats, factors, mode, means, variances, noise_variance, *, max_iter=500, tol=1e-8,
+            nonnegative=True):
     """Mean-field posterior mean of ``factors[mode]`` with every other factor,
     the column hyper-parameters ``means``/``variances`` (length R) and σ²
     held: coordinate ascent over that mode's columns, each element's factor
-    :math:`q(a_{ir})` the rectified Gaussian of :func:`column_conditional`
+    :math:`q(a_{ir})` the (rectified, if ``nonnegative``) Gaussian of :func:`column_conditional`
     with the other columns at their means (the likelihood is quadratic in
     the factor, so this is exact mean-field VB). The start is
     ``factors[mode]``. Each row (sample) stops once its own entries change by
@@ -324,12 +361,13 @@ def fold_in(stats, factors, mode, means, variances, noise_variance, *, max_iter=
         for r in range(factor.shape[1]):
             location, scale = column_conditional(stats, mode, r, factor, terms, missing_xhat,
                                                  means[r], variances[r], noise_variance)
-            new = np.where(active, rectified_normal_mean(location, scale), factor[:, r])
+            mean = rectified_normal_mean(location, scale) if nonnegative else location
+            new = np.where(active, mean, factor[:, r])
             if terms.missing_others is not None:
                 rows = stats.missing_row_index(mode)
                 missing_xhat = missing_xhat + (new - factor[:, r])[rows] * terms.missing_others[:, r]
             factor[:, r] = new
-        change = np.max(np.abs(factor - old), axis=1) / np.maximum(np.max(old, axis=1), 1e-300)
+        change = np.max(np.abs(factor - old), axis=1) / np.maximum(np.max(np.abs(old), axis=1), 1e-300)
         active &= change > tol
         if not active.any():
             break
@@ -337,11 +375,18 @@ def fold_in(stats, factors, mode, means, variances, noise_variance, *, max_iter=
 
 
 # ------------------------------------------------------------------------ HMC
-def _log_target_and_gradient(phi, state, stats):
+def _to_position(factor, priors):
+    """Where HMC moves a factor: φ = log A for non-negative factors, A itself if signed."""
+    return np.log(factor) if priors.nonnegative else factor
+
+
+def _log_target_and_gradient(phi, state, stats, nonnegative=True):
     """log p(A | X, μ, v, σ²) in φ = log A (Jacobian Σφ included), up to a
     constant, and its gradient in each φ_n:
-    :math:`A_n \\circ \\big(\\sum_O (x - \\hat x) K_n / \\sigma^2 - (A_n - \\mu_n)/v_n\\big) + 1`."""
-    factors = [np.exp(p) for p in phi]
+    :math:`A_n \\circ \\big(\\sum_O (x - \\hat x) K_n / \\sigma^2 - (A_n - \\mu_n)/v_n\\big) + 1`;
+    for signed factors (``nonnegative=False``) φ = A, no Jacobian, and the
+    gradient is the bracket alone."""
+    factors = [np.exp(p) for p in phi] if nonnegative else list(phi)
     grams = stats.grams(factors)
     noise = state.noise_variance
     value, gradient = 0.0, []
@@ -351,13 +396,18 @@ def _log_target_and_gradient(phi, state, stats):
             sse = stats.sum_of_squared_errors(factors, grams=grams, mttkrp=mttkrp)
             value -= 0.5 * sse / noise
         centred = (a - state.means[n]) / state.variances[n]
-        value += float(np.sum(-0.5 * centred * (a - state.means[n]) + p))
-        gradient.append(a * (residual_terms / noise - centred) + 1.0)
+        if nonnegative:
+            value += float(np.sum(-0.5 * centred * (a - state.means[n]) + p))
+            gradient.append(a * (residual_terms / noise - centred) + 1.0)
+        else:
+            value += float(np.sum(-0.5 * centred * (a - state.means[n])))
+            gradient.append(residual_terms / noise - centred)
     return value, gradient, factors
 
 
 def hmc_step(rng, state, stats, priors, step_size, n_leapfrog, inverse_mass=None):
-    """One HMC transition for the factors (in log space, leapfrog with
+    """One HMC transition for the factors (in log space, or as they are if
+    signed; leapfrog with
     ``n_leapfrog`` steps of ``step_size``, Metropolis accept/reject), then
     (μ, v) and σ² from their conditionals as in :func:`gibbs_sweep`.
 
@@ -365,9 +415,9 @@ def hmc_step(rng, state, stats, priors, step_size, n_leapfrog, inverse_mass=None
     inverse mass matrix: the scale of each φ, so that one step size suits
     elements whose posterior widths differ. The info's ``acceptance`` is
     the proposal's acceptance probability."""
-    phi = [np.log(f) for f in state.factors]
+    phi = [_to_position(f, priors) for f in state.factors]
     inverse_mass = [np.ones_like(p) for p in phi] if inverse_mass is None else inverse_mass
-    value, gradient, _ = _log_target_and_gradient(phi, state, stats)
+    value, gradient, _ = _log_target_and_gradient(phi, state, stats, priors.nonnegative)
     momentum = [rng.standard_normal(p.shape) / np.sqrt(w) for p, w in zip(phi, inverse_mass)]
 
     def kinetic(momentum):
@@ -379,7 +429,8 @@ def hmc_step(rng, state, stats, priors, step_size, n_leapfrog, inverse_mass=None
         momentum = [m + 0.5 * step_size * g for m, g in zip(momentum, new_gradient)]
         for k in range(n_leapfrog):
             position = [p + step_size * w * m for p, m, w in zip(position, momentum, inverse_mass)]
-            new_value, new_gradient, _ = _log_target_and_gradient(position, state, stats)
+            new_value, new_gradient, _ = _log_target_and_gradient(position, state, stats,
+                                                                  priors.nonnegative)
             scale = step_size if k < n_leapfrog - 1 else 0.5 * step_size
             momentum = [m + scale * g for m, g in zip(momentum, new_gradient)]
         new_energy = -new_value + kinetic(momentum)
@@ -387,7 +438,7 @@ def hmc_step(rng, state, stats, priors, step_size, n_leapfrog, inverse_mass=None
     acceptance = float(np.exp(min(log_ratio, 0.0))) if np.isfinite(log_ratio) else 0.0
     factors = state.factors
     if rng.uniform() < acceptance:
-        factors = tuple(np.exp(p) for p in position)
+        factors = tuple(np.exp(p) for p in position) if priors.nonnegative else tuple(position)
     return _draw_hyper_and_noise(rng, factors, stats, priors, acceptance)
 
 
@@ -413,7 +464,8 @@ def _log_prior(state, priors):
 
 # ---------------------------------------------------------------------- chains
 class GaussianChain(NamedTuple):
-    """One chain's output: posterior means of the factors and of their logs,
+    """One chain's output: posterior means of the factors and of their logs
+    (None for signed factors),
     of each column's (μ, v) and of σ², the kept draws (or None), log p(X | A, σ²) after every
     iteration (warm-up included), the kept state of highest log joint, the
     mean acceptance probability after warm-up and HMC's adapted step size
@@ -486,7 +538,7 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
             if t < n_warmup:
                 adaptation.update(info.acceptance)
                 if window_start <= t < window_end:
-                    window.append([np.log(f) for f in state.factors])
+                    window.append([_to_position(f, priors) for f in state.factors])
                 elif t == window_end and len(window) > 1:
                     inverse_mass = _regularised_variances(window)
                     adaptation = DualAveraging(adaptation.step_size, target_acceptance)
@@ -501,8 +553,9 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         noise_sum += state.noise_variance
         for n, f in enumerate(state.factors):
             sums[n] += f
-            with np.errstate(divide="ignore"):
-                log_sums[n] += np.log(f)
+            if priors.nonnegative:
+                with np.errstate(divide="ignore"):
+                    log_sums[n] += np.log(f)
             hyper_sums[n] += (state.means[n], state.variances[n])
             if kept is not None:
                 kept[n].append(f)
@@ -510,7 +563,8 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         if value > best_value:
             best, best_value = state, value
     return GaussianChain(
-        tuple(s / n_draws for s in sums), tuple(s / n_draws for s in log_sums),
+        tuple(s / n_draws for s in sums),
+        tuple(s / n_draws for s in log_sums) if priors.nonnegative else None,
         tuple(h[0] / n_draws for h in hyper_sums),
         tuple(h[1] / n_draws for h in hyper_sums), noise_sum / n_draws,
         None if kept is None else tuple(np.array(k) for k in kept), trace, best,
@@ -519,7 +573,7 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
 
 
 def _regularised_variances(window):
-    """Each log-factor element's variance over the window, shrunk toward 1e-3
+    """Each position's (log-factor's, or signed factor's) variance over the window, shrunk toward 1e-3
     as Stan does (weight 5 / (n + 5)), for the inverse mass."""
     n = len(window)
     return [
