@@ -118,7 +118,7 @@ def test_signed_fit_recovers_signed_structure():
     held_out = rng.uniform(size=X.shape) < 0.2
     train = np.where(held_out, np.nan, X)
     entries = np.argwhere(held_out)
-    settings = dict(evidence=None, n_warmup=300, n_draws=300, random_state=0)
+    settings = dict(evidence=None, n_warmup=150, n_draws=150, random_state=0)
     signed = GibbsNTF(2, nonnegative=False, **settings).fit(train)
     nonneg = GibbsNTF(2, **settings).fit(train)
     truth = X[held_out]

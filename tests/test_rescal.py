@@ -27,14 +27,14 @@ def _rescal_data(rng, n_entities, n_relations, rank, likelihood, scale=1.0):
     return (counts > 0).astype(float) if likelihood == "bernoulli" else counts
 
 
-def _exact_rank_one(X, likelihood, n_grid=160):
+def _exact_rank_one(X, likelihood, n_grid=100):
     """log p(X) for one relation at rank 1 under Gamma(1, 1) priors:
     X̂(i, j) = a_i a_j g off the diagonal. g is integrated in closed form
     (for binary data after inclusion–exclusion over the ones, which turns
     each term into a Poisson zero-probability), each a_i on a grid in log a,
     where the integrand is smooth and decays fast at both ends, so the
-    trapezoid rule converges geometrically (n_grid 100 → 220 changes the
-    result by below 1e-13 on the matrices below)."""
+    trapezoid rule converges geometrically (raising n_grid from 100 to 220
+    changes the result by below 1e-12 on the matrices below)."""
     n = X.shape[0]
     off = [(i, j) for i in range(n) for j in range(n) if i != j]
     t = np.linspace(-30.0, 5.0, n_grid)
@@ -172,7 +172,7 @@ def test_predictive_draws_share_the_tied_factor():
 
 def test_link_probabilities_are_reproducible_probabilities():
     X = load_nations().data.astype(float)
-    est = BayesianRESCAL(3, likelihood="bernoulli", random_state=0).fit(X)
+    est = BayesianRESCAL(3, likelihood="bernoulli", tol=1e-4, random_state=0).fit(X)
     entries = np.argwhere(np.ones(X.shape))[::7]
     first = est.predict_entries(entries)
     assert np.all((first > 0) & (first < 1))
