@@ -20,9 +20,11 @@ def _cp(factors):
     return np.einsum("ir,jr,kr->ijk", *factors)
 
 
-def _data(seed=0, shape=(8, 6, 5), rank=2, noise=0.5, missing=0.0):
+def _data(seed=0, shape=(8, 6, 5), rank=2, noise=0.5, missing=0.0, signed=False):
+    """CP data with Gamma(2, 1) factors, or standard normal ones if ``signed``."""
     rng = np.random.default_rng(seed)
-    factors = [rng.gamma(2.0, 1.0, (s, rank)) for s in shape]
+    factors = [rng.normal(0.0, 1.0, (s, rank)) if signed else rng.gamma(2.0, 1.0, (s, rank))
+               for s in shape]
     X = _cp(factors) + rng.normal(0.0, noise, shape)
     if missing:
         X[rng.uniform(size=shape) < missing] = np.nan
@@ -88,14 +90,18 @@ def test_negative_values_need_allow_negative():
     assert as_observed_tensor(X, allow_negative=True).dense[0, 1] == -0.5
 
 
+@pytest.mark.parametrize("signed", [False, True], ids=["nonnegative", "signed"])
 @pytest.mark.parametrize("missing", [0.0, 0.2])
-def test_column_conditional_is_the_log_joint_in_that_column(missing):
-    # The log joint as a function of one column differs from the rectified
-    # Gaussians' log density by a constant: compare differences between two columns.
+def test_column_conditional_is_the_log_joint_in_that_column(missing, signed):
+    # The log joint as a function of one column differs from the (rectified)
+    # Gaussians' log density by a constant: compare differences between two
+    # columns (of either sign for signed factors).
     X, _ = _data(missing=missing)
     stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
+    priors = gaussian.GaussianPriors(nonnegative=not signed)
     rng = np.random.default_rng(2)
-    factors = [rng.gamma(2.0, 1.0, (s, 2)) for s in X.shape]
+    factors = [rng.gamma(2.0, 1.0, (s, 2)) * (rng.choice([-1, 1], (s, 2)) if signed else 1)
+               for s in X.shape]
     mean, variance, noise = 0.3, 2.0, 0.7
     for n in range(3):
         terms = gaussian._mode_terms(stats, n, factors, stats.grams(factors))
@@ -110,28 +116,32 @@ def test_column_conditional_is_the_log_joint_in_that_column(missing):
                     - np.sum((column - mean) ** 2) / (2 * variance))
 
         first = factors[n][:, 1]
-        second = first + rng.uniform(0.0, 0.5, first.shape)
+        second = -first + rng.normal(0.0, 0.5, first.shape) if signed else (
+            first + rng.uniform(0.0, 0.5, first.shape))
         expected = log_joint(second) - log_joint(first)
-        got = np.sum(log_rectified_normal_density(second, location, scale)
-                     - log_rectified_normal_density(first, location, scale))
+        got = np.sum(gaussian.log_element_density(second, location, scale, priors)
+                     - gaussian.log_element_density(first, location, scale, priors))
         assert got == pytest.approx(expected, rel=1e-8)
 
 
-def test_hmc_gradient_matches_finite_differences():
+@pytest.mark.parametrize("signed", [False, True], ids=["nonnegative", "signed"])
+def test_hmc_gradient_matches_finite_differences(signed):
+    # Non-negative factors move as φ = log A, signed ones as A itself.
     X, _ = _data(missing=0.2)
     stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
-    rng = np.random.default_rng(3)
-    state = gaussian.init(rng, stats, 2, gaussian.GaussianPriors())
-    phi = [np.log(f) for f in state.factors]
-    value, gradient, _ = gaussian._log_target_and_gradient(phi, state, stats)
+    priors = gaussian.GaussianPriors(nonnegative=not signed)
+    state = gaussian.init(np.random.default_rng(3), stats, 2, priors)
+    assert signed == any(np.any(f < 0) for f in state.factors)  # the start's signs
+    phi = [gaussian._to_position(f, priors) for f in state.factors]
+    value, gradient, _ = gaussian._log_target_and_gradient(phi, state, stats, not signed)
     h = 1e-6
     for n in range(3):
         for index in [(0, 0), (2, 1)]:
             moved = [p.copy() for p in phi]
             moved[n][index] += h
-            forward, _, _ = gaussian._log_target_and_gradient(moved, state, stats)
+            forward, _, _ = gaussian._log_target_and_gradient(moved, state, stats, not signed)
             moved[n][index] -= 2 * h
-            backward, _, _ = gaussian._log_target_and_gradient(moved, state, stats)
+            backward, _, _ = gaussian._log_target_and_gradient(moved, state, stats, not signed)
             assert gradient[n][index] == pytest.approx((forward - backward) / (2 * h), rel=1e-5, abs=1e-6)
 
 
@@ -189,7 +199,8 @@ def test_gibbs_and_hmc_agree_on_the_posterior_mean():
 
 def _prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
     """log p(X) = log E_prior[p(X | A)], σ² integrated out in closed form
-    (a Student-t likelihood), by plain Monte Carlo over prior draws of A."""
+    (a Student-t likelihood), by plain Monte Carlo over prior draws of A
+    (non-negative or signed, as ``priors`` say)."""
     from scipy.special import gammaln, logsumexp
 
     rng = np.random.default_rng(seed)
@@ -199,10 +210,15 @@ def _prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
         factors = []
         for size in X.shape:
             v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank))
-            u = gaussian._sample_standardised_location(rng, size, priors.hyper_precision, (chunk, 1, rank))
+            if priors.nonnegative:
+                u = gaussian._sample_standardised_location(rng, size, priors.hyper_precision,
+                                                           (chunk, 1, rank))
+            else:
+                u = rng.standard_normal((chunk, 1, rank)) / np.sqrt(priors.hyper_precision)
             mu = u * np.sqrt(v)
-            factors.append(sample_rectified_normal(rng, np.broadcast_to(mu, (chunk, size, rank)),
-                                                   np.broadcast_to(np.sqrt(v), (chunk, size, rank))))
+            factors.append(gaussian.sample_elements(rng, np.broadcast_to(mu, (chunk, size, rank)),
+                                                    np.broadcast_to(np.sqrt(v), (chunk, size, rank)),
+                                                    priors))
         sse.append(((np.einsum("nir,njr,nkr->nijk", *factors) - X) ** 2).sum(axis=(1, 2, 3)))
     sse = np.concatenate(sse)
     log_lik = (-n / 2 * np.log(2 * np.pi) + gammaln(k + n / 2) - gammaln(k) + k * np.log(theta)

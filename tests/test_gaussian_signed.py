@@ -1,9 +1,12 @@
 """Signed Bayesian CP: GibbsNTF(nonnegative=False) and
-GaussianPriors(nonnegative=False) in inference.gaussian."""
+GaussianPriors(nonnegative=False) in inference.gaussian (the conditionals and
+HMC's gradient are tested for both signs in tests/test_gaussian.py, Geweke's
+test in tests/test_gaussian_geweke.py)."""
 
 import numpy as np
 import pytest
-from scipy.special import gammaln, logsumexp
+
+from test_gaussian import _cp, _data, _prior_monte_carlo_log_evidence
 
 from sklearn_pltf import GibbsNTF
 from sklearn_pltf._data import as_observed_tensor
@@ -13,65 +16,8 @@ from sklearn_pltf.inference._cp_stats import CPStatistics
 SIGNED = gaussian.GaussianPriors(nonnegative=False)
 
 
-def _cp(factors):
-    return np.einsum("ir,jr,kr->ijk", *factors)
-
-
-def _signed_data(seed=0, shape=(8, 6, 5), rank=2, noise=0.3, missing=0.0):
-    rng = np.random.default_rng(seed)
-    factors = [rng.normal(0.0, 1.0, (s, rank)) for s in shape]
-    X = _cp(factors) + rng.normal(0.0, noise, shape)
-    if missing:
-        X[rng.uniform(size=shape) < missing] = np.nan
-    return X, factors
-
-
-@pytest.mark.parametrize("missing", [0.0, 0.2])
-def test_column_conditional_is_the_log_joint_in_that_column(missing):
-    # The log joint in one column, minus the Gaussian conditional's log
-    # density, is a constant: equal differences between two columns of either sign.
-    X, _ = _signed_data(missing=missing)
-    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
-    rng = np.random.default_rng(2)
-    factors = [rng.normal(0.0, 1.0, (s, 2)) for s in X.shape]
-    mean, variance, noise = -0.3, 2.0, 0.7
-    for n in range(3):
-        terms = gaussian._mode_terms(stats, n, factors, stats.grams(factors))
-        location, scale = gaussian.column_conditional(
-            stats, n, 1, factors[n], terms, stats.missing_xhat(factors), mean, variance, noise)
-
-        def log_joint(column, n=n):
-            changed = list(factors)
-            changed[n] = factors[n].copy()
-            changed[n][:, 1] = column
-            return (gaussian.log_likelihood(stats, changed, noise)
-                    - np.sum((column - mean) ** 2) / (2 * variance))
-
-        first = factors[n][:, 1]
-        second = -first + rng.normal(0.0, 0.5, first.shape)  # signs change
-        expected = log_joint(second) - log_joint(first)
-        got = np.sum(gaussian.log_element_density(second, location, scale, SIGNED)
-                     - gaussian.log_element_density(first, location, scale, SIGNED))
-        assert got == pytest.approx(expected, rel=1e-8)
-
-
-def test_hmc_gradient_matches_finite_differences():
-    X, _ = _signed_data(missing=0.2)
-    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
-    state = gaussian.init(np.random.default_rng(3), stats, 2, SIGNED)
-    assert any(np.any(f < 0) for f in state.factors)  # a signed start
-    position = list(state.factors)
-    value, gradient, _ = gaussian._log_target_and_gradient(position, state, stats, False)
-    h = 1e-6
-    for n in range(3):
-        for index in [(0, 0), (2, 1)]:
-            moved = [p.copy() for p in position]
-            moved[n][index] += h
-            forward = gaussian._log_target_and_gradient(moved, state, stats, False)[0]
-            moved[n][index] -= 2 * h
-            backward = gaussian._log_target_and_gradient(moved, state, stats, False)[0]
-            assert gradient[n][index] == pytest.approx((forward - backward) / (2 * h),
-                                                       rel=1e-5, abs=1e-6)
+def _signed_data(seed=0, shape=(8, 6, 5), noise=0.3):
+    return _data(seed=seed, shape=shape, noise=noise, signed=True)
 
 
 def test_factor_prior_is_the_normal_inverse_gamma_marginal():
@@ -139,26 +85,6 @@ def test_signed_evidence_defaults_to_chib_and_ais_is_refused():
         GibbsNTF(1, nonnegative=False, evidence="ais").fit(X)
 
 
-def _signed_prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
-    """log p(X) = log E_prior[p(X | A)], σ² integrated out in closed form,
-    by plain Monte Carlo over prior draws of the signed factors."""
-    rng = np.random.default_rng(seed)
-    n, k, theta = X.size, priors.noise_shape, priors.noise_scale
-    chunk, sse = 250_000, []
-    for _ in range(n_draws // chunk):
-        factors = []
-        for size in X.shape:
-            v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank))
-            mu = rng.standard_normal((chunk, 1, rank)) * np.sqrt(v / priors.hyper_precision)
-            factors.append(mu + np.sqrt(v) * rng.standard_normal((chunk, size, rank)))
-        sse.append(((np.einsum("nir,njr,nkr->nijk", *factors) - X) ** 2).sum(axis=(1, 2, 3)))
-    sse = np.concatenate(sse)
-    log_lik = (-n / 2 * np.log(2 * np.pi) + gammaln(k + n / 2) - gammaln(k) + k * np.log(theta)
-               - (k + n / 2) * np.log(theta + sse / 2))
-    weights = np.exp(log_lik - log_lik.max())
-    return logsumexp(log_lik) - np.log(sse.size), weights.std() / weights.mean() / np.sqrt(sse.size)
-
-
 @pytest.mark.slow(minutes=0.4)
 def test_chib_matches_monte_carlo_integration_on_a_tiny_signed_tensor():
     """Chib's estimate, its first blocks averaged over labels and signs,
@@ -174,7 +100,7 @@ def test_chib_matches_monte_carlo_integration_on_a_tiny_signed_tensor():
     X = _cp(truth) + rng.normal(0.0, 0.5, (3, 2, 2))
     priors = gaussian.GaussianPriors(noise_shape=3.0, noise_scale=1.0, hyper_precision=1.0,
                                      hyper_shape=3.0, hyper_scale=2.0, nonnegative=False)
-    reference, reference_error = _signed_prior_monte_carlo_log_evidence(X, 2, priors, 2_000_000, 1)
+    reference, reference_error = _prior_monte_carlo_log_evidence(X, 2, priors, 2_000_000, seed=1)
     assert reference_error < 0.1
     stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
     estimate = gaussian_chib_log_evidence(np.random.default_rng(2), stats, 2, priors,

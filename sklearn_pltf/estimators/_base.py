@@ -226,6 +226,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         "step_size": [Interval(Real, 0, None, closed="neither")],
     }
 
+    #: ``{position: source position}`` of factors that are another factor
+    #: (drawn once for both in the Bernoulli–Poisson predictive).
+    _tied_factors: dict = {}
+
     # ------------------------------------------------------------ subclass API
     @abstractmethod
     def _model_spec(self, ndim):
@@ -349,14 +353,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )
-        best = max(range(self.n_init), key=lambda i: results[i][1][-1])
-        state, objectives, converged = results[best]
-        if not converged:
-            warnings.warn(
-                f"Best of {self.n_init} initialisation(s) did not converge in "
-                f"{self.max_iter} iterations; increase max_iter, relax tol or check the data.",
-                ConvergenceWarning,
-            )
+        state, objectives, converged = self._best_restart(results)
         final_objective = objectives[-1]
         if self._keep_sample_start(model, state):
             # Final fold-in: the sample-mode factor re-inferred exactly as
@@ -376,6 +373,18 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 advice="A variational bound cannot lie above log p(X): please report this.",
                 likelihood=self.likelihood)
         return state
+
+    def _best_restart(self, results):
+        """The ``(state, objectives, converged)`` of the restart with the
+        highest final objective; warns if it did not converge."""
+        state, objectives, converged = max(results, key=lambda result: result[1][-1])
+        if not converged:
+            warnings.warn(
+                f"Best of {self.n_init} initialisation(s) did not converge in "
+                f"{self.max_iter} iterations; increase max_iter, relax tol or check the data.",
+                ConvergenceWarning,
+            )
+        return state, objectives, converged
 
     def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
         """Gibbs, SADA or SGLD: ``n_init`` chains, their pooled posterior
@@ -628,6 +637,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         return predictive_at_entries(
             self.model_, self._state, coords.T, self.likelihood, method=self.method,
             draws=getattr(self, "draws_", None), seed=self._predictive_seed,
+            tied=self._tied_factors,
         )
 
     def score(self, X, y=None, mask=None):

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import rescal
-from ._base import BasePoissonPLTF, check_entry_indices, run_to_convergence
-from ._predictive import predictive_at_entries
+from ._base import BasePoissonPLTF, run_to_convergence
 
 __all__ = ["BayesianRESCAL"]
 
@@ -109,7 +106,8 @@ class BayesianRESCAL(BasePoissonPLTF):
     Diagonal entries x(i, i, k), where the entity factor would meet itself
     (a rate with A(i, a)², not conjugate to the Gamma prior), are treated as
     missing: they neither inform the fit nor count in its evidence.
-    :meth:`predict_entries` still gives them the model's value. The
+    :meth:`predict_entries` still gives them the model's value; under the
+    Bernoulli–Poisson likelihood its draws of A serve both entity axes. The
     entities are those of the training data: :meth:`transform` and
     :meth:`score` take the training data only.
 
@@ -122,6 +120,8 @@ class BayesianRESCAL(BasePoissonPLTF):
     >>> est.transform(X).shape
     (14, 3)
     """
+
+    _tied_factors = TIED
 
     _parameter_constraints: dict = {
         **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
@@ -190,14 +190,7 @@ class BayesianRESCAL(BasePoissonPLTF):
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )
-        best = max(range(self.n_init), key=lambda i: results[i][1][-1])
-        state, objectives, converged = results[best]
-        if not converged:
-            warnings.warn(
-                f"Best of {self.n_init} initialisation(s) did not converge in "
-                f"{self.max_iter} sweeps; increase max_iter, relax tol or check the data.",
-                ConvergenceWarning,
-            )
+        state, objectives, converged = self._best_restart(results)
         if data.ndim == 2:
             state = rescal.without_relation_axis(state)
         self.n_iter_ = len(objectives)
@@ -250,29 +243,6 @@ class BayesianRESCAL(BasePoissonPLTF):
             raise ValueError(f"Expected an array of shape (n_entities, {self.n_components}), "
                              f"got {W.shape}.")
         return np.einsum(self.model_.string, W, W, self.factors_[2])
-
-    def predict_entries(self, indices):
-        """Posterior predictive mean at the given entries (for link prediction).
-
-        ``likelihood="poisson"``: E[X̂] at the posterior means (modes for EM).
-        ``likelihood="bernoulli"``: P(x = 1 | X) = E[1 − exp(−X̂)] over 256
-        draws of A and G from q (the same A on both entity axes), seeded at
-        fit; EM: 1 − exp(−X̂) at the mode.
-
-        Parameters
-        ----------
-        indices : array-like of int, shape (n_entries, 3)
-
-        Returns
-        -------
-        prediction : ndarray of shape (n_entries,)
-        """
-        check_is_fitted(self)
-        coords = check_entry_indices(indices, self.model_.observed_shape)
-        return predictive_at_entries(
-            self.model_, self._state, coords.T, self.likelihood, method=self.method,
-            seed=self._predictive_seed, tied=TIED,
-        )
 
     def score(self, X, y=None, mask=None):
         """Log evidence of the training data (``log_evidence_``; EM: the log joint)."""
