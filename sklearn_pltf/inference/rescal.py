@@ -49,6 +49,7 @@ import numba
 import numpy as np
 from scipy.special import xlogy
 
+from .._data import ObservedTensor
 from .._kernels import BERNOULLI_RATIO
 from .._likelihood import get_likelihood
 from ._gamma import _digamma, gamma_bound_term, gamma_moments
@@ -118,8 +119,6 @@ def relational_data(data, likelihood):
     ValueError
         Unless the data have three axes and the first two have the same size.
     """
-    from .._data import ObservedTensor
-
     if len(data.shape) != 3 or data.shape[0] != data.shape[1]:
         raise ValueError(
             "The RESCAL structure needs an entity x entity x relation tensor, its first two "
@@ -156,8 +155,6 @@ def relational_data(data, likelihood):
 
 def with_relation_axis(data):
     """A square matrix (one relation) as an (I, I, 1) tensor; a tensor as it is."""
-    from .._data import ObservedTensor
-
     if data.ndim == 3:
         return data
     shape = tuple(data.shape) + (1,)
