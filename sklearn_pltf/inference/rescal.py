@@ -41,9 +41,8 @@ O((non-zeros + missing) R²) plus O(I R²) for the rows.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
