@@ -217,6 +217,16 @@ def test_bad_input_is_rejected_with_a_clear_error(X, message):
         BayesianRESCAL(2, likelihood="bernoulli").fit(X)
 
 
+def test_priors_per_factor_name_the_entity_factor_once():
+    X = _rescal_data(np.random.default_rng(9), 8, 2, 2, "poisson")
+    est = BayesianRESCAL(2, prior_shape={0: 0.5, 2: 2.0}, prior_rate={0: 1.0, 2: 3.0},
+                         random_state=0).fit(X)
+    priors = est._gamma_priors(est.model_)
+    assert np.all(priors.shape[0] == 0.5) and np.all(priors.rate[2] == 3.0)
+    with pytest.raises(ValueError, match="no entry for factor 2"):
+        BayesianRESCAL(2, prior_shape={0: 0.5}).fit(X)
+
+
 def test_samplers_are_not_offered():
     with pytest.raises(ValueError, match="method"):
         BayesianRESCAL(2, method="gibbs").fit(BINARY)

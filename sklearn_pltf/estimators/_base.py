@@ -236,6 +236,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """Return ``(model string, latent sizes, {position: fixed array})`` for
         data with ``ndim`` dimensions."""
 
+    def _gamma_priors(self, model):
+        """The Gamma priors of ``model``'s free factors from ``prior_shape`` and ``prior_rate``."""
+        return gamma_priors(model, self.prior_shape, self.prior_rate)
+
     def _min_ndim(self):
         """Fewest data dimensions the estimator accepts (2: a sample axis and more)."""
         return 2
@@ -278,7 +282,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
-        priors = gamma_priors(model, self.prior_shape, self.prior_rate)
+        priors = self._gamma_priors(model)
         if (self.evidence == "auto" and evidence == "ais"
                 and not has_posterior_start(model, priors.free, tuple(fixed))):
             # AIS from the prior is far too short for real data; Chib then.

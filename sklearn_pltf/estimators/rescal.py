@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import rescal
+from ..inference._common import gamma_priors
 from ._base import BasePoissonPLTF, run_to_convergence
 
 __all__ = ["BayesianRESCAL"]
@@ -33,9 +34,6 @@ def _fit_restart(method, rng, data, priors, n_components, max_iter, tol, report)
 class BayesianRESCAL(BasePoissonPLTF):
     """Bayesian non-negative RESCAL for relational data (entity x entity x relation).
 
-    Also for a single relation, a square entity x entity matrix (a graph's
-    adjacency matrix): then ``X(i, j) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b))``.
-
     ``X(i, j, k) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b, k))``, or its
     Bernoulli–Poisson link for 0/1 relations, with Gamma priors on the entity
     factor A (one row per entity, the same on both entity axes) and the
@@ -44,7 +42,8 @@ class BayesianRESCAL(BasePoissonPLTF):
     second factor tied to the first. Where CP needs a component per pattern
     of who relates to whom, G(·, ·, k) says how each pair of entity clusters
     relates under relation k, so exclusive relations (kin terms) need few
-    components.
+    components. A square entity x entity matrix (a graph's adjacency matrix)
+    is one relation: ``X(i, j) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b))``.
 
     Fitted by variational Bayes (its bound is the log evidence, so
     :meth:`score` and ``GridSearchCV`` with
@@ -86,7 +85,7 @@ class BayesianRESCAL(BasePoissonPLTF):
     Attributes
     ----------
     model_ : Model
-        ``"ia,jb,abk->ijk"`` with its sizes.
+        ``"ia,jb,abk->ijk"`` (``"ia,jb,ab->ij"`` for one relation) with its sizes.
     factors_ : tuple of ndarray
         ``(A, A, G)``: posterior means (VB) or modes (EM), in model order;
         G is (n_components, n_components) for a single relation.
@@ -168,6 +167,15 @@ class BayesianRESCAL(BasePoissonPLTF):
 
     def _accepts_tensors(self):
         return True
+
+    def _gamma_priors(self, model):
+        """As the base's, with position 1 (A again) taking position 0's entry
+        of a dict of priors."""
+        shape, rate = (
+            {1: value[0], **value} if isinstance(value, dict) and 0 in value else value
+            for value in (self.prior_shape, self.prior_rate)
+        )
+        return gamma_priors(model, shape, rate)
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)
