@@ -220,6 +220,7 @@ def test_gamma_from_moments_recovers_the_gamma():
     np.testing.assert_allclose(rate, b, rtol=1e-8)
 
 
+@pytest.mark.slow(minutes=0.2)
 def test_sampler_default_evidence_is_ais_on_dense_data_and_chib_on_sparse():
     """Chib costs one clamped run per factor element; AIS from a Gamma fit to
     the chains' marginals is the default wherever it runs (dense data)."""

@@ -44,6 +44,7 @@ def test_evidence_must_suit_the_method(method, evidence, message, counts):
         BayesianNMF(2, method=method, evidence=evidence, prior_shape=1.5, **SHORT).fit(counts)
 
 
+@pytest.mark.slow(minutes=0.2)
 def test_chib_through_the_estimator_matches_the_exact_evidence():
     """Default sampler settings (2000 draws, 500 warm-up): the acceptance
     tolerance of Chib's estimate, 0.25 nats (tests/test_chib.py)."""
