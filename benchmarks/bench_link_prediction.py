@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from sklearn_pltf import BayesianRESCAL, GibbsNTF, PoissonCP, TuckerVB
-from sklearn_pltf.datasets import load_kinships, load_nations
+from sklearn_pltf.datasets import load_kinships, load_nations, off_diagonal_mask
 from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries
 
 CONFIGS = {
@@ -250,11 +250,6 @@ class _GCPBernoulli:
         return self.probability_[tuple(np.asarray(entries).T)]
 
 
-def _off_diagonal(shape):
-    """True off the diagonal x(i, i, k): Nations and Kinships have no relation of an entity to itself."""
-    return np.broadcast_to(~np.eye(shape[0], dtype=bool)[:, :, None], shape).copy()
-
-
 def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                        with_diagonal=False):
     """(q): 10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
@@ -271,7 +266,7 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
     summary = {}
     for name in datasets:
         X = {"nations": load_nations, "kinships": load_kinships}[name]().data.astype(float)
-        observed = None if with_diagonal else _off_diagonal(X.shape)
+        observed = None if with_diagonal else off_diagonal_mask(X.shape)
         folds = list(EntryKFold(n_splits, random_state=0).split(X, mask=observed))
         for kind, likelihood in families:
             start = time.perf_counter()

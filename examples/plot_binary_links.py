@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_pltf import BayesianRESCAL, PoissonCP
-from sklearn_pltf.datasets import load_nations
+from sklearn_pltf.datasets import load_nations, off_diagonal_mask
 from sklearn_pltf.metrics import link_prediction_auc
 
 ranks = range(2, 11, 2)
@@ -48,7 +48,7 @@ if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
 # RESCAL does not model it, so it is left out of every fit and of the hidden
 # entries: all evidences below are of the same entries.
 X = load_nations().data.astype(float)
-off_diagonal = np.broadcast_to(~np.eye(X.shape[0], dtype=bool)[:, :, None], X.shape)
+off_diagonal = off_diagonal_mask(X.shape)
 held_out = (np.random.default_rng(0).random(X.shape) < 0.1) & off_diagonal
 train = off_diagonal & ~held_out
 entries = np.argwhere(held_out)

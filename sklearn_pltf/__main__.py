@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from . import BayesianRESCAL, PoissonCP, TuckerVB
-from .datasets import load_nations
+from .datasets import load_nations, off_diagonal_mask
 from .metrics import link_prediction_auc
 from .model_selection import EntryKFold
 
@@ -53,12 +53,6 @@ def scaled_prior_model(X, structure, rank, prior_shape, seed):
                      prior_rate=prior_shape / mean, n_init=3, random_state=seed)
 
 
-def off_diagonal(shape):
-    """True off the diagonal x(i, i, k) of an entity x entity x relation tensor."""
-    n = shape[0]
-    return np.broadcast_to(~np.eye(n, dtype=bool)[:, :, None], shape).copy()
-
-
 def main(candidates=None, n_splits=10, seed=0):
     candidates = candidates or ([("CP", r) for r in range(1, 11)]
                                 + [("Tucker", r) for r in range(2, 5)]
@@ -66,7 +60,7 @@ def main(candidates=None, n_splits=10, seed=0):
     start = time.perf_counter()
     nations = load_nations()
     X = nations.data
-    observed = off_diagonal(X.shape)
+    observed = off_diagonal_mask(X.shape)
     share = X[observed].mean()
     print(f"Nations: {X.shape[0]} x {X.shape[1]} entities x {X.shape[2]} relations, "
           f"{int(X.sum())} links ({share:.1%} of the entries off the diagonal)")

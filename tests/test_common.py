@@ -30,30 +30,32 @@ ESTIMATORS = [
     BayesianRESCAL(2, **FAST),
 ]
 
+# The checks that fit scikit-learn's own random data (n_samples x n_features
+# uniform floats) before they reach what they test.
+_CHECKS_THAT_FIT_RANDOM_DATA = (
+    "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
+    "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+    "check_estimator_sparse_tag", "check_estimators_dtypes",
+    "check_estimators_fit_returns_self", "check_estimators_overwrite_params",
+    "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_fit2d_1feature",
+    "check_fit2d_1sample", "check_fit2d_predict1d", "check_fit_check_is_fitted",
+    "check_fit_idempotent", "check_fit_score_takes_y", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_n_features_in",
+    "check_n_features_in_after_fitting", "check_pipeline_consistency",
+    "check_readonly_memmap_input", "check_transformer_data_not_an_array",
+    "check_transformer_general", "check_transformer_n_iter",
+    "check_transformer_preserve_dtypes",
+)
+
 # AllocationSMC allocates whole tokens and refuses non-integer counts with a
 # ValueError; scikit-learn's checks fit on uniform random floats, so these
-# checks stop at that error before reaching what they test. The same
-# contracts (pickle, clone, refit, n_features_in_, dtypes, sparse input,
-# transform's row order) are tested on counts in tests/test_allocation.py.
+# checks stop at that error before reaching what they test (and the NaN/inf
+# check too, which fits finite random floats first). The same contracts
+# (pickle, clone, refit, n_features_in_, dtypes, sparse input, transform's row
+# order) are tested on counts in tests/test_allocation.py.
 _NON_INTEGER = "fits non-integer random data, which a token-allocation model refuses"
-_ALLOCATION_EXPECTED = {
-    name: _NON_INTEGER for name in (
-        "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
-        "check_estimator_sparse_array", "check_estimator_sparse_matrix",
-        "check_estimator_sparse_tag", "check_estimators_dtypes",
-        "check_estimators_fit_returns_self", "check_estimators_nan_inf",
-        "check_estimators_overwrite_params", "check_estimators_pickle",
-        "check_f_contiguous_array_estimator", "check_fit2d_1feature", "check_fit2d_1sample",
-        "check_fit2d_predict1d", "check_fit_check_is_fitted", "check_fit_idempotent",
-        "check_fit_score_takes_y", "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance", "check_n_features_in",
-        "check_n_features_in_after_fitting", "check_pipeline_consistency",
-        "check_readonly_memmap_input", "check_transformer_data_not_an_array",
-        "check_transformer_general", "check_transformer_n_iter",
-        "check_transformer_preserve_dtypes",
-    )
-}
-
+_ALLOCATION_EXPECTED = {name: _NON_INTEGER for name in
+                        _CHECKS_THAT_FIT_RANDOM_DATA + ("check_estimators_nan_inf",)}
 
 # BayesianRESCAL models relations among one set of entities: its data are
 # square (entity x entity, or entity x entity x relation) and it refuses other
@@ -61,22 +63,7 @@ _ALLOCATION_EXPECTED = {
 # data with n_samples != n_features; these stop at that error. The same
 # contracts are tested on relational data in tests/test_rescal.py.
 _NOT_SQUARE = "fits non-square data, which a model of relations among one set of entities refuses"
-_RESCAL_EXPECTED = {
-    name: _NOT_SQUARE for name in (
-        "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
-        "check_estimator_sparse_array", "check_estimator_sparse_matrix",
-        "check_estimator_sparse_tag", "check_estimators_dtypes",
-        "check_estimators_fit_returns_self", "check_estimators_overwrite_params",
-        "check_estimators_pickle", "check_f_contiguous_array_estimator",
-        "check_fit2d_1feature", "check_fit2d_1sample", "check_fit2d_predict1d",
-        "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
-        "check_methods_sample_order_invariance", "check_methods_subset_invariance",
-        "check_n_features_in", "check_n_features_in_after_fitting",
-        "check_pipeline_consistency", "check_readonly_memmap_input",
-        "check_transformer_data_not_an_array", "check_transformer_general",
-        "check_transformer_n_iter", "check_transformer_preserve_dtypes",
-    )
-}
+_RESCAL_EXPECTED = {name: _NOT_SQUARE for name in _CHECKS_THAT_FIT_RANDOM_DATA}
 
 
 def _expected_failed_checks(estimator):

@@ -1,7 +1,8 @@
 """Shipped relational tensors and synthetic data from every model.
 
 - :func:`load_nations`, :func:`load_kinships`: binary entity x entity x
-  relation tensors for link prediction.
+  relation tensors for link prediction; :func:`off_diagonal_mask` leaves out
+  their (empty) self-relations.
 - ``make_*``: data drawn from the package's models, with the parameters that
   generated them (Poisson NMF, CP and Tucker, any PLTF model string, Gaussian
   non-negative CP, the Bayesian Allocation Model).
@@ -15,9 +16,9 @@ from ._generators import (
     make_poisson_nmf,
     make_poisson_tucker,
 )
-from ._relational import load_kinships, load_nations
+from ._relational import load_kinships, load_nations, off_diagonal_mask
 
 __all__ = [
-    "load_nations", "load_kinships", "make_pltf", "make_poisson_nmf", "make_poisson_cp",
+    "load_nations", "load_kinships", "off_diagonal_mask", "make_pltf", "make_poisson_nmf", "make_poisson_cp",
     "make_poisson_tucker", "make_gaussian_ntf", "make_bam",
 ]

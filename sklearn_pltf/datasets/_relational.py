@@ -8,7 +8,7 @@ import numpy as np
 import sparse
 from sklearn.utils import Bunch
 
-__all__ = ["load_nations", "load_kinships"]
+__all__ = ["load_nations", "load_kinships", "off_diagonal_mask"]
 
 _PROVENANCE = """\
 The {title} relational data set as used by Kemp et al. (2006, the infinite
@@ -29,6 +29,37 @@ _DATASETS = {
     "kinships": dict(title="Alyawarra kinship (Denham)", classic_ones="10,790",
                      rescal=0.95, cp=0.94),
 }
+
+
+def off_diagonal_mask(shape):
+    """True everywhere but the diagonal x(i, i, ...) of the first two axes.
+
+    Nations and Kinships hold no relation of an entity to itself, and
+    :class:`~sklearn_pltf.BayesianRESCAL` does not model one: pass this as
+    ``mask`` to every model being compared (and to
+    :meth:`~sklearn_pltf.model_selection.EntryKFold.split`) so that all fit,
+    and are scored on, the same entries.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The data's shape, (n_entities, n_entities, ...).
+
+    Returns
+    -------
+    mask : ndarray of bool of shape ``shape``
+
+    Examples
+    --------
+    >>> from sklearn_pltf.datasets import off_diagonal_mask
+    >>> int(off_diagonal_mask((3, 3, 2)).sum())
+    12
+    """
+    if len(shape) < 2 or shape[0] != shape[1]:
+        raise ValueError(f"Expected a shape whose first two axes are equal, got {tuple(shape)}.")
+    entities = ~np.eye(shape[0], dtype=bool)
+    return np.broadcast_to(entities.reshape(entities.shape + (1,) * (len(shape) - 2)),
+                           tuple(shape)).copy()
 
 
 def _load(name, as_sparse):

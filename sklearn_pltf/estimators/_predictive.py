@@ -76,11 +76,8 @@ def _posterior_draws(rng, model, state, draws, tied):
         pooled = {a: draws[a].reshape((-1,) + draws[a].shape[2:]) for a in free}
         n_kept = pooled[free[0]].shape[0]
         for index in np.linspace(0, n_kept - 1, N_PREDICTIVE_DRAWS).round().astype(int):
-            factors = [pooled[a][index] if a in pooled else state.mean[a]
-                       for a in range(model.n_factors)]
-            for position, source in tied.items():
-                factors[position] = factors[source]
-            yield factors
+            yield _tie([pooled[a][index] if a in pooled else state.mean[a]
+                        for a in range(model.n_factors)], tied)
         return
     gammas = {}
     for a in free:
@@ -89,8 +86,12 @@ def _posterior_draws(rng, model, state, draws, tied):
         else:
             gammas[a] = gamma_from_moments(state.mean[a], state.geometric[a])
     for _ in range(N_PREDICTIVE_DRAWS):
-        factors = [rng.standard_gamma(gammas[a][0]) / gammas[a][1] if a in gammas else state.mean[a]
-                   for a in range(model.n_factors)]
-        for position, source in tied.items():
-            factors[position] = factors[source]
-        yield factors
+        yield _tie([rng.standard_gamma(gammas[a][0]) / gammas[a][1] if a in gammas else state.mean[a]
+                    for a in range(model.n_factors)], tied)
+
+
+def _tie(factors, tied):
+    """``factors`` with each tied position holding its source's array."""
+    for position, source in tied.items():
+        factors[position] = factors[source]
+    return factors

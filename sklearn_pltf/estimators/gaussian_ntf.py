@@ -170,8 +170,8 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
     }
 
     def __init__(self, n_components=2, *, nonnegative=True, sampler="gibbs", evidence="auto",
-                 n_warmup=500,
-                 n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05, target_acceptance=0.8,
+                 n_warmup=500, n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05,
+                 target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
                  hyper_scale=1.0, keep_draws=True, random_state=None, verbose=0):
         self.n_components = n_components

@@ -22,13 +22,10 @@ Small blocks: a column's conditional, given the other modes, is far
 narrower than its marginal (CP's scaling freedom trades a column's scale
 against the same component's columns in the other modes), so an average of
 its density over a run is ruled by rare draws and its logarithm comes out
-low: the evidence too high, increasingly with the rank. On rank-3 data
-20 x 15 x 10, whole columns of mode 0 gave ordinates down to -249 at rank 4
-and an evidence 206 nats above rank 3's; elements gave none below -13
-there and put rank 4 10 nats below rank 3 (300 draws per run; the two
-element orders tried differed by 12 nats at rank 3, so a run of that
-length is still noisier than its reported standard error). One element at a time keeps each
-average over a one-dimensional density.
+low: the evidence too high, increasingly with the rank (the user guide's
+Gaussian NTF section has the measurement). One element at a time keeps each
+average over a one-dimensional density. Short runs are noisier than their
+reported standard error: compare ranks with ``n_draws`` of 500 or more.
 
 Labels (Neal 1999): permuting the components leaves the model unchanged, so
 the posterior has R! symmetric modes. The first row of mode 0 holds one
@@ -150,13 +147,10 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
                   signs=signs):
             if m != n or s not in slots:
                 return
-            if element is None:  # a whole column, under each slot's conditional
-                per_sign = [np.sum(gaussian.log_element_density(sign * factors[n][:, r], location,
-                                                                scale, priors)) for sign in signs]
-            else:
-                per_sign = [gaussian.log_element_density(sign * factors[n][element, r],
-                                                         location[element], scale[element], priors)
-                            for sign in signs]
+            # A whole column (under each slot's conditional), or one element.
+            at = slice(None) if element is None else element
+            per_sign = [np.sum(gaussian.log_element_density(sign * factors[n][at, r], location[at],
+                                                            scale[at], priors)) for sign in signs]
             values.append(logsumexp(per_sign) - math.log(len(signs)))
 
         _clamped_run(rng, point, stats, priors, clamped, True, n_warmup, n_draws, visit)
