@@ -227,9 +227,9 @@ def test_priors_per_factor_name_the_entity_factor_once():
         BayesianRESCAL(2, prior_shape={0: 0.5}).fit(X)
 
 
-def test_samplers_are_not_offered():
+def test_sgld_is_not_offered():
     with pytest.raises(ValueError, match="method"):
-        BayesianRESCAL(2, method="gibbs").fit(BINARY)
+        BayesianRESCAL(2, method="sgld").fit(BINARY)
 
 
 def test_scipy_sparse_adjacency_matrix_is_fitted_as_given():

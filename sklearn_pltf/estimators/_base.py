@@ -393,18 +393,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
         """Gibbs, SADA or SGLD: ``n_init`` chains, their pooled posterior
         means, and Chib's or STI's evidence."""
-        common = dict(n_chains=self.n_init, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                      thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs,
-                      verbose=self.verbose)
-        if self.method == "sgld":
-            settings = {name: getattr(self, name) for name in (
-                "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
-            posterior = _mcmc.sgld_posterior(rng, model, data, priors, fixed, sti=evidence == "sti",
-                                             settings=settings, likelihood=self.likelihood, **common)
-        else:
-            posterior = _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
-                                               chib=evidence == "chib", likelihood=self.likelihood,
-                                               **common)
+        posterior = self._sample_posterior(data, model, priors, fixed, rng, evidence)
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
@@ -420,6 +409,24 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         if posterior.log_evidence_error is not None:
             self.log_evidence_error_ = posterior.log_evidence_error
         return posterior.state
+
+    def _chain_settings(self):
+        """What every sampler's chains take from the estimator's parameters."""
+        return dict(n_chains=self.n_init, n_warmup=self.n_warmup, n_draws=self.n_draws,
+                    thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs,
+                    verbose=self.verbose)
+
+    def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
+        """The chains of ``method`` and their evidence, as a ``SampledPosterior``."""
+        common = self._chain_settings()
+        if self.method == "sgld":
+            settings = {name: getattr(self, name) for name in (
+                "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
+            return _mcmc.sgld_posterior(rng, model, data, priors, fixed, sti=evidence == "sti",
+                                        settings=settings, likelihood=self.likelihood, **common)
+        return _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
+                                      chib=evidence == "chib", likelihood=self.likelihood,
+                                      **common)
 
     def _keep_sample_start(self, model, state):
         """Keep where a fold-in starts every sample (the fitted sample-mode
@@ -660,16 +667,20 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         data = self._observed(X, mask, reset=False)
         if self._is_training_data(data):
-            if hasattr(self, "log_evidence_"):
-                return float(self.log_evidence_)
-            if hasattr(self, "lower_bound_"):
-                return float(self.lower_bound_)
-            raise ValueError(
-                "This sampler fit has no evidence of its training data (evidence=None); "
-                "refit with evidence='auto'."
-            )
+            return self._training_score()
         self._check_sample_shape(data)
         return float(_OBJECTIVES[self._fold_in_method](*self._fold_in(data, self._state)))
+
+    def _training_score(self):
+        """The score of the training data: its evidence, else EM's log joint."""
+        if hasattr(self, "log_evidence_"):
+            return float(self.log_evidence_)
+        if hasattr(self, "lower_bound_"):
+            return float(self.lower_bound_)
+        raise ValueError(
+            "This sampler fit has no evidence of its training data (evidence=None); "
+            "refit with evidence='auto'."
+        )
 
     @property
     def _fold_in_method(self):

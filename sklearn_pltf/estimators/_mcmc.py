@@ -11,10 +11,12 @@ from joblib import Parallel, delayed
 
 from .._contract import make_contractor
 from ..evidence import chib_log_evidence, sti_log_evidence
-from ..inference import gibbs, sgld, vb
-from ..inference._chains import ChainResult, align_labels, run_chain
+from ..evidence._rescal_chib import rescal_chib_log_evidence
+from ..inference import gibbs, rescal_gibbs, sgld, vb
+from ..inference._chains import ChainResult, align_labels, drive_chain, run_chain
 
-__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "sgld_posterior", "to_inference_data",
+__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "sgld_posterior",
+           "to_inference_data",
            "warn_if_chains_disagree", "warn_if_unsettled"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
@@ -66,6 +68,52 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
         log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
     trace = np.stack([c.log_likelihoods for c in chains])
     return SampledPosterior(state, draws, trace, log_evidence, log_evidence_error)
+
+
+def _rescal_chain(method, rng, data, priors, n_components, n_warmup, n_draws, thin, keep_draws,
+                  verbose, label):
+    state = rescal_gibbs.init(rng, data, priors, n_components)
+    return drive_chain(
+        rng, state, lambda rng, state: rescal_gibbs.step(rng, state, data, priors, method),
+        lambda factors: rescal_gibbs.log_prior(factors, priors), (0, 1, 2), n_warmup=n_warmup,
+        n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
+
+
+def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains, n_warmup,
+                     n_draws, thin, keep_draws, chib, n_jobs, verbose=0):
+    """As :func:`sample_posterior` for the RESCAL model (its entity factor at
+    positions 0 and 1): ``n_chains`` chains of
+    :mod:`~sklearn_pltf.inference.rescal_gibbs` on ``data`` (a
+    ``RelationalData``; ``priors`` with G as (R, R, K)), their cluster labels
+    aligned (A's columns and both axes of G together), and with ``chib``
+    the estimate of :func:`rescal_chib_log_evidence` at the best draw. The
+    summaries take ``model``'s shapes (G as (R, R) for one relation)."""
+    children = rng.spawn(n_chains + 1)
+    chains = Parallel(n_jobs=n_jobs)(
+        delayed(_rescal_chain)(method, child, data, priors, n_components, n_warmup, n_draws, thin,
+                               keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
+        for k, child in enumerate(children[:-1])
+    )
+    best = max(chains, key=lambda c: c.best_log_joint).best
+    if len(model.output) == 2:  # one relation: G without its relation axis
+        chains = [c._replace(**{field: _without_last_axis(getattr(c, field))
+                                for field in ("mean", "mean_log", "draws", "best")})
+                  for c in chains]
+    chains = align_labels(chains, model, (0, 1, 2), tied=[model.factors[2][:2]])
+    state, draws = _pooled(chains, model)
+    log_evidence = log_evidence_error = None
+    if chib:
+        estimate = rescal_chib_log_evidence(children[-1], data, priors, best, method=method,
+                                            n_draws=n_draws, n_warmup=n_warmup, verbose=verbose)
+        log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
+    trace = np.stack([c.log_likelihoods for c in chains])
+    return SampledPosterior(state, draws, trace, log_evidence, log_evidence_error)
+
+
+def _without_last_axis(factors):
+    """G's trailing relation axis of length one dropped (positions 0 and 1 as they are)."""
+    return tuple(f if f is None or position != 2 else f[..., 0]
+                 for position, f in enumerate(factors))
 
 
 def _pooled(chains, model):

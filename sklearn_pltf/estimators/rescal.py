@@ -10,8 +10,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference import rescal
+from ..inference import rescal, rescal_gibbs
 from ..inference._common import gamma_priors
+from . import _mcmc
 from ._base import BasePoissonPLTF, run_to_convergence
 
 __all__ = ["BayesianRESCAL"]
@@ -21,8 +22,8 @@ __all__ = ["BayesianRESCAL"]
 RESCAL_MODEL = "ia,jb,abk->ijk"
 SINGLE_RELATION_MODEL = "ia,jb,ab->ij"
 TIED = {1: 0}
-_SAMPLER_PARAMETERS = ("n_draws", "n_warmup", "thin", "keep_draws", "batch_size", "n_blocks",
-                       "n_temperatures", "steps_per_temperature", "step_size")
+_SGLD_PARAMETERS = ("batch_size", "n_blocks", "n_temperatures", "steps_per_temperature",
+                    "step_size")
 
 
 def _fit_restart(method, rng, data, priors, n_components, max_iter, tol, report):
@@ -47,9 +48,11 @@ class BayesianRESCAL(BasePoissonPLTF):
 
     Fitted by variational Bayes (its bound is the log evidence, so
     :meth:`score` and ``GridSearchCV`` with
-    :class:`~sklearn_pltf.model_selection.FullDataSplit` choose the rank) or
-    EM for the posterior mode; the rows of A are updated one at a time
-    (:mod:`sklearn_pltf.inference.rescal`).
+    :class:`~sklearn_pltf.model_selection.FullDataSplit` choose the rank), EM
+    for the posterior mode (:mod:`sklearn_pltf.inference.rescal`), or Gibbs
+    sampling with Chib's evidence (:mod:`sklearn_pltf.inference.rescal_gibbs`);
+    each method updates or draws the rows of A one at a time, given the
+    others.
 
     Parameters
     ----------
@@ -59,11 +62,16 @@ class BayesianRESCAL(BasePoissonPLTF):
     likelihood : {"poisson", "bernoulli"}, default="poisson"
         ``"poisson"`` for counts; ``"bernoulli"`` for 0/1 relations,
         P(x = 1) = 1 − exp(−X̂). Non-binary observed values then raise.
-    method : {"vb", "em"}, default="vb"
-        Variational Bayes, or EM for the posterior mode (no evidence; needs
-        ``prior_shape >= 1``).
-    evidence : {"auto", "vb"} or None, default="auto"
-        ``"auto"`` and ``"vb"``: the variational bound for VB; EM has none.
+    method : {"vb", "em", "gibbs", "sada"}, default="vb"
+        Variational Bayes; EM for the posterior mode (no evidence; needs
+        ``prior_shape >= 1``); ``"gibbs"``: block Gibbs sampling (one
+        allocation of the counts over cluster pairs per sweep, then every row
+        of A in turn, then G); ``"sada"``: the same with a fresh allocation
+        before G.
+    evidence : {"auto", "vb", "chib"} or None, default="auto"
+        ``"auto"``: the variational bound for VB, Chib's estimate for the
+        samplers (one clamped run of ``n_warmup + n_draws`` sweeps per
+        element of A, and one for G); EM has none. ``None`` skips it.
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every element of A and G: a scalar, an
         array broadcastable to a factor, or ``{0: value for A, 2: value for
@@ -73,14 +81,21 @@ class BayesianRESCAL(BasePoissonPLTF):
     tol : float, default=1e-6
         Convergence threshold on the relative change of the objective.
     n_init : int, default=1
-        Initialisations; the one with the highest objective is kept.
+        VB and EM: initialisations, the one with the highest objective kept.
+        Samplers: chains, pooled after aligning their cluster labels.
     random_state : int, Generator, RandomState or None, default=None
     verbose : int, default=0
         1 prints each initialisation; 2 also the objective every
         ``verbose_interval`` sweeps.
     verbose_interval : int, default=10
     n_jobs : int or None, default=None
-        Initialisations in parallel through joblib.
+        Initialisations or chains in parallel through joblib.
+    n_draws, n_warmup, thin : int, default=2000, 500, 1
+        Samplers: sweeps kept (every ``thin``-th) and discarded per chain,
+        and per clamped run of Chib's estimate.
+    keep_draws : bool, default=True
+        Samplers: keep the draws (``draws_``, :meth:`to_inference_data`;
+        :meth:`predict_entries` averages over them).
 
     Attributes
     ----------
@@ -91,12 +106,22 @@ class BayesianRESCAL(BasePoissonPLTF):
         G is (n_components, n_components) for a single relation.
     n_iter_ : int
     converged_ : bool
+        VB and EM.
     lower_bounds_ : ndarray of shape (n_iterations,)
-        The bound (VB) or log joint (EM) after each sweep.
+        VB and EM: the bound (VB) or log joint (EM) after each sweep.
     lower_bound_ : float
     log_evidence_ : float
-        VB: the bound, an estimate (from below) of log p(X) over the
-        off-diagonal observed entries.
+        The estimate of log p(X) over the off-diagonal observed entries: the
+        bound (VB, from below) or Chib's (samplers).
+    log_evidence_error_ : float
+        Samplers: the Monte Carlo standard error of Chib's estimate.
+    log_likelihoods_ : ndarray of shape (n_chains, n_sweeps)
+        Samplers: log p(X | A, G) after every sweep of every chain.
+    rhat_ : float
+        Samplers: split R-hat of the log-likelihood over the chains.
+    draws_ : tuple of ndarray
+        Samplers with ``keep_draws``: (n_chains, n_draws, ...) per position,
+        positions 0 and 1 the same draws of A.
     n_features_in_ : int
         The number of entities.
 
@@ -104,7 +129,8 @@ class BayesianRESCAL(BasePoissonPLTF):
     -----
     Diagonal entries x(i, i, k), where the entity factor would meet itself
     (a rate with A(i, a)², not conjugate to the Gamma prior), are treated as
-    missing: they neither inform the fit nor count in its evidence.
+    missing by every method: they neither inform the fit nor count in its
+    evidence. SGLD (and so STI) and AIS are not offered for this model.
     :meth:`predict_entries` still gives them the model's value; under the
     Bernoulli–Poisson likelihood its draws of A serve both entity axes. The
     entities are those of the training data: :meth:`transform` and
@@ -124,10 +150,10 @@ class BayesianRESCAL(BasePoissonPLTF):
 
     _parameter_constraints: dict = {
         **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
-           if name not in _SAMPLER_PARAMETERS},
+           if name not in _SGLD_PARAMETERS},
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "method": [StrOptions({"vb", "em"})],
-        "evidence": [StrOptions({"auto", "vb"}), None],
+        "method": [StrOptions({"vb", "em", *rescal_gibbs.SWEEPS})],
+        "evidence": [StrOptions({"auto", "vb", "chib"}), None],
     }
 
     def __init__(
@@ -146,6 +172,10 @@ class BayesianRESCAL(BasePoissonPLTF):
         verbose=0,
         verbose_interval=10,
         n_jobs=None,
+        n_draws=2000,
+        n_warmup=500,
+        thin=1,
+        keep_draws=True,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -160,6 +190,10 @@ class BayesianRESCAL(BasePoissonPLTF):
         self.verbose = verbose
         self.verbose_interval = verbose_interval
         self.n_jobs = n_jobs
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.thin = thin
+        self.keep_draws = keep_draws
 
     def _model_spec(self, ndim):
         model = SINGLE_RELATION_MODEL if ndim == 2 else RESCAL_MODEL
@@ -187,10 +221,28 @@ class BayesianRESCAL(BasePoissonPLTF):
             )
         return data
 
+    def _evidence_method(self, data_is_sparse=False):
+        """As the base's, with Chib's estimate the samplers' default (AIS and
+        STI are not built for a tied factor)."""
+        if self.evidence == "auto" and self.method in rescal_gibbs.SWEEPS:
+            return "chib"
+        return super()._evidence_method(data_is_sparse)
+
+    def _relational(self, data, priors):
+        return (rescal.relational_data(rescal.with_relation_axis(data), self.likelihood),
+                rescal.priors_with_relation_axis(priors))
+
+    def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
+        """Gibbs or SADA chains with the rows of A drawn in turn
+        (:mod:`sklearn_pltf.inference.rescal_gibbs`), and Chib's evidence."""
+        relational, priors = self._relational(data, priors)
+        return _mcmc.rescal_posterior(self.method, rng, model, relational, priors,
+                                      self.n_components, chib=evidence == "chib",
+                                      **self._chain_settings())
+
     def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
         """VB or EM: restarts to convergence, the best kept."""
-        relational = rescal.relational_data(rescal.with_relation_axis(data), self.likelihood)
-        priors = rescal.priors_with_relation_axis(priors)
+        relational, priors = self._relational(data, priors)
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_restart)(
                 self.method, child, relational, priors, self.n_components, self.max_iter,
@@ -255,5 +307,5 @@ class BayesianRESCAL(BasePoissonPLTF):
     def score(self, X, y=None, mask=None):
         """Log evidence of the training data (``log_evidence_``; EM: the log joint)."""
         self._require_training_data(X, mask, "scores")
-        return float(getattr(self, "log_evidence_", self.lower_bound_))
+        return self._training_score()
 

@@ -20,7 +20,7 @@ from scipy.optimize import linear_sum_assignment
 from .._progress import progress_or_none
 from . import gibbs
 
-__all__ = ["ChainResult", "run_chain", "align_labels"]
+__all__ = ["ChainResult", "run_chain", "drive_chain", "align_labels"]
 
 
 class ChainResult(NamedTuple):
@@ -40,16 +40,27 @@ def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws
     """Run one chain of ``sweep`` (a member of :data:`gibbs.SWEEPS`) from a
     random start; ``given`` is ``{position: array}`` for the held factors.
     With ``verbose``, progress lines under ``label`` give the time left."""
-    free = priors.free
     state = gibbs.init(rng, model, contractor, priors, given)
-    sums = {a: np.zeros(model.factor_shape(a)) for a in free}
-    log_sums = {a: np.zeros(model.factor_shape(a)) for a in free}
+    return drive_chain(
+        rng, state, lambda rng, state: gibbs.step(rng, state, contractor, priors, sweep),
+        lambda factors: gibbs.log_prior(factors, priors), priors.free, n_warmup=n_warmup,
+        n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
+
+
+def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1, keep_draws=True,
+                verbose=0, label="Gibbs chain"):
+    """Run a chain from ``state`` (its ``factors`` in model order) with
+    ``step(rng, state) -> (state, info)`` (``info.log_likelihood`` the
+    log p(X | Z) of the new state), summarising the factors at positions
+    ``free``; ``log_prior(factors)`` ranks the kept draws for the best one."""
+    sums = {a: np.zeros(state.factors[a].shape) for a in free}
+    log_sums = {a: np.zeros(state.factors[a].shape) for a in free}
     kept = {a: [] for a in free} if keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
     best, best_value = state.factors, -np.inf
     progress = progress_or_none(verbose, label, trace.size, unit="sweeps")
     for t in range(trace.size):
-        state, info = gibbs.step(rng, state, contractor, priors, sweep)
+        state, info = step(rng, state)
         trace[t] = info.log_likelihood
         if progress is not None:
             progress()
@@ -60,7 +71,7 @@ def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws
             log_sums[a] += np.log(state.factors[a])
             if kept is not None:
                 kept[a].append(state.factors[a])
-        value = info.log_likelihood + gibbs.log_prior(state.factors, priors)
+        value = info.log_likelihood + log_prior(state.factors)
         if value > best_value:
             best, best_value = state.factors, value
     mean, mean_log, draws = [], [], []
@@ -77,7 +88,7 @@ def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws
     return ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, best, float(best_value))
 
 
-def align_labels(chains, model, free):
+def align_labels(chains, model, free, tied=()):
     """Permute each chain's latent labels to match the first chain's.
 
     Each chain settles in one of the posterior's label-permuted modes, so
@@ -86,26 +97,32 @@ def align_labels(chains, model, free):
     algorithm) minimising the squared distance between the first chain's
     posterior-mean slices and this chain's, each slice scaled to sum one
     (scale moves freely between factors); two passes, since a core carrying
-    several latent indices couples their labels. Switching within a chain is
-    not undone.
+    several latent indices couples their labels. ``tied`` lists groups of
+    latent indices that carry one label (a factor tied to another: RESCAL's
+    ``a`` and ``b``), permuted together. Switching within a chain is not
+    undone.
     """
     free = set(free)
     movable = [
         c for c in model.latent
         if all(a in free for a, own in enumerate(model.factors) if c in own)
     ]
+    grouped = {c for group in tied for c in group}
+    groups = [tuple(group) for group in tied if all(c in movable for c in group)]
+    groups += [(c,) for c in movable if c not in grouped]
     reference = chains[0]
     aligned = [reference]
     for chain in chains[1:]:
         for _ in range(2):
-            for c in movable:
-                carriers = [a for a, own in enumerate(model.factors) if c in own]
+            for group in groups:
                 cost = 0.0
-                for a in carriers:
-                    axis = model.factors[a].index(c)
-                    cost = cost + _slice_distances(reference.mean[a], chain.mean[a], axis)
+                for c in group:
+                    for a in (a for a, own in enumerate(model.factors) if c in own):
+                        axis = model.factors[a].index(c)
+                        cost = cost + _slice_distances(reference.mean[a], chain.mean[a], axis)
                 _, order = linear_sum_assignment(cost)
-                chain = _permute(chain, model, c, order)
+                for c in group:
+                    chain = _permute(chain, model, c, order)
         aligned.append(chain)
     return aligned
 

@@ -56,7 +56,7 @@ from .em import EMInfo, EMState
 from .vb import _INITIAL_SHAPE, VBInfo, VBState
 
 __all__ = ["RelationalData", "relational_data", "with_relation_axis", "priors_with_relation_axis",
-           "without_relation_axis", "KERNELS"]
+           "without_relation_axis", "core_exposure", "log_likelihood", "KERNELS"]
 
 
 class _Grouped(NamedTuple):
@@ -228,6 +228,32 @@ def _observed_total(data, entity, core):
 
 
 @numba.njit(cache=True, nogil=True)
+def _row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
+                  exposure):  # pragma: no cover - compiled
+    """Into ``exposure``: ∂/∂A(row, ·) of Σ X̂ over the observed off-diagonal
+    entries, from the column sums S of A (Σ_b (Ḡ(a, b) + Ḡ(b, a)) S(b), Ḡ
+    summed over relations) less the row's missing entries, the diagonal among
+    them. Row ``row``'s own values cancel: the result does not depend on them."""
+    r = entity.shape[1]
+    for a in range(r):
+        total = 0.0
+        for b in range(r):
+            total += (core_sum[a, b] + core_sum[b, a]) * column_sums[b]
+        exposure[a] = total
+    for e in range(missing_first.pointer[row], missing_first.pointer[row + 1]):
+        j, k = missing_first.other[e], missing_first.k[e]
+        for a in range(r):
+            for b in range(r):
+                exposure[a] -= core[k, a, b] * entity[j, b]
+    for e in range(missing_second.pointer[row], missing_second.pointer[row + 1]):
+        i, k = missing_second.other[e], missing_second.k[e]
+        for a in range(r):
+            weight = entity[i, a]
+            for b in range(r):
+                exposure[b] -= weight * core[k, a, b]
+
+
+@numba.njit(cache=True, nogil=True)
 def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_second,
                   prior_shape, prior_rate, shape, scale, mean, geometric, psi,
                   core_geometric, core_mean):  # pragma: no cover - compiled
@@ -281,22 +307,8 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
             ratio = second.x[e] / (-math.expm1(-xhat) if bernoulli else xhat)
             for b in range(r):
                 pull[b] += ratio * v[b]
-        for a in range(r):
-            total = 0.0
-            for b in range(r):
-                total += (core_sum[a, b] + core_sum[b, a]) * column_sums[b]
-            exposure[a] = total
-        for e in range(missing_first.pointer[row], missing_first.pointer[row + 1]):
-            j, k = missing_first.other[e], missing_first.k[e]
-            for a in range(r):
-                for b in range(r):
-                    exposure[a] -= core_mean[k, a, b] * mean[j, b]
-        for e in range(missing_second.pointer[row], missing_second.pointer[row + 1]):
-            i, k = missing_second.other[e], missing_second.k[e]
-            for a in range(r):
-                weight = mean[i, a]
-                for b in range(r):
-                    exposure[b] -= weight * core_mean[k, a, b]
+        _row_exposure(row, core_sum, column_sums, missing_first, missing_second, mean,
+                      core_mean, exposure)
         for a in range(r):
             old = mean[row, a]
             rate = prior_rate[row, a] + max(exposure[a], 0.0)
@@ -316,11 +328,17 @@ def _core_terms(data, entity_geo, core_geo, entity_mean):
     derivative over the observed off-diagonal entries, both (R, R, K)."""
     ratio = data.likelihood.count_ratio(data.x, _rates(data, entity_geo, core_geo))
     pull = _pair_sums(data.i, data.j, data.k, ratio, entity_geo, data.n_relations)
-    s = entity_mean.sum(axis=0)
+    return pull.transpose(1, 2, 0), core_exposure(data, entity_mean)
+
+
+def core_exposure(data, entity):
+    """∂/∂G(a, b, k) of Σ X̂ over the observed off-diagonal entries:
+    S(a) S(b) less the missing entries' A(i, a) A(j, b), as (R, R, K)."""
+    s = entity.sum(axis=0)
     missing = _pair_sums(data.missing_i, data.missing_j, data.missing_k,
-                         np.ones(data.missing_i.size), entity_mean, data.n_relations)
+                         np.ones(data.missing_i.size), entity, data.n_relations)
     exposure = np.outer(s, s)[None] - missing
-    return pull.transpose(1, 2, 0), np.maximum(exposure, 0.0).transpose(1, 2, 0)
+    return np.maximum(exposure, 0.0).transpose(1, 2, 0)
 
 
 def _by_relation(core):
@@ -410,12 +428,17 @@ def em_step(state, data, priors, with_objective=True):
 def em_log_joint(state, data, priors):
     """log p(X, A, G) at the point estimates."""
     entity, core = state.factors[0], state.factors[2]
-    value = data.log_base_measure - _observed_total(data, entity, core)
-    value += data.likelihood.log_terms(data.x, _rates(data, entity, core))
+    value = log_likelihood(data, entity, core)
     for alpha, z in ((0, entity), (2, core)):
         a, r = priors.shape[alpha], priors.rate[alpha]
         value += float(np.sum(xlogy(a - 1.0, z) - r * z)) + priors.log_normalizer[alpha]
     return value
+
+
+def log_likelihood(data, entity, core):
+    """log p(X | A, G) over the modelled entries."""
+    value = data.log_base_measure - _observed_total(data, entity, core)
+    return value + data.likelihood.log_terms(data.x, _rates(data, entity, core))
 
 
 class _Kernel(NamedTuple):
