@@ -198,8 +198,10 @@ BINARY_RESCAL_EM_SIZES = {"nations": 8, "kinships": 30}
 # The samplers at one size (no evidence), 200 warm-up sweeps and 200 draws:
 # Bernoulli–Poisson CP by block Gibbs, and Gaussian CP (GibbsNTF), non-negative
 # and signed, on the 0/1 values.
-BINARY_SAMPLER_SIZES = {"nations": {"cp-gibbs": 10, "gibbs-ntf": 20, "gibbs-ntf-signed": 20},
-                        "kinships": {"cp-gibbs": 50, "gibbs-ntf": 50, "gibbs-ntf-signed": 50}}
+BINARY_SAMPLER_SIZES = {"nations": {"cp-gibbs": 10, "rescal-gibbs": 8, "gibbs-ntf": 20,
+                                     "gibbs-ntf-signed": 20},
+                        "kinships": {"cp-gibbs": 50, "rescal-gibbs": 30, "gibbs-ntf": 50,
+                                     "gibbs-ntf-signed": 50}}
 BINARY_PRIOR_SHAPES = (0.3, 1.0)
 # GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
@@ -287,6 +289,11 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
                         est = PoissonCP(size, likelihood=likelihood, method="gibbs", evidence=None,
                                         prior_shape=1.0, prior_rate=1 / _prior_mean(X, size, 3),
                                         n_warmup=200, n_draws=200, random_state=0).fit(X, mask=train)
+                    elif kind == "rescal-gibbs":
+                        est = _binary_family("rescal", likelihood, BINARY_SAMPLER_SIZES[name][kind],
+                                             1.0, X, method="gibbs")
+                        est.set_params(evidence=None, n_warmup=200, n_draws=200)
+                        est.fit(X, mask=train)
                     elif kind == "rescal-em":
                         est = _binary_family("rescal", likelihood, BINARY_RESCAL_EM_SIZES[name], 1.0,
                                              X, method="em").fit(X, mask=train)

@@ -10,10 +10,11 @@ from sklearn.utils._param_validation import Interval
 from ..model import Model
 from ._base import BasePoissonPLTF
 from ._named import fill_doc
+from ._tied import TiedFactorMixin, tied_by_position
 
 
 @fill_doc
-class PLTF(BasePoissonPLTF):
+class PLTF(TiedFactorMixin, BasePoissonPLTF):
     """Bayesian Poisson–Gamma factorization of any model written as a string.
 
     The data are modelled as ``X(v0) ~ Poisson(Σ_{v̄0} Π_α Z_α(v_α))`` with
@@ -37,6 +38,19 @@ class PLTF(BasePoissonPLTF):
     fixed_factors : dict or None, default=None
         ``{position or factor index string: array}``: factors that are given,
         never updated and have no prior (e.g. a known dictionary).
+    tied_factors : dict or None, default=None
+        ``{position: source position}`` (positions or index strings): the
+        factor at ``position`` is the one at ``source`` (one entity factor on
+        two axes). Supported for the RESCAL structure,
+        ``PLTF("ia,jb,abk->ijk", tied_factors={1: 0})`` (or
+        ``"ia,jb,ab->ij"`` for one relation), in any letters and factor order
+        with the entities on the data's first two axes; other models raise.
+        The two factors' index sizes must agree. Entries where the factor
+        meets itself, x(i, i, k), are treated as missing, and ``transform``
+        and ``score`` take the training data only
+        (:class:`~sklearn_pltf.BayesianRESCAL` is this model by name).
+        Methods ``"vb"``, ``"em"``, ``"gibbs"`` and ``"sada"``; evidence by
+        the bound or Chib's estimate.
 %(shared_parameters)s
 
     Attributes
@@ -65,6 +79,7 @@ class PLTF(BasePoissonPLTF):
         "model": [str],
         "n_components": [Interval(Integral, 1, None, closed="left"), dict, None],
         "fixed_factors": [dict, None],
+        "tied_factors": [dict, None],
     }
 
     def __init__(
@@ -78,6 +93,7 @@ class PLTF(BasePoissonPLTF):
         prior_shape=1.0,
         prior_rate=1.0,
         fixed_factors=None,
+        tied_factors=None,
         max_iter=1000,
         tol=1e-6,
         n_init=1,
@@ -103,6 +119,7 @@ class PLTF(BasePoissonPLTF):
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
         self.fixed_factors = fixed_factors
+        self.tied_factors = tied_factors
         self.max_iter = max_iter
         self.tol = tol
         self.n_init = n_init
@@ -123,6 +140,9 @@ class PLTF(BasePoissonPLTF):
     def _model_spec(self, ndim):
         model = Model.parse(self.model)
         return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
+
+    def _tied_positions(self, model):
+        return tied_by_position(model, self.tied_factors)
 
     def _min_ndim(self):
         return min(2, len(Model.parse(self.model).output))

@@ -4,35 +4,21 @@ from __future__ import annotations
 
 from numbers import Integral
 
-import numpy as np
-from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
-from ..evidence._checks import check_poisson_log_evidence
-from ..inference import rescal, rescal_gibbs
-from ..inference._common import gamma_priors
-from . import _mcmc
-from ._base import BasePoissonPLTF, run_to_convergence
+from ..inference import rescal_gibbs
+from ._base import BasePoissonPLTF
+from ._tied import RESCAL_MODEL, SINGLE_RELATION_MODEL, TiedFactorMixin
 
 __all__ = ["BayesianRESCAL"]
 
-#: The structure as a model string, for a relation tensor and for one
-#: relation (a square matrix); factor 1 is factor 0.
-RESCAL_MODEL = "ia,jb,abk->ijk"
-SINGLE_RELATION_MODEL = "ia,jb,ab->ij"
+#: Factor 1 is factor 0.
 TIED = {1: 0}
 _SGLD_PARAMETERS = ("batch_size", "n_blocks", "n_temperatures", "steps_per_temperature",
                     "step_size")
 
 
-def _fit_restart(method, rng, data, priors, n_components, max_iter, tol, report):
-    kernel = rescal.KERNELS[method]
-    state = kernel.init(rng, data, priors, n_components)
-    return run_to_convergence(kernel, state, data, priors, max_iter, tol, report)
-
-
-class BayesianRESCAL(BasePoissonPLTF):
+class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     """Bayesian non-negative RESCAL for relational data (entity x entity x relation).
 
     ``X(i, j, k) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b, k))``, or its
@@ -146,8 +132,6 @@ class BayesianRESCAL(BasePoissonPLTF):
     (14, 3)
     """
 
-    _tied_factors = TIED
-
     _parameter_constraints: dict = {
         **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
            if name not in _SGLD_PARAMETERS},
@@ -202,14 +186,8 @@ class BayesianRESCAL(BasePoissonPLTF):
     def _accepts_tensors(self):
         return True
 
-    def _gamma_priors(self, model):
-        """As the base's, with position 1 (A again) taking position 0's entry
-        of a dict of priors."""
-        shape, rate = (
-            {1: value[0], **value} if isinstance(value, dict) and 0 in value else value
-            for value in (self.prior_shape, self.prior_rate)
-        )
-        return gamma_priors(model, shape, rate)
+    def _tied_positions(self, model):
+        return dict(TIED)
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)
@@ -220,92 +198,3 @@ class BayesianRESCAL(BasePoissonPLTF):
                 f"{data.shape}."
             )
         return data
-
-    def _evidence_method(self, data_is_sparse=False):
-        """As the base's, with Chib's estimate the samplers' default (AIS and
-        STI are not built for a tied factor)."""
-        if self.evidence == "auto" and self.method in rescal_gibbs.SWEEPS:
-            return "chib"
-        return super()._evidence_method(data_is_sparse)
-
-    def _relational(self, data, priors):
-        return (rescal.relational_data(rescal.with_relation_axis(data), self.likelihood),
-                rescal.priors_with_relation_axis(priors))
-
-    def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
-        """Gibbs or SADA chains with the rows of A drawn in turn
-        (:mod:`sklearn_pltf.inference.rescal_gibbs`), and Chib's evidence."""
-        relational, priors = self._relational(data, priors)
-        return _mcmc.rescal_posterior(self.method, rng, model, relational, priors,
-                                      self.n_components, chib=evidence == "chib",
-                                      **self._chain_settings())
-
-    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
-        """VB or EM: restarts to convergence, the best kept."""
-        relational, priors = self._relational(data, priors)
-        results = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_restart)(
-                self.method, child, relational, priors, self.n_components, self.max_iter,
-                self.tol, self._reporter(init) if self.verbose else None,
-            )
-            for init, child in enumerate(rng.spawn(self.n_init))
-        )
-        state, objectives, converged = self._best_restart(results)
-        if data.ndim == 2:
-            state = rescal.without_relation_axis(state)
-        self.n_iter_ = len(objectives)
-        self.converged_ = converged
-        self.lower_bounds_ = np.asarray(objectives)
-        self.lower_bound_ = objectives[-1]
-        if evidence == "vb":
-            self.log_evidence_ = check_poisson_log_evidence(
-                self.lower_bound_, relational.observed,
-                advice="A variational bound cannot lie above log p(X): please report this.",
-                likelihood=self.likelihood)
-        return state
-
-    def _require_training_data(self, X, mask, what):
-        check_is_fitted(self)
-        data = self._observed(X, mask, reset=False)
-        if not self._is_training_data(data):
-            raise ValueError(
-                f"BayesianRESCAL {what} its training data only: its entities are that "
-                "tensor's, and a new entity needs its relations to them; refit on the "
-                "tensor with the new entities."
-            )
-
-    def transform(self, X, mask=None):
-        """The entity factor A of the training data (posterior mean, or mode for EM).
-
-        Returns
-        -------
-        A : ndarray of shape (n_entities, n_components)
-        """
-        self._require_training_data(X, mask, "transforms")
-        return np.array(self.factors_[0])
-
-    def inverse_transform(self, X):
-        """X̂(i, j, k) = Σ_ab W(i, a) W(j, b) G(a, b, k) from entity factors ``X``.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_entities, n_components)
-            Entity factor rows, e.g. from :meth:`transform`.
-
-        Returns
-        -------
-        X_hat : ndarray of shape (n_entities, n_entities, n_relations)
-            Or (n_entities, n_entities) for a model of one relation.
-        """
-        check_is_fitted(self)
-        W = np.asarray(X, dtype=np.float64)
-        if W.ndim != 2 or W.shape[1] != self.n_components:
-            raise ValueError(f"Expected an array of shape (n_entities, {self.n_components}), "
-                             f"got {W.shape}.")
-        return np.einsum(self.model_.string, W, W, self.factors_[2])
-
-    def score(self, X, y=None, mask=None):
-        """Log evidence of the training data (``log_evidence_``; EM: the log joint)."""
-        self._require_training_data(X, mask, "scores")
-        return self._training_score()
-

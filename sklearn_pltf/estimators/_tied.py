@@ -1,0 +1,319 @@
+"""Estimators whose model holds one factor at two positions (a tied factor).
+
+A tied factor is fitted where the model is the RESCAL structure,
+
+.. math::
+
+    \\hat X(i, j[, k]) = \\sum_{a, b} A(i, a)\\, A(j, b)\\, G(a, b[, k]),
+
+written with any letters, any order of the three factors and any order of
+the core's axes, as long as the two entity indices are the data's first two
+axes. :class:`TiedStructure` maps such a model onto the canonical
+``"ia,jb,abk->ijk"`` of :mod:`sklearn_pltf.inference.rescal` and back;
+:class:`TiedFactorMixin` gives an estimator the fit, the evidence and the
+training-data-only ``transform``/``score`` of that model.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import NamedTuple
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted
+
+from ..evidence._checks import check_poisson_log_evidence
+from ..inference import rescal, rescal_gibbs
+from ..inference._common import GammaPriors, gamma_priors
+from ..model import Model
+from . import _mcmc
+from ._base import run_to_convergence
+
+__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position"]
+
+#: The canonical structure for a relation tensor and for one relation.
+RESCAL_MODEL = "ia,jb,abk->ijk"
+SINGLE_RELATION_MODEL = "ia,jb,ab->ij"
+
+
+class TiedStructure(NamedTuple):
+    """Where a RESCAL-structured model keeps its factors.
+
+    ``first`` and ``second`` are the positions of the entity factor on the
+    data's first and second axes, ``core`` the core's; the core's axis ``m``
+    is canonical axis ``core_axes[m]`` (0: the first entity's cluster, 1:
+    the second's, 2: the relation)."""
+
+    first: int
+    second: int
+    core: int
+    core_axes: tuple
+    canonical: Model  # "ia,jb,abk->ijk" or "ia,jb,ab->ij", bound to the same sizes
+
+    def core_to_canonical(self, core, lead=0):
+        """The core (with ``lead`` leading axes, e.g. draws) in canonical axis order."""
+        order = np.argsort(self.core_axes)
+        return np.transpose(core, tuple(range(lead)) + tuple(lead + int(m) for m in order))
+
+    def to_model_order(self, per_position, lead=0):
+        """Canonical (A, A, G) as the model's tuple of three, the core's axes
+        in the model's order; None stays None."""
+        out = [None, None, None]
+        out[self.first], out[self.second] = per_position[0], per_position[1]
+        core = per_position[2]
+        out[self.core] = None if core is None else np.transpose(
+            core, tuple(range(lead)) + tuple(lead + m for m in self.core_axes))
+        return tuple(out)
+
+    def priors_to_canonical(self, priors):
+        """Gamma priors of the model as the canonical model's, G's as (R, R, K)."""
+        def canonical(field):
+            return (field[self.first], field[self.first], field[self.core])
+
+        shape, rate = canonical(priors.shape), canonical(priors.rate)
+        shape = shape[:2] + (self.core_to_canonical(shape[2]),)
+        rate = rate[:2] + (self.core_to_canonical(rate[2]),)
+        return rescal.priors_with_relation_axis(
+            GammaPriors(shape, rate, canonical(priors.log_normalizer)))
+
+
+def tied_by_position(model, tied_factors):
+    """``{position: source position}`` from keys and values given as
+    positions or factor index strings."""
+    def position(key):
+        if isinstance(key, str):
+            matches = [a for a, f in enumerate(model.factors) if f == key]
+            if len(matches) != 1:
+                raise ValueError(
+                    f"tied_factors names {key!r}, which is not exactly one factor of "
+                    f"{model.string!r} (factors: {', '.join(model.factors)}).")
+            return matches[0]
+        if isinstance(key, Integral) and not isinstance(key, bool) and 0 <= key < model.n_factors:
+            return int(key)
+        raise ValueError(f"tied_factors entry {key!r} is neither a factor position "
+                         f"0..{model.n_factors - 1} nor a factor's index string.")
+
+    return {position(key): position(value) for key, value in (tied_factors or {}).items()}
+
+
+def tied_structure(model, tied):
+    """The :class:`TiedStructure` of a bound ``model`` with ``tied``
+    (``{position: source position}``).
+
+    Raises
+    ------
+    ValueError
+        Unless the model is the RESCAL structure (module docstring) with its
+        two entity factors tied, the entity axes the data's first two, and
+        the two entity factors of the same shape.
+    """
+    expected = ("tied_factors: a tied factor is supported in the RESCAL structure, "
+                "X(i, j[, k]) = Σ_ab A(i, a) A(j, b) G(a, b[, k]) with the two entity factors "
+                "tied (e.g. PLTF('ia,jb,abk->ijk', tied_factors={1: 0})), the entity axes the "
+                "data's first two")
+    if len(tied) != 1:
+        raise ValueError(f"{expected}; got {len(tied)} ties {tied} in {model.string!r}.")
+    (second, first), = tied.items()
+    output = model.output
+    if first == second or model.n_factors != 3 or len(output) not in (2, 3):
+        raise ValueError(f"{expected}; got {tied} in {model.string!r}.")
+    if output[0] in model.factors[second]:
+        first, second = second, first
+    core = 3 - first - second
+    entity_first, entity_second, core_indices = (model.factors[a] for a in (first, second, core))
+    if not (len(entity_first) == len(entity_second) == 2
+            and output[0] in entity_first and output[1] in entity_second):
+        raise ValueError(f"{expected}; got {tied} in {model.string!r}.")
+    latent_first = entity_first.replace(output[0], "")
+    latent_second = entity_second.replace(output[1], "")
+    canonical_order = latent_first + latent_second + output[2:]
+    if (latent_first in output or latent_second in output or latent_first == latent_second
+            or sorted(core_indices) != sorted(canonical_order)):
+        raise ValueError(f"{expected}; got {tied} in {model.string!r}.")
+    sizes = model.sizes
+    if model.fixed & {first, second, core}:
+        raise ValueError(f"tied_factors: the factors of {model.string!r} cannot also be fixed.")
+    if sizes[output[0]] != sizes[output[1]] or sizes[latent_first] != sizes[latent_second]:
+        raise ValueError(
+            f"tied_factors: factor {second} ({entity_second!r}) is factor {first} "
+            f"({entity_first!r}), so their index sizes must agree; got "
+            f"{(sizes[output[1]], sizes[latent_second])} and "
+            f"{(sizes[output[0]], sizes[latent_first])}.")
+    r = sizes[latent_first]
+    spec = RESCAL_MODEL if len(output) == 3 else SINGLE_RELATION_MODEL
+    canonical = Model.parse(spec).bind(model.observed_shape, {"a": r, "b": r})
+    core_axes = tuple(canonical_order.index(c) for c in core_indices)
+    return TiedStructure(first, second, core, core_axes, canonical)
+
+
+def _fit_restart(method, rng, data, priors, n_components, max_iter, tol, report):
+    kernel = rescal.KERNELS[method]
+    state = kernel.init(rng, data, priors, n_components)
+    return run_to_convergence(kernel, state, data, priors, max_iter, tol, report)
+
+
+class TiedFactorMixin:
+    """Fit, evidence, transform and score of a model with a tied factor
+    (module docstring), for a :class:`~._base.BasePoissonPLTF` subclass.
+
+    The subclass says which positions are tied (:meth:`_tied_positions`);
+    where none are, every method falls through to the base class.
+    """
+
+    def _tied_positions(self, model):
+        """``{position: source position}`` of ``model``'s tied factors."""
+        return {}
+
+    def _structure(self, model):
+        tied = self._tied_positions(model)
+        return tied_structure(model, tied) if tied else None
+
+    def _has_tied_factor(self):
+        return bool(self._tied_positions(Model.parse(self._model_spec(3)[0])))
+
+    @property
+    def _tied_factors(self):
+        return self._tied_positions(self.model_) if hasattr(self, "model_") else {}
+
+    def _gamma_priors(self, model):
+        """The base's, where a dict of priors may leave out the tied position
+        (its source's entry serves it)."""
+        tied = self._tied_positions(model)
+
+        def filled(value):
+            if not isinstance(value, dict):
+                return value
+            return {**{t: value[s] for t, s in tied.items() if s in value}, **value}
+
+        return gamma_priors(model, filled(self.prior_shape), filled(self.prior_rate))
+
+    def _observed(self, X, mask, reset):
+        data = super()._observed(X, mask, reset)
+        if self._has_tied_factor() and data.shape[0] != data.shape[1]:
+                raise ValueError(
+                    f"{type(self).__name__} with a tied entity factor needs an entity x entity "
+                    "(x relation) array, its first two axes the same size; got shape "
+                f"{data.shape}.")
+        return data
+
+    def _evidence_method(self, data_is_sparse=False):
+        """As the base's, with Chib's the samplers' default; SGLD (STI) and
+        AIS are not built for a tied factor."""
+        if not self._has_tied_factor():
+            return super()._evidence_method(data_is_sparse)
+        if self.method == "sgld" or self.evidence in ("ais", "sti"):
+            raise ValueError(
+                "A model with a tied factor is fitted by method='vb', 'em', 'gibbs' or 'sada', "
+                "with the evidence of VB's bound or Chib's estimate; got "
+                f"method={self.method!r}, evidence={self.evidence!r}.")
+        if self.evidence == "auto" and self.method in rescal_gibbs.SWEEPS:
+            return "chib"
+        return super()._evidence_method(data_is_sparse)
+
+    def _relational(self, data, structure, priors):
+        return (rescal.relational_data(rescal.with_relation_axis(data), self.likelihood),
+                structure.priors_to_canonical(priors))
+
+    def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
+        """Gibbs or SADA chains with the rows of A drawn in turn
+        (:mod:`sklearn_pltf.inference.rescal_gibbs`), and Chib's evidence."""
+        structure = self._structure(model)
+        if structure is None:
+            return super()._sample_posterior(data, model, priors, fixed, rng, evidence)
+        relational, canonical_priors = self._relational(data, structure, priors)
+        r = structure.canonical.sizes["a"]
+        posterior = _mcmc.rescal_posterior(self.method, rng, structure.canonical, relational,
+                                           canonical_priors, r, chib=evidence == "chib",
+                                           **self._chain_settings())
+        state = type(posterior.state)(*(structure.to_model_order(field)
+                                        for field in posterior.state))
+        draws = structure.to_model_order(posterior.draws, lead=2)
+        return posterior._replace(state=state, draws=draws)
+
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
+        """VB or EM: restarts to convergence, the best kept."""
+        structure = self._structure(model)
+        if structure is None:
+            return super()._fit_optimizer(data, model, priors, fixed, rng, evidence)
+        relational, canonical_priors = self._relational(data, structure, priors)
+        r = structure.canonical.sizes["a"]
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_restart)(
+                self.method, child, relational, canonical_priors, r, self.max_iter, self.tol,
+                self._reporter(init) if self.verbose else None,
+            )
+            for init, child in enumerate(rng.spawn(self.n_init))
+        )
+        state, objectives, converged = self._best_restart(results)
+        if data.ndim == 2:
+            state = rescal.without_relation_axis(state)
+        state = type(state)(*(structure.to_model_order(field) for field in state))
+        self.n_iter_ = len(objectives)
+        self.converged_ = converged
+        self.lower_bounds_ = np.asarray(objectives)
+        self.lower_bound_ = objectives[-1]
+        if evidence == "vb":
+            self.log_evidence_ = check_poisson_log_evidence(
+                self.lower_bound_, relational.observed,
+                advice="A variational bound cannot lie above log p(X): please report this.",
+                likelihood=self.likelihood)
+        return state
+
+    def _require_training_data(self, X, mask, what):
+        data = self._observed(X, mask, reset=False)
+        if not self._is_training_data(data):
+            raise ValueError(
+                f"{type(self).__name__} with a tied entity factor {what} its training data "
+                "only: its entities are that tensor's, and a new entity needs its relations "
+                "to them; refit on the tensor with the new entities."
+            )
+
+    def transform(self, X, mask=None):
+        """The entity factor A of the training data (posterior mean, or mode
+        for EM); without a tied factor, the base's fold-in.
+
+        Returns
+        -------
+        A : ndarray of shape (n_entities, n_components)
+        """
+        check_is_fitted(self)
+        structure = self._structure(self.model_)
+        if structure is None:
+            return super().transform(X, mask)
+        self._require_training_data(X, mask, "transforms")
+        return np.array(self.factors_[structure.first])
+
+    def score(self, X, y=None, mask=None):
+        """Log evidence of ``X``; with a tied factor, of the training data
+        only (``log_evidence_``; EM: the log joint)."""
+        check_is_fitted(self)
+        if self._structure(self.model_) is None:
+            return super().score(X, y, mask)
+        self._require_training_data(X, mask, "scores")
+        return self._training_score()
+
+    def inverse_transform(self, X):
+        """X̂ from entity factor rows ``X`` (e.g. from :meth:`transform`) at
+        both entity positions and the fitted core; without a tied factor, the
+        base's reconstruction.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_entities, n_components)
+
+        Returns
+        -------
+        X_hat : ndarray of shape (n_entities, n_entities[, n_relations])
+        """
+        check_is_fitted(self)
+        structure = self._structure(self.model_)
+        if structure is None:
+            return super().inverse_transform(X)
+        W = np.asarray(X, dtype=np.float64)
+        r = structure.canonical.sizes["a"]
+        if W.ndim != 2 or W.shape[1] != r:
+            raise ValueError(f"Expected an array of shape (n_entities, {r}), got {W.shape}.")
+        factors = list(self.factors_)
+        factors[structure.first] = factors[structure.second] = W
+        return np.einsum(self.model_.string, *factors)
