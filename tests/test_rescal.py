@@ -227,9 +227,11 @@ def test_priors_per_factor_name_the_entity_factor_once():
         BayesianRESCAL(2, prior_shape={0: 0.5}).fit(X)
 
 
-def test_sgld_is_not_offered():
-    with pytest.raises(ValueError, match="method"):
-        BayesianRESCAL(2, method="sgld").fit(BINARY)
+def test_ais_and_parallel_blocks_are_not_offered():
+    with pytest.raises(ValueError, match="'evidence' parameter"):
+        BayesianRESCAL(2, method="gibbs", evidence="ais").fit(BINARY)
+    with pytest.raises(TypeError, match="n_blocks"):
+        BayesianRESCAL(2, method="sgld", n_blocks=2)
 
 
 def test_scipy_sparse_adjacency_matrix_is_fitted_as_given():

@@ -75,8 +75,8 @@ def test_unsupported_or_inconsistent_ties_raise(model, tied, n_components, messa
 
 
 @pytest.mark.parametrize("settings, message", [
-    (dict(method="sgld"), "tied factor"),
-    (dict(method="gibbs", evidence="ais"), "tied factor"),
+    (dict(method="gibbs", evidence="ais"), "not built for a model with a tied factor"),
+    (dict(method="vb", evidence="sti"), "needs method='sgld'"),
 ])
 def test_methods_not_built_for_a_tie_raise(settings, message):
     X = _rescal_data(np.random.default_rng(3), 6, 2, 2, "poisson")

@@ -416,14 +416,21 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                     thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs,
                     verbose=self.verbose)
 
+    def _sgld_settings(self):
+        """What SGLD and STI take from the estimator's parameters."""
+        return {name: getattr(self, name) for name in (
+            "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
+
     def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
         """The chains of ``method`` and their evidence, as a ``SampledPosterior``."""
         common = self._chain_settings()
         if self.method == "sgld":
-            settings = {name: getattr(self, name) for name in (
-                "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
-            return _mcmc.sgld_posterior(rng, model, data, priors, fixed, sti=evidence == "sti",
-                                        settings=settings, likelihood=self.likelihood, **common)
+            settings = self._sgld_settings()
+            make_target = functools.partial(_mcmc.poisson_target, model, data, self.likelihood,
+                                            priors, fixed, settings["batch_size"],
+                                            settings["n_blocks"])
+            return _mcmc.sgld_posterior(rng, make_target, model, priors.free,
+                                        sti=evidence == "sti", settings=settings, **common)
         return _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
                                       chib=evidence == "chib", likelihood=self.likelihood,
                                       **common)

@@ -15,7 +15,8 @@ from ..evidence._rescal_chib import rescal_chib_log_evidence
 from ..inference import gibbs, rescal_gibbs, sgld, vb
 from ..inference._chains import ChainResult, align_labels, drive_chain, run_chain
 
-__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "sgld_posterior",
+__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
+           "sgld_posterior",
            "to_inference_data",
            "warn_if_chains_disagree", "warn_if_unsettled"]
 
@@ -86,8 +87,8 @@ def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains
     :mod:`~sklearn_pltf.inference.rescal_gibbs` on ``data`` (a
     ``RelationalData``; ``priors`` with G as (R, R, K)), their cluster labels
     aligned (A's columns and both axes of G together), and with ``chib``
-    the estimate of :func:`rescal_chib_log_evidence` at the best draw. The
-    summaries take ``model``'s shapes (G as (R, R) for one relation)."""
+    the estimate of :func:`rescal_chib_log_evidence` at the best draw. G
+    keeps its relation axis (of length one for one relation)."""
     children = rng.spawn(n_chains + 1)
     chains = Parallel(n_jobs=n_jobs)(
         delayed(_rescal_chain)(method, child, data, priors, n_components, n_warmup, n_draws, thin,
@@ -95,11 +96,7 @@ def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains
         for k, child in enumerate(children[:-1])
     )
     best = max(chains, key=lambda c: c.best_log_joint).best
-    if len(model.output) == 2:  # one relation: G without its relation axis
-        chains = [c._replace(**{field: _without_last_axis(getattr(c, field))
-                                for field in ("mean", "mean_log", "draws", "best")})
-                  for c in chains]
-    chains = align_labels(chains, model, (0, 1, 2), tied=[model.factors[2][:2]])
+    chains = align_labels(chains, model, (0, 1, 2), tied=[("a", "b")])
     state, draws = _pooled(chains, model)
     log_evidence = log_evidence_error = None
     if chib:
@@ -108,12 +105,6 @@ def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains
         log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
     trace = np.stack([c.log_likelihoods for c in chains])
     return SampledPosterior(state, draws, trace, log_evidence, log_evidence_error)
-
-
-def _without_last_axis(factors):
-    """G's trailing relation axis of length one dropped (positions 0 and 1 as they are)."""
-    return tuple(f if f is None or position != 2 else f[..., 0]
-                 for position, f in enumerate(factors))
 
 
 def _pooled(chains, model):
@@ -131,14 +122,20 @@ def _pooled(chains, model):
     return state, draws
 
 
-def _sgld_chain(rng, model, data, likelihood, priors, given, settings, sti, n_warmup, n_draws,
-                thin, keep_draws, verbose=0):
-    """One SGLD chain: the STI ladder (if ``sti``), then ``n_warmup`` +
-    ``n_draws * thin`` steps at t = 1 for the posterior summaries."""
+def poisson_target(model, data, likelihood, priors, given, batch_size, n_blocks):
+    """The PLTF model's SGLD target (built in each chain's worker: a target
+    keeps its control variates' reference point, so chains must not share one)."""
     contractor = make_contractor(model, data, likelihood)
-    target = sgld.PoissonTarget(model, contractor, priors, given,
-                                batch_size=settings["batch_size"], n_blocks=settings["n_blocks"])
-    free = priors.free
+    return sgld.PoissonTarget(model, contractor, priors, given, batch_size=batch_size,
+                              n_blocks=n_blocks)
+
+
+def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_draws, verbose=0):
+    """One SGLD chain on ``make_target()``: the STI ladder (if ``sti``), then
+    ``n_warmup`` + ``n_draws * thin`` steps at t = 1 for the posterior
+    summaries of the factors at ``target.positions`` (and of the positions
+    ``target.tied`` maps onto them)."""
+    target = make_target()
     estimate = None
     if sti:
         estimate = sti_log_evidence(
@@ -149,9 +146,9 @@ def _sgld_chain(rng, model, data, likelihood, priors, given, settings, sti, n_wa
         state = estimate.state
     else:
         state = sgld.first_state(rng, target, 1.0)
-    sums = [np.zeros(model.factor_shape(a)) for a in free]
-    log_sums = [np.zeros(model.factor_shape(a)) for a in free]
-    kept = [[] for _ in free]
+    sums = [np.zeros(p.shape) for p in state.params]
+    log_sums = [np.zeros(p.shape) for p in state.params]
+    kept = [[] for _ in state.params]
     steps = [0]
 
     def collect(params):
@@ -172,29 +169,34 @@ def _sgld_chain(rng, model, data, likelihood, priors, given, settings, sti, n_wa
             "SGLD diverged (a non-finite log-likelihood at t = 1); lower step_size."
         )
     factors = target.factors(state.params)
-    mean, draws = list(factors), [None] * model.n_factors
+    mean, draws = list(factors), [None] * len(factors)
     with np.errstate(divide="ignore"):
         mean_log = [None if f is None else np.log(f) for f in factors]
-    for i, a in enumerate(free):
+    for i, a in enumerate(target.positions):
         mean[a], mean_log[a] = sums[i] / n_draws, log_sums[i] / n_draws
         if keep_draws:
             draws[a] = np.array(kept[i])
+    for a, source in getattr(target, "tied", {}).items():
+        mean[a], mean_log[a], draws[a] = mean[source], mean_log[source], draws[source]
     chain = ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, tuple(factors), -np.inf)
     return chain, estimate
 
 
-def sgld_posterior(rng, model, data, priors, given, *, n_chains, n_warmup, n_draws, thin,
-                   keep_draws, sti, settings, n_jobs, verbose=0, likelihood="poisson"):
-    """``n_chains`` SGLD chains in parallel, aligned and pooled; with ``sti``
-    each first walks the temperature ladder and log p(X) is the mean of the
-    chains' STI estimates; its standard error is the larger of their combined
-    errors and their spread (standard deviation / sqrt(n_chains))."""
+def sgld_posterior(rng, make_target, model, free, *, n_chains, n_warmup, n_draws, thin,
+                   keep_draws, sti, settings, n_jobs, verbose=0, tied_labels=()):
+    """``n_chains`` SGLD chains on ``make_target()`` (a picklable callable,
+    e.g. a ``functools.partial`` of :func:`poisson_target`) in parallel,
+    aligned (``free`` positions; ``tied_labels`` as for
+    :func:`~sklearn_pltf.inference._chains.align_labels`) and pooled; with
+    ``sti`` each first walks the temperature ladder and log p(X) is the mean
+    of the chains' STI estimates; its standard error is the larger of their
+    combined errors and their spread (standard deviation / sqrt(n_chains))."""
     results = Parallel(n_jobs=n_jobs)(
-        delayed(_sgld_chain)(child, model, data, likelihood, priors, given, settings, sti,
-                             n_warmup, n_draws, thin, keep_draws, verbose)
+        delayed(_sgld_chain)(child, make_target, settings, sti, n_warmup, n_draws, thin,
+                             keep_draws, verbose)
         for child in rng.spawn(n_chains)
     )
-    chains = align_labels([chain for chain, _ in results], model, priors.free)
+    chains = align_labels([chain for chain, _ in results], model, free, tied=tied_labels)
     state, draws = _pooled(chains, model)
     trace = np.stack([c.log_likelihoods for c in chains])
     if not sti:

@@ -16,6 +16,7 @@ training-data-only ``transform``/``score`` of that model.
 
 from __future__ import annotations
 
+import functools
 from numbers import Integral
 from typing import NamedTuple
 
@@ -26,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import rescal, rescal_gibbs
 from ..inference._common import GammaPriors, gamma_priors
+from ..inference.rescal_sgld import RescalTarget
 from ..model import Model
 from . import _mcmc
 from ._base import run_to_convergence
@@ -198,15 +200,14 @@ class TiedFactorMixin:
         return data
 
     def _evidence_method(self, data_is_sparse=False):
-        """As the base's, with Chib's the samplers' default; SGLD (STI) and
-        AIS are not built for a tied factor."""
+        """As the base's, with Chib's the default of Gibbs and SADA; AIS is
+        not built for a tied factor."""
         if not self._has_tied_factor():
             return super()._evidence_method(data_is_sparse)
-        if self.method == "sgld" or self.evidence in ("ais", "sti"):
+        if self.evidence == "ais":
             raise ValueError(
-                "A model with a tied factor is fitted by method='vb', 'em', 'gibbs' or 'sada', "
-                "with the evidence of VB's bound or Chib's estimate; got "
-                f"method={self.method!r}, evidence={self.evidence!r}.")
+                "evidence='ais' is not built for a model with a tied factor: use the VB bound, "
+                "Chib's estimate (method='gibbs' or 'sada') or STI (method='sgld').")
         if self.evidence == "auto" and self.method in rescal_gibbs.SWEEPS:
             return "chib"
         return super()._evidence_method(data_is_sparse)
@@ -217,19 +218,34 @@ class TiedFactorMixin:
 
     def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
         """Gibbs or SADA chains with the rows of A drawn in turn
-        (:mod:`sklearn_pltf.inference.rescal_gibbs`), and Chib's evidence."""
+        (:mod:`sklearn_pltf.inference.rescal_gibbs`) and Chib's evidence, or
+        SGLD chains (:mod:`sklearn_pltf.inference.rescal_sgld`) and STI's."""
         structure = self._structure(model)
         if structure is None:
             return super()._sample_posterior(data, model, priors, fixed, rng, evidence)
         relational, canonical_priors = self._relational(data, structure, priors)
         r = structure.canonical.sizes["a"]
-        posterior = _mcmc.rescal_posterior(self.method, rng, structure.canonical, relational,
-                                           canonical_priors, r, chib=evidence == "chib",
-                                           **self._chain_settings())
-        state = type(posterior.state)(*(structure.to_model_order(field)
-                                        for field in posterior.state))
-        draws = structure.to_model_order(posterior.draws, lead=2)
-        return posterior._replace(state=state, draws=draws)
+        common = self._chain_settings()
+        if self.method == "sgld":
+            settings = self._sgld_settings()
+            if settings["n_blocks"] is not None:
+                raise ValueError(
+                    "n_blocks: parallel blocks share no factor rows, which a tied entity factor "
+                    "(on both entity axes) cannot give; use batch_size.")
+            make_target = functools.partial(RescalTarget, relational, canonical_priors, r,
+                                            settings["batch_size"])
+            posterior = _mcmc.sgld_posterior(rng, make_target, structure.canonical, (0, 1, 2),
+                                             sti=evidence == "sti", settings=settings,
+                                             tied_labels=[("a", "b")], **common)
+        else:
+            posterior = _mcmc.rescal_posterior(self.method, rng, structure.canonical, relational,
+                                               canonical_priors, r, chib=evidence == "chib",
+                                               **common)
+        state, draws = posterior.state, posterior.draws
+        if data.ndim == 2:  # one relation: G without its relation axis
+            state, draws = rescal.without_relation_axis(state), rescal.drop_relation_axis(draws)
+        state = type(state)(*(structure.to_model_order(field) for field in state))
+        return posterior._replace(state=state, draws=structure.to_model_order(draws, lead=2))
 
     def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
         """VB or EM: restarts to convergence, the best kept."""

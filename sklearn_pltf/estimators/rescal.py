@@ -14,8 +14,8 @@ __all__ = ["BayesianRESCAL"]
 
 #: Factor 1 is factor 0.
 TIED = {1: 0}
-_SGLD_PARAMETERS = ("batch_size", "n_blocks", "n_temperatures", "steps_per_temperature",
-                    "step_size")
+#: SGLD's parallel blocks share no factor rows, which a factor on both entity axes cannot give.
+_NOT_OFFERED = ("n_blocks",)
 
 
 class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
@@ -35,10 +35,11 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     Fitted by variational Bayes (its bound is the log evidence, so
     :meth:`score` and ``GridSearchCV`` with
     :class:`~sklearn_pltf.model_selection.FullDataSplit` choose the rank), EM
-    for the posterior mode (:mod:`sklearn_pltf.inference.rescal`), or Gibbs
-    sampling with Chib's evidence (:mod:`sklearn_pltf.inference.rescal_gibbs`);
-    each method updates or draws the rows of A one at a time, given the
-    others.
+    for the posterior mode (:mod:`sklearn_pltf.inference.rescal`), Gibbs
+    sampling with Chib's evidence (:mod:`sklearn_pltf.inference.rescal_gibbs`;
+    VB, EM and Gibbs update or draw the rows of A one at a time, given the
+    others), or SGLD with the evidence by stochastic thermodynamic
+    integration (:mod:`sklearn_pltf.inference.rescal_sgld`).
 
     Parameters
     ----------
@@ -53,11 +54,13 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         ``prior_shape >= 1``); ``"gibbs"``: block Gibbs sampling (one
         allocation of the counts over cluster pairs per sweep, then every row
         of A in turn, then G); ``"sada"``: the same with a fresh allocation
-        before G.
-    evidence : {"auto", "vb", "chib"} or None, default="auto"
-        ``"auto"``: the variational bound for VB, Chib's estimate for the
-        samplers (one clamped run of ``n_warmup + n_draws`` sweeps per
-        element of A, and one for G); EM has none. ``None`` skips it.
+        before G; ``"sgld"``: stochastic gradient Langevin dynamics on
+        minibatches of the non-zeros, for data too large for Gibbs sweeps.
+    evidence : {"auto", "vb", "chib", "sti"} or None, default="auto"
+        ``"auto"``: the variational bound for VB, Chib's estimate for Gibbs
+        and SADA (one clamped run of ``n_warmup + n_draws`` sweeps per
+        element of A, and one for G), STI for SGLD; EM has none. ``None``
+        skips it.
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every element of A and G: a scalar, an
         array broadcastable to a factor, or ``{0: value for A, 2: value for
@@ -82,6 +85,17 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     keep_draws : bool, default=True
         Samplers: keep the draws (``draws_``, :meth:`to_inference_data`;
         :meth:`predict_entries` averages over them).
+    batch_size : int, default=10_000
+        SGLD: observed non-zeros per minibatch (the zeros enter in closed
+        form); data with fewer use the exact gradient.
+    n_temperatures : int, default=40
+        STI: temperatures of the ladder ``t_i = (i / (n - 1))^6``.
+    steps_per_temperature : int or "auto", default="auto"
+        STI: SGLD steps kept at each temperature (after ``n_warmup``), or
+        ``"auto"`` (:func:`~sklearn_pltf.evidence.sti_log_evidence`).
+    step_size : float, default=0.1
+        SGLD: the step after warm-up, in units of each element's posterior
+        width; smaller is less biased and mixes more slowly.
 
     Attributes
     ----------
@@ -98,11 +112,12 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     lower_bound_ : float
     log_evidence_ : float
         The estimate of log p(X) over the off-diagonal observed entries: the
-        bound (VB, from below) or Chib's (samplers).
+        bound (VB, from below), Chib's or STI's.
     log_evidence_error_ : float
-        Samplers: the Monte Carlo standard error of Chib's estimate.
+        Samplers: the Monte Carlo standard error of Chib's or STI's estimate.
     log_likelihoods_ : ndarray of shape (n_chains, n_sweeps)
-        Samplers: log p(X | A, G) after every sweep of every chain.
+        Samplers: log p(X | A, G) after every sweep (SGLD: every kept step)
+        of every chain.
     rhat_ : float
         Samplers: split R-hat of the log-likelihood over the chains.
     draws_ : tuple of ndarray
@@ -116,7 +131,8 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     Diagonal entries x(i, i, k), where the entity factor would meet itself
     (a rate with A(i, a)², not conjugate to the Gamma prior), are treated as
     missing by every method: they neither inform the fit nor count in its
-    evidence. SGLD (and so STI) and AIS are not offered for this model.
+    evidence. AIS, and SGLD's parallel blocks (``n_blocks``), are not
+    offered for this model.
     :meth:`predict_entries` still gives them the model's value; under the
     Bernoulli–Poisson likelihood its draws of A serve both entity axes. The
     entities are those of the training data: :meth:`transform` and
@@ -134,10 +150,10 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
 
     _parameter_constraints: dict = {
         **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
-           if name not in _SGLD_PARAMETERS},
+           if name not in _NOT_OFFERED},
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "method": [StrOptions({"vb", "em", *rescal_gibbs.SWEEPS})],
-        "evidence": [StrOptions({"auto", "vb", "chib"}), None],
+        "method": [StrOptions({"vb", "em", *rescal_gibbs.SWEEPS, "sgld"})],
+        "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
     }
 
     def __init__(
@@ -160,6 +176,10 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         n_warmup=500,
         thin=1,
         keep_draws=True,
+        batch_size=10_000,
+        n_temperatures=40,
+        steps_per_temperature="auto",
+        step_size=0.1,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -178,6 +198,10 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         self.n_warmup = n_warmup
         self.thin = thin
         self.keep_draws = keep_draws
+        self.batch_size = batch_size
+        self.n_temperatures = n_temperatures
+        self.steps_per_temperature = steps_per_temperature
+        self.step_size = step_size
 
     def _model_spec(self, ndim):
         model = SINGLE_RELATION_MODEL if ndim == 2 else RESCAL_MODEL
@@ -188,6 +212,10 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
 
     def _tied_positions(self, model):
         return dict(TIED)
+
+    def _sgld_settings(self):
+        return {"n_blocks": None, **{name: getattr(self, name) for name in (
+            "batch_size", "n_temperatures", "steps_per_temperature", "step_size")}}
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)

@@ -56,7 +56,7 @@ from .em import EMInfo, EMState
 from .vb import _INITIAL_SHAPE, VBInfo, VBState
 
 __all__ = ["RelationalData", "relational_data", "with_relation_axis", "priors_with_relation_axis",
-           "without_relation_axis", "core_exposure", "log_likelihood", "KERNELS"]
+           "without_relation_axis", "drop_relation_axis", "core_exposure", "log_likelihood", "KERNELS"]
 
 
 class _Grouped(NamedTuple):
@@ -176,11 +176,14 @@ def priors_with_relation_axis(priors):
 
 def without_relation_axis(state):
     """A fitted state of one relation with G as (R, R), for the model ``"ia,jb,ab->ij"``."""
-    return type(state)(*(
-        tuple(None if f is None else (f[..., 0] if position == 2 else f)
-              for position, f in enumerate(field))
-        for field in state
-    ))
+    return type(state)(*(drop_relation_axis(field) for field in state))
+
+
+def drop_relation_axis(per_position):
+    """Per-position arrays (A, A, G), G's trailing relation axis (of length
+    one) dropped; None stays None."""
+    return tuple(f if f is None or position != 2 else f[..., 0]
+                 for position, f in enumerate(per_position))
 
 
 # ----------------------------------------------------------------- contractions

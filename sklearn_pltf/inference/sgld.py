@@ -282,6 +282,7 @@ class PoissonTarget:
         self.model, self.contractor, self.priors = model, contractor, priors
         self.given = dict(given or {})
         self.free = priors.free
+        self.positions = self.free  # the model positions of the parameter blocks
         self.entries = contractor.nonzeros
         n = self.entries.n_entries
         if n_blocks is not None:

@@ -1,0 +1,166 @@
+"""The RESCAL posterior as an SGLD target (:mod:`sklearn_pltf.inference.sgld`),
+for SGLD sampling and stochastic thermodynamic integration.
+
+The parameters are φ = (log A, log G) (A once, though it serves both entity
+axes), with the Gamma priors' Jacobian as in
+:class:`~sklearn_pltf.inference.sgld.PoissonTarget`. The gradient of the log
+power posterior in φ is, for A,
+
+.. math::
+
+    t\\,\\big(S_A - A \\circ E_A\\big) + \\text{shape} - \\text{rate}\\, A,
+    \\qquad S_A(i, a) = A(i, a) \\sum_e r_e\\,
+        \\frac{\\partial \\hat X_e}{\\partial A(i, a)},
+
+the sum over the observed off-diagonal non-zeros e in which i is the first
+or the second entity, :math:`r_e = E[N_e] / \\hat X_e` (:math:`X / \\hat X`
+for Poisson data), and :math:`E_A = \\partial_A \\sum_{\\text{observed}}
+\\hat X` from the column sums of A less the missing entries (the diagonal
+among them); for G the same with :math:`S_G(a, b, k) = G(a, b, k) \\sum_e
+r_e A(i_e, a) A(j_e, b)` over relation k's entries. Minibatches sample the
+non-zeros, with the control variates of ``PoissonTarget`` around a
+reference point set by :meth:`RescalTarget.anchor`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._kernels import TINY
+from . import rescal
+from .sgld import RandomBatches, subsampling_variance
+
+__all__ = ["RescalTarget"]
+
+
+@numba.njit(cache=True, nogil=True)
+def _entity_pulls(i, j, k, weight, entity, core, n_entities):  # pragma: no cover - compiled
+    """Σ_e w_e ∂X̂_e/∂A(row, ·) over the listed entries (core as (K, R, R)),
+    as an (I, R) array: an entry adds G_k A(j_e) to row i_e and G_kᵀ A(i_e)
+    to row j_e."""
+    r = entity.shape[1]
+    out = np.zeros((n_entities, r))
+    for e in range(i.size):
+        row, column = i[e], j[e]
+        for a in range(r):
+            first = 0.0
+            for b in range(r):
+                first += core[k[e], a, b] * entity[column, b]
+                out[column, b] += weight[e] * entity[row, a] * core[k[e], a, b]
+            out[row, a] += weight[e] * first
+    return out
+
+
+class RescalTarget:
+    """The power posterior of the Poisson–Gamma RESCAL model in log
+    coordinates (module docstring), with the interface of
+    :mod:`sklearn_pltf.inference.sgld`.
+
+    Parameters
+    ----------
+    data : RelationalData
+    priors : GammaPriors
+        With G's as (R, R, K).
+    n_components : int
+    batch_size : int, default=None
+        Non-zeros per minibatch (all of them if None or larger).
+    """
+
+    #: The model positions of the parameter blocks, and A's second position.
+    positions = (0, 2)
+    tied = {1: 0}
+
+    def __init__(self, data, priors, n_components, batch_size=None):
+        self.data, self.priors, self.n_components = data, priors, n_components
+        n = data.x.size
+        self.batches = RandomBatches(n, n if batch_size is None else batch_size)
+        self._reference = None
+        self._allocated = (0.0, 0.0)
+        self._reference_allocation = (0.0, 0.0)
+        self._terms_reference = np.zeros(n)
+        self._ratio_reference = None
+        self._reference_total = 0.0
+
+    def init(self, rng):
+        entity, core = rescal._initial_means(rng, self.data, self.n_components)
+        return np.log(np.maximum(entity, TINY)), np.log(np.maximum(core, TINY))
+
+    def factors(self, params):
+        """(A, A, G) in model order."""
+        entity, core = np.exp(params[0]), np.exp(params[1])
+        return [entity, entity, core]
+
+    def draw_batch(self, rng):
+        return self.batches.draw(rng)
+
+    def _allocation(self, index, weights, entity, core):
+        """(S_A, S_G) over the entries ``index`` with weights r_e."""
+        d = self.data
+        i, j, k = d.i[index], d.j[index], d.k[index]
+        by_relation = rescal._by_relation(core)
+        entity_part = entity * _entity_pulls(i, j, k, weights, entity, by_relation, d.n_entities)
+        core_part = core * rescal._pair_sums(i, j, k, weights, entity,
+                                             d.n_relations).transpose(1, 2, 0)
+        return entity_part, core_part
+
+    def _exposures(self, entity, core):
+        """∂/∂A and ∂/∂G of Σ X̂ over the observed off-diagonal entries."""
+        d = self.data
+        column_sums = entity.sum(axis=0)
+        summed = core.sum(axis=2)
+        everywhere = (summed + summed.T) @ column_sums
+        missing = _entity_pulls(d.missing_i, d.missing_j, d.missing_k, np.ones(d.missing_i.size),
+                                entity, rescal._by_relation(core), d.n_entities)
+        return np.maximum(everywhere[None, :] - missing, 0.0), rescal.core_exposure(d, entity)
+
+    def gradient(self, params, batch, temperature):
+        index, scale = batch
+        d = self.data
+        entity, _, core = self.factors(params)
+        likelihood = d.likelihood
+        xhat = np.maximum(rescal._entry_rates(d.i[index], d.j[index], d.k[index], entity,
+                                              rescal._by_relation(core)), TINY)
+        differences = likelihood.entry_log_terms(d.x[index], xhat) - self._terms_reference[index]
+        log_likelihood = (self._reference_total + scale * float(np.sum(differences))
+                          - rescal._observed_total(d, entity, core) + d.log_base_measure)
+        allocated = self._allocation(index, likelihood.count_ratio(d.x[index], xhat), entity, core)
+        allocated = tuple(reference + scale * part for reference, part in
+                          zip(self._reference_allocation, allocated))
+        if self._reference is not None and index.size:
+            cancel = self._allocation(index, self._ratio_reference[index], *self._reference)
+            allocated = tuple(a - scale * c for a, c in zip(allocated, cancel))
+        self._allocated = allocated
+        exposures = self._exposures(entity, core)
+        gradient = tuple(
+            temperature * (s - z * e) + self.priors.shape[p] - self.priors.rate[p] * z
+            for s, z, e, p in zip(allocated, (entity, core), exposures, self.positions)
+        )
+        return gradient, float(log_likelihood), subsampling_variance(differences, scale)
+
+    def curvature(self, params, temperature):
+        """As ``PoissonTarget.curvature``: the larger of the conditional's
+        shape with the expected allocation, and its curvature at the point."""
+        entity, _, core = self.factors(params)
+        exposures = self._exposures(entity, core)
+        return tuple(
+            np.maximum(self.priors.shape[p] + temperature * np.maximum(s, 0.0),
+                       z * (self.priors.rate[p] + temperature * e))
+            for s, z, e, p in zip(self._allocated, (entity, core), exposures, self.positions)
+        )
+
+    def anchor(self, params):
+        """Set the control variates' reference point (one pass over the non-zeros)."""
+        d = self.data
+        entity, _, core = self.factors(params)
+        self._reference = (entity, core)
+        xhat = np.maximum(rescal._rates(d, entity, core), TINY)
+        self._terms_reference = d.likelihood.entry_log_terms(d.x, xhat)
+        self._ratio_reference = d.likelihood.count_ratio(d.x, xhat)
+        self._reference_allocation = self._allocation(np.arange(d.x.size), self._ratio_reference,
+                                                      entity, core)
+        self._reference_total = float(np.sum(self._terms_reference))
+
+    def log_likelihood(self, params):
+        entity, _, core = self.factors(params)
+        return rescal.log_likelihood(self.data, entity, core)
