@@ -201,8 +201,8 @@ BINARY_RESCAL_EM_SIZES = {"nations": 8, "kinships": 30}
 BINARY_SAMPLER_SIZES = {"nations": {"cp-gibbs": 10, "rescal-gibbs": 8, "gibbs-ntf": 20,
                                      "gibbs-ntf-signed": 20},
                         "kinships": {"cp-gibbs": 50, "rescal-gibbs": 30, "gibbs-ntf": 50,
-                                     "gibbs-ntf-signed": 50}}
-BINARY_PRIOR_SHAPES = (0.3, 1.0)
+                                     "gibbs-ntf-signed": 100}}
+BINARY_PRIOR_SHAPES = (0.1, 0.3, 1.0)
 # GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
 

@@ -248,3 +248,17 @@ def test_scipy_sparse_adjacency_matrix_is_fitted_as_given():
     assert from_csr.log_evidence_ == pytest.approx(from_dense.log_evidence_, rel=1e-10)
     np.testing.assert_array_equal(X, before[0])
     assert (csr != before[1]).nnz == 0
+
+
+def test_vb_starts_from_the_mode_first_and_then_at_random():
+    """init="auto" runs its first initialisation from EM's mode (as "mode")
+    and keeps the best bound over the others (at random)."""
+    X = _rescal_data(np.random.default_rng(10), 20, 3, 3, "bernoulli", scale=0.5)
+    settings = dict(likelihood="bernoulli", prior_shape=0.3, random_state=0)
+    mode = BayesianRESCAL(4, init="mode", **settings).fit(X)
+    auto = BayesianRESCAL(4, **settings).fit(X)
+    random = BayesianRESCAL(4, init="random", **settings).fit(X)
+    assert auto.log_evidence_ == mode.log_evidence_
+    assert random.log_evidence_ != mode.log_evidence_
+    several = BayesianRESCAL(4, n_init=3, **settings).fit(X)
+    assert several.log_evidence_ >= mode.log_evidence_

@@ -149,9 +149,18 @@ def tied_structure(model, tied):
     return TiedStructure(first, second, core, core_axes, canonical)
 
 
-def _fit_restart(method, rng, data, priors, n_components, max_iter, tol, report):
+def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report):
+    """One VB or EM run to convergence; VB with ``start="mode"`` begins around
+    the posterior mode found by EM from the random start
+    (:func:`~sklearn_pltf.inference.rescal.priors_with_a_mode`)."""
     kernel = rescal.KERNELS[method]
-    state = kernel.init(rng, data, priors, n_components)
+    if method == "vb" and start == "mode":
+        em, mode_priors = rescal.KERNELS["em"], rescal.priors_with_a_mode(priors)
+        mode, _, _ = run_to_convergence(em, em.init(rng, data, mode_priors, n_components), data,
+                                        mode_priors, max_iter, tol)
+        state = rescal.vb_state_around(mode.factors[0], mode.factors[2])
+    else:
+        state = kernel.init(rng, data, priors, n_components)
     return run_to_convergence(kernel, state, data, priors, max_iter, tol, report)
 
 
@@ -166,6 +175,11 @@ class TiedFactorMixin:
     def _tied_positions(self, model):
         """``{position: source position}`` of ``model``'s tied factors."""
         return {}
+
+    def _vb_start(self, restart):
+        """Where VB's ``restart``-th run starts: ``"mode"`` (around EM's
+        posterior mode) for the first, ``"random"`` for the others."""
+        return "mode" if restart == 0 else "random"
 
     def _structure(self, model):
         tied = self._tied_positions(model)
@@ -256,8 +270,8 @@ class TiedFactorMixin:
         r = structure.canonical.sizes["a"]
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_restart)(
-                self.method, child, relational, canonical_priors, r, self.max_iter, self.tol,
-                self._reporter(init) if self.verbose else None,
+                self.method, self._vb_start(init), child, relational, canonical_priors, r,
+                self.max_iter, self.tol, self._reporter(init) if self.verbose else None,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )

@@ -49,8 +49,10 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         meets itself, x(i, i, k), are treated as missing, and ``transform``
         and ``score`` take the training data only
         (:class:`~sklearn_pltf.BayesianRESCAL` is this model by name).
-        Methods ``"vb"``, ``"em"``, ``"gibbs"`` and ``"sada"``; evidence by
-        the bound or Chib's estimate.
+        Methods ``"vb"`` (its first initialisation starts around EM's
+        posterior mode, any others at random: ``BayesianRESCAL``'s
+        ``init="auto"``), ``"em"``, ``"gibbs"``, ``"sada"`` and ``"sgld"``
+        (not ``n_blocks``); evidence by the bound, Chib's estimate or STI.
 %(shared_parameters)s
 
     Attributes

@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from scipy.special import xlogy
+from scipy.special import gammaln, xlogy
 
 from .._data import ObservedTensor
 from .._kernels import BERNOULLI_RATIO
@@ -56,7 +56,8 @@ from .em import EMInfo, EMState
 from .vb import _INITIAL_SHAPE, VBInfo, VBState
 
 __all__ = ["RelationalData", "relational_data", "with_relation_axis", "priors_with_relation_axis",
-           "without_relation_axis", "drop_relation_axis", "core_exposure", "log_likelihood", "KERNELS"]
+           "without_relation_axis", "drop_relation_axis", "core_exposure", "vb_state_around",
+           "priors_with_a_mode", "log_likelihood", "KERNELS"]
 
 
 class _Grouped(NamedTuple):
@@ -231,6 +232,20 @@ def _observed_total(data, entity, core):
 
 
 @numba.njit(cache=True, nogil=True)
+def _exposure_sums(entity, core):  # pragma: no cover - compiled
+    """What :func:`_row_exposure` reads: G summed over relations (core as
+    (K, R, R)) and the column sums of A."""
+    r = entity.shape[1]
+    core_sum = np.zeros((r, r))
+    for k in range(core.shape[0]):
+        core_sum += core[k]
+    column_sums = np.zeros(r)
+    for row in range(entity.shape[0]):
+        column_sums += entity[row]
+    return core_sum, column_sums
+
+
+@numba.njit(cache=True, nogil=True)
 def _row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
                   exposure):  # pragma: no cover - compiled
     """Into ``exposure``: ∂/∂A(row, ·) of Σ X̂ over the observed off-diagonal
@@ -271,12 +286,7 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
     missing entries.
     """
     n, r = mean.shape
-    core_sum = np.zeros((r, r))
-    for k in range(core_mean.shape[0]):
-        core_sum += core_mean[k]
-    column_sums = np.zeros(r)
-    for row in range(n):
-        column_sums += mean[row]
+    core_sum, column_sums = _exposure_sums(mean, core_mean)
     v = np.empty(r)
     pull = np.empty(r)
     exposure = np.empty(r)
@@ -369,12 +379,28 @@ def _tied(entity_fields, core_fields):
 # --------------------------------------------------------------------------- VB
 def vb_init(rng, data, priors, n_components):
     """q(A) and q(G) Gamma(_INITIAL_SHAPE) around random means."""
-    entity, core = _initial_means(rng, data, n_components)
+    return vb_state_around(*_initial_means(rng, data, n_components))
+
+
+def vb_state_around(entity, core):
+    """q(A) and q(G) Gamma(_INITIAL_SHAPE) with the given means (zeros
+    raised to a thousandth of their factor's mean, so that every q is a
+    proper Gamma)."""
     fields = []
     for mean in (entity, core):
+        mean = np.maximum(mean, 1e-3 * mean.mean())
         shape = np.full(mean.shape, _INITIAL_SHAPE)
         fields.append((shape, mean / _INITIAL_SHAPE) + gamma_moments(shape, mean / _INITIAL_SHAPE))
     return VBState(*_tied(*fields))
+
+
+def priors_with_a_mode(priors):
+    """The priors with every shape raised to at least 1, so that the
+    posterior mode exists (EM's start for VB)."""
+    shapes = tuple(None if a is None else np.maximum(a, 1.0) for a in priors.shape)
+    normalizers = tuple(None if a is None else float(np.sum(xlogy(a, r) - gammaln(a)))
+                        for a, r in zip(shapes, priors.rate))
+    return priors._replace(shape=shapes, log_normalizer=normalizers)
 
 
 def vb_step(state, data, priors, with_objective=True):

@@ -45,7 +45,7 @@ import numpy as np
 
 from .._kernels import TINY
 from . import rescal
-from .rescal import _row_exposure
+from .rescal import _exposure_sums, _row_exposure
 from .gibbs import log_gamma_density
 
 __all__ = ["RescalGibbsState", "RescalGibbsInfo", "Conditionals", "SWEEPS", "init", "sweep",
@@ -119,12 +119,7 @@ def _draw_rows(standard, prior_rate, entity, core, missing_first, missing_second
     except the ``clamped`` elements, which are set to ``point``. ``standard``
     holds Gamma(shape + C, 1) draws: the shapes depend on S only."""
     n, r = entity.shape
-    core_sum = np.zeros((r, r))
-    for k in range(core.shape[0]):
-        core_sum += core[k]
-    column_sums = np.zeros(r)
-    for row in range(n):
-        column_sums += entity[row]
+    core_sum, column_sums = _exposure_sums(entity, core)
     exposure = np.empty(r)
     for row in range(n):
         _row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
