@@ -14,7 +14,8 @@ from test_rescal import BINARY, COUNTS, _exact_rank_one, _rescal_data
 
 from sklearn_pltf import BayesianRESCAL
 from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.inference import rescal, rescal_gibbs
+from sklearn_pltf.inference import _relational as relational
+from sklearn_pltf.inference import rescal_gibbs
 from sklearn_pltf.inference._chains import ChainResult, align_labels
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model import Model
@@ -181,7 +182,7 @@ def test_geweke_joint_distribution(likelihood, method):
     state = rescal_gibbs.RescalGibbsState((entity, entity, core))
     successive = []
     for _ in range(draws):
-        data = rescal.relational_data(as_observed_tensor(X), likelihood)
+        data = relational.relational_data(as_observed_tensor(X), likelihood)
         state, _ = rescal_gibbs.step(rng, state, data, priors, method)
         entity, core = state.factors[0], state.factors[2]
         X = simulate(entity, core)

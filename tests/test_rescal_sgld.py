@@ -8,7 +8,7 @@ from test_rescal import BINARY, COUNTS, _exact_rank_one, _rescal_data
 
 from sklearn_pltf import PLTF, BayesianRESCAL
 from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.inference import rescal
+from sklearn_pltf.inference import _relational as relational
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.inference.rescal_sgld import RescalTarget
 from sklearn_pltf.model import Model
@@ -18,9 +18,9 @@ def _target(likelihood, seed=0, batch_size=None):
     rng = np.random.default_rng(seed)
     X = _rescal_data(rng, 6, 2, 2, likelihood)
     X[0, 3, 1] = np.nan  # a missing entry off the diagonal
-    data = rescal.relational_data(as_observed_tensor(X), likelihood)
+    data = relational.relational_data(as_observed_tensor(X), likelihood)
     model = Model.parse("ia,jb,abk->ijk").bind((6, 6, 2), {"a": 2, "b": 2})
-    priors = rescal.priors_with_relation_axis(gamma_priors(model, 1.5, 2.0))
+    priors = relational.priors_with_relation_axis(gamma_priors(model, 1.5, 2.0))
     target = RescalTarget(data, priors, 2, batch_size)
     return target, priors, target.init(rng)
 

@@ -25,6 +25,8 @@ from joblib import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..evidence._checks import check_poisson_log_evidence
+from ..inference._relational import (drop_relation_axis, priors_with_relation_axis,
+                                     relational_data, with_relation_axis, without_relation_axis)
 from ..inference import rescal, rescal_gibbs
 from ..inference._common import GammaPriors, gamma_priors
 from ..inference.rescal_sgld import RescalTarget
@@ -76,7 +78,7 @@ class TiedStructure(NamedTuple):
         shape, rate = canonical(priors.shape), canonical(priors.rate)
         shape = shape[:2] + (self.core_to_canonical(shape[2]),)
         rate = rate[:2] + (self.core_to_canonical(rate[2]),)
-        return rescal.priors_with_relation_axis(
+        return priors_with_relation_axis(
             GammaPriors(shape, rate, canonical(priors.log_normalizer)))
 
 
@@ -207,10 +209,9 @@ class TiedFactorMixin:
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)
         if self._has_tied_factor() and data.shape[0] != data.shape[1]:
-                raise ValueError(
-                    f"{type(self).__name__} with a tied entity factor needs an entity x entity "
-                    "(x relation) array, its first two axes the same size; got shape "
-                f"{data.shape}.")
+            raise ValueError(
+                f"{type(self).__name__} with a tied entity factor needs an entity x entity "
+                f"(x relation) array, its first two axes the same size; got shape {data.shape}.")
         return data
 
     def _evidence_method(self, data_is_sparse=False):
@@ -227,7 +228,7 @@ class TiedFactorMixin:
         return super()._evidence_method(data_is_sparse)
 
     def _relational(self, data, structure, priors):
-        return (rescal.relational_data(rescal.with_relation_axis(data), self.likelihood),
+        return (relational_data(with_relation_axis(data), self.likelihood),
                 structure.priors_to_canonical(priors))
 
     def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
@@ -257,7 +258,7 @@ class TiedFactorMixin:
                                                **common)
         state, draws = posterior.state, posterior.draws
         if data.ndim == 2:  # one relation: G without its relation axis
-            state, draws = rescal.without_relation_axis(state), rescal.drop_relation_axis(draws)
+            state, draws = without_relation_axis(state), drop_relation_axis(draws)
         state = type(state)(*(structure.to_model_order(field) for field in state))
         return posterior._replace(state=state, draws=structure.to_model_order(draws, lead=2))
 
@@ -277,7 +278,7 @@ class TiedFactorMixin:
         )
         state, objectives, converged = self._best_restart(results)
         if data.ndim == 2:
-            state = rescal.without_relation_axis(state)
+            state = without_relation_axis(state)
         state = type(state)(*(structure.to_model_order(field) for field in state))
         self.n_iter_ = len(objectives)
         self.converged_ = converged

@@ -63,6 +63,7 @@ import numpy as np
 
 from .._progress import progress_or_none
 from ..inference import gibbs
+from ..inference._gamma import log_gamma_density
 from ..inference._chains import run_chain
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
@@ -218,7 +219,7 @@ def _log_summed_density(points, shape, rate):
     over its elements. This runs once per draw of every clamped run, so the
     points are a stack in one pass, and the log-sum-exp is plain numpy
     (scipy's costs more than the rest of the call at these sizes)."""
-    per_point = gibbs.log_gamma_density(points, shape, rate, axis=tuple(range(1, points.ndim)))
+    per_point = log_gamma_density(points, shape, rate, axis=tuple(range(1, points.ndim)))
     top = per_point.max()
     return float(top + np.log(np.sum(np.exp(per_point - top))))
 

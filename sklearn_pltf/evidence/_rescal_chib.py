@@ -31,8 +31,8 @@ import warnings
 import numpy as np
 
 from .._progress import progress_or_none
-from ..inference import rescal, rescal_gibbs
-from ..inference.gibbs import log_gamma_density
+from ..inference import _relational, rescal_gibbs
+from ..inference._gamma import log_gamma_density
 from ._chib import ChibEstimate, _log_summed_density
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
@@ -72,7 +72,7 @@ def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draw
     """
     entity, core = point[0], point[2]
     n, r = entity.shape
-    log_likelihood = rescal.log_likelihood(data, entity, core)
+    log_likelihood = _relational.log_likelihood(data, entity, core)
     log_prior = rescal_gibbs.log_prior(point, priors)
     entity_mask = np.zeros((n, r), dtype=bool)
     core_mask = np.zeros(core.shape, dtype=bool)

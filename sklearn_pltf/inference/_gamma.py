@@ -14,8 +14,9 @@ from contextlib import contextmanager
 
 import numba
 import numpy as np
+from scipy.special import gammaln, xlogy
 
-__all__ = ["digamma", "gamma_moments", "gamma_bound_term"]
+__all__ = ["digamma", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
 
 # Below this many elements the kernels run on one thread: starting threads
 # costs more than it saves, and on dense data OpenBLAS's threads are still
@@ -140,3 +141,10 @@ def gamma_bound_term(prior_shape, prior_rate, shape, scale, psi, log_normalizer)
               for v in (prior_shape, prior_rate, shape, scale, psi)]
     with _threads_for(arrays[0].size):
         return float(_bound_term(*arrays)) + log_normalizer
+
+
+def log_gamma_density(z, shape, rate, axis=None):
+    """Σ log Gamma(z; shape, rate) over the elements (a float), or over
+    ``axis`` only (an array: e.g. one sum per point of a stack)."""
+    terms = xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z
+    return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)

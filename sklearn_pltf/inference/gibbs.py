@@ -44,14 +44,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammaln, xlogy
 
 from .._kernels import TINY
 from ._common import initial_factors
+from ._gamma import log_gamma_density
 
 __all__ = [
     "GibbsState", "GibbsInfo", "SWEEPS", "init", "step", "block_sweep", "sada_sweep",
-    "latent_counts", "allocate", "conditional", "log_likelihood", "log_prior", "log_gamma_density",
+    "latent_counts", "allocate", "conditional", "log_likelihood", "log_prior",
 ]
 
 
@@ -153,10 +153,3 @@ def log_likelihood(state, contractor):
 def log_prior(factors, priors):
     """log p(Z) = Σ over the free factors of their Gamma prior log densities."""
     return sum(log_gamma_density(factors[a], priors.shape[a], priors.rate[a]) for a in priors.free)
-
-
-def log_gamma_density(z, shape, rate, axis=None):
-    """Σ log Gamma(z; shape, rate) over the elements (a float), or over
-    ``axis`` only (an array: e.g. one sum per point of a stack)."""
-    terms = xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z
-    return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)

@@ -48,227 +48,16 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from .._data import ObservedTensor
 from .._kernels import BERNOULLI_RATIO
-from .._likelihood import get_likelihood
 from ._gamma import _digamma, gamma_bound_term, gamma_moments
+from ._relational import (by_relation, core_exposure, exposure_sums, initial_means,
+                          log_likelihood, observed_total, pair_sums, rates_at_nonzeros,
+                          row_exposure)
 from .em import EMInfo, EMState
 from .vb import _INITIAL_SHAPE, VBInfo, VBState
 
-__all__ = ["RelationalData", "relational_data", "with_relation_axis", "priors_with_relation_axis",
-           "without_relation_axis", "drop_relation_axis", "core_exposure", "vb_state_around",
-           "priors_with_a_mode", "log_likelihood", "KERNELS"]
-
-
-class _Grouped(NamedTuple):
-    """A list of entries sorted by one of their indices (the group), with the
-    other two indices and the values in that order: the entries of group g
-    are ``pointer[g]:pointer[g + 1]``."""
-
-    pointer: np.ndarray
-    other: np.ndarray  # the entity index that is not the group's
-    k: np.ndarray
-    x: np.ndarray
-
-
-def _grouped(group, other, k, x, n_groups):
-    order = np.argsort(group, kind="stable")
-    pointer = np.zeros(n_groups + 1, dtype=np.intp)
-    np.cumsum(np.bincount(group, minlength=n_groups), out=pointer[1:])
-    return _Grouped(pointer, np.ascontiguousarray(other[order]), np.ascontiguousarray(k[order]),
-                    np.ascontiguousarray(x[order]))
-
-
-class RelationalData(NamedTuple):
-    """An entity x entity x relation tensor prepared for the row updates.
-
-    ``i, j, k, x`` are the observed off-diagonal non-zeros, ``missing_*`` the
-    entries not observed, the diagonal included; ``first``/``second`` hold
-    each list grouped by its first/second entity.
-    """
-
-    n_entities: int
-    n_relations: int
-    likelihood: object
-    i: np.ndarray
-    j: np.ndarray
-    k: np.ndarray
-    x: np.ndarray
-    first: _Grouped
-    second: _Grouped
-    missing_i: np.ndarray
-    missing_j: np.ndarray
-    missing_k: np.ndarray
-    missing_first: _Grouped
-    missing_second: _Grouped
-    #: The likelihood's constant over the modelled entries (−Σ log Γ(x + 1) for Poisson).
-    log_base_measure: float
-    observed: object  # the ObservedTensor of the modelled entries
-
-    @property
-    def n_observed(self):
-        return self.n_entities ** 2 * self.n_relations - self.missing_i.size
-
-
-def relational_data(data, likelihood):
-    """:class:`RelationalData` from an :class:`~sklearn_pltf._data.ObservedTensor`
-    of shape (I, I, K): the diagonal joins the missing entries.
-
-    Raises
-    ------
-    ValueError
-        Unless the data have three axes and the first two have the same size.
-    """
-    if len(data.shape) != 3 or data.shape[0] != data.shape[1]:
-        raise ValueError(
-            "The RESCAL structure needs an entity x entity x relation tensor, its first two "
-            f"axes the same size; got shape {data.shape}."
-        )
-    n, n_relations = data.shape[0], data.shape[2]
-    if data.is_sparse:
-        coords, values, missing = data.coords, data.values, data.missing
-    else:
-        coords = np.array(np.nonzero(data.dense))
-        values = data.dense[tuple(coords)]
-        missing = (np.empty((3, 0), dtype=np.intp) if data.mask is None
-                   else np.array(np.nonzero(~data.mask)))
-    off = coords[0] != coords[1]
-    coords, values = coords[:, off].astype(np.intp), values[off]
-    missing = missing[:, missing[0] != missing[1]].astype(np.intp)
-    entities = np.repeat(np.arange(n), n_relations)
-    diagonal = np.array([entities, entities, np.tile(np.arange(n_relations), n)])
-    missing = np.concatenate([missing, diagonal], axis=1)
-    observed = ObservedTensor(shape=tuple(data.shape), coords=coords,
-                              values=np.asarray(values, dtype=np.float64), missing=missing)
-    likelihood = get_likelihood(likelihood)
-    i, j, k = observed.coords
-    x = observed.values
-    mi, mj, mk = observed.missing
-    ones = np.ones(mi.size)
-    return RelationalData(
-        n, n_relations, likelihood, i, j, k, x,
-        _grouped(i, j, k, x, n), _grouped(j, i, k, x, n),
-        mi, mj, mk, _grouped(mi, mj, mk, ones, n), _grouped(mj, mi, mk, ones, n),
-        float(likelihood.log_base_measure(observed)), observed,
-    )
-
-
-def with_relation_axis(data):
-    """A square matrix (one relation) as an (I, I, 1) tensor; a tensor as it is."""
-    if data.ndim == 3:
-        return data
-    shape = tuple(data.shape) + (1,)
-    if data.is_sparse:
-        return ObservedTensor(
-            shape=shape, values=data.values,
-            coords=np.vstack([data.coords, np.zeros((1, data.coords.shape[1]), np.intp)]),
-            missing=np.vstack([data.missing, np.zeros((1, data.missing.shape[1]), np.intp)]))
-    return ObservedTensor(shape=shape, dense=data.dense[..., None],
-                          mask=None if data.mask is None else data.mask[..., None])
-
-
-def priors_with_relation_axis(priors):
-    """Priors of a one-relation model with G's given as (R, R, 1)."""
-    if priors.shape[2].ndim == 3:
-        return priors
-    return priors._replace(shape=priors.shape[:2] + (priors.shape[2][..., None],),
-                           rate=priors.rate[:2] + (priors.rate[2][..., None],))
-
-
-def without_relation_axis(state):
-    """A fitted state of one relation with G as (R, R), for the model ``"ia,jb,ab->ij"``."""
-    return type(state)(*(drop_relation_axis(field) for field in state))
-
-
-def drop_relation_axis(per_position):
-    """Per-position arrays (A, A, G), G's trailing relation axis (of length
-    one) dropped; None stays None."""
-    return tuple(f if f is None or position != 2 else f[..., 0]
-                 for position, f in enumerate(per_position))
-
-
-# ----------------------------------------------------------------- contractions
-@numba.njit(cache=True, nogil=True)
-def _entry_rates(i, j, k, entity, core):  # pragma: no cover - compiled
-    """X̂(i_e, j_e, k_e) = Σ_ab A(i_e, a) A(j_e, b) G(k_e, a, b) per entry (G as (K, R, R))."""
-    r = entity.shape[1]
-    out = np.empty(i.size)
-    for e in range(i.size):
-        total = 0.0
-        for a in range(r):
-            inner = 0.0
-            for b in range(r):
-                inner += core[k[e], a, b] * entity[j[e], b]
-            total += entity[i[e], a] * inner
-        out[e] = total
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _pair_sums(i, j, k, weight, entity, n_relations):  # pragma: no cover - compiled
-    """S(k, a, b) = Σ_e w_e A(i_e, a) A(j_e, b) over the entries of relation k."""
-    r = entity.shape[1]
-    out = np.zeros((n_relations, r, r))
-    for e in range(i.size):
-        for a in range(r):
-            left = weight[e] * entity[i[e], a]
-            for b in range(r):
-                out[k[e], a, b] += left * entity[j[e], b]
-    return out
-
-
-def _rates(data, entity, core):
-    """X̂ at every listed non-zero."""
-    return _entry_rates(data.i, data.j, data.k, entity, _by_relation(core))
-
-
-def _observed_total(data, entity, core):
-    """Σ X̂ over the observed entries: Sᵀ G(·, ·, k) S per relation, minus the
-    missing entries (the diagonal included)."""
-    s = entity.sum(axis=0)
-    missing = _entry_rates(data.missing_i, data.missing_j, data.missing_k, entity,
-                           _by_relation(core))
-    return float(np.einsum("a,abk,b->", s, core, s)) - float(missing.sum())
-
-
-@numba.njit(cache=True, nogil=True)
-def _exposure_sums(entity, core):  # pragma: no cover - compiled
-    """What :func:`_row_exposure` reads: G summed over relations (core as
-    (K, R, R)) and the column sums of A."""
-    r = entity.shape[1]
-    core_sum = np.zeros((r, r))
-    for k in range(core.shape[0]):
-        core_sum += core[k]
-    column_sums = np.zeros(r)
-    for row in range(entity.shape[0]):
-        column_sums += entity[row]
-    return core_sum, column_sums
-
-
-@numba.njit(cache=True, nogil=True)
-def _row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
-                  exposure):  # pragma: no cover - compiled
-    """Into ``exposure``: ∂/∂A(row, ·) of Σ X̂ over the observed off-diagonal
-    entries, from the column sums S of A (Σ_b (Ḡ(a, b) + Ḡ(b, a)) S(b), Ḡ
-    summed over relations) less the row's missing entries, the diagonal among
-    them. Row ``row``'s own values cancel: the result does not depend on them."""
-    r = entity.shape[1]
-    for a in range(r):
-        total = 0.0
-        for b in range(r):
-            total += (core_sum[a, b] + core_sum[b, a]) * column_sums[b]
-        exposure[a] = total
-    for e in range(missing_first.pointer[row], missing_first.pointer[row + 1]):
-        j, k = missing_first.other[e], missing_first.k[e]
-        for a in range(r):
-            for b in range(r):
-                exposure[a] -= core[k, a, b] * entity[j, b]
-    for e in range(missing_second.pointer[row], missing_second.pointer[row + 1]):
-        i, k = missing_second.other[e], missing_second.k[e]
-        for a in range(r):
-            weight = entity[i, a]
-            for b in range(r):
-                exposure[b] -= weight * core[k, a, b]
+__all__ = ["vb_init", "vb_step", "vb_bound", "vb_state_around", "priors_with_a_mode", "em_init",
+           "em_step", "em_log_joint", "KERNELS"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -286,7 +75,7 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
     missing entries.
     """
     n, r = mean.shape
-    core_sum, column_sums = _exposure_sums(mean, core_mean)
+    core_sum, column_sums = exposure_sums(mean, core_mean)
     v = np.empty(r)
     pull = np.empty(r)
     exposure = np.empty(r)
@@ -320,7 +109,7 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
             ratio = second.x[e] / (-math.expm1(-xhat) if bernoulli else xhat)
             for b in range(r):
                 pull[b] += ratio * v[b]
-        _row_exposure(row, core_sum, column_sums, missing_first, missing_second, mean,
+        row_exposure(row, core_sum, column_sums, missing_first, missing_second, mean,
                       core_mean, exposure)
         for a in range(r):
             old = mean[row, a]
@@ -339,36 +128,9 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
 def _core_terms(data, entity_geo, core_geo, entity_mean):
     """For G: the data's pull (without G's own factor) and the expected rate's
     derivative over the observed off-diagonal entries, both (R, R, K)."""
-    ratio = data.likelihood.count_ratio(data.x, _rates(data, entity_geo, core_geo))
-    pull = _pair_sums(data.i, data.j, data.k, ratio, entity_geo, data.n_relations)
+    ratio = data.likelihood.count_ratio(data.x, rates_at_nonzeros(data, entity_geo, core_geo))
+    pull = pair_sums(data.i, data.j, data.k, ratio, entity_geo, data.n_relations)
     return pull.transpose(1, 2, 0), core_exposure(data, entity_mean)
-
-
-def core_exposure(data, entity):
-    """∂/∂G(a, b, k) of Σ X̂ over the observed off-diagonal entries:
-    S(a) S(b) less the missing entries' A(i, a) A(j, b), as (R, R, K)."""
-    s = entity.sum(axis=0)
-    missing = _pair_sums(data.missing_i, data.missing_j, data.missing_k,
-                         np.ones(data.missing_i.size), entity, data.n_relations)
-    exposure = np.outer(s, s)[None] - missing
-    return np.maximum(exposure, 0.0).transpose(1, 2, 0)
-
-
-def _by_relation(core):
-    """G as (K, R, R), so that ``[k]`` is one relation's slice."""
-    return np.ascontiguousarray(core.transpose(2, 0, 1))
-
-
-# ----------------------------------------------------------------- initial values
-def _initial_means(rng, data, n_components):
-    """A and G as ``s · Gamma(1, 1)`` draws, s making the mean rate over the
-    observed entries equal the data's mean (plus one pseudo-count)."""
-    r = n_components
-    mean_data = (float(data.x.sum()) + 1.0) / data.n_observed
-    scale = (mean_data / r ** 2) ** (1.0 / 3.0)
-    entity = scale * rng.standard_gamma(1.0, size=(data.n_entities, r))
-    core = scale * rng.standard_gamma(1.0, size=(r, r, data.n_relations))
-    return entity, core
 
 
 def _tied(entity_fields, core_fields):
@@ -379,7 +141,7 @@ def _tied(entity_fields, core_fields):
 # --------------------------------------------------------------------------- VB
 def vb_init(rng, data, priors, n_components):
     """q(A) and q(G) Gamma(_INITIAL_SHAPE) around random means."""
-    return vb_state_around(*_initial_means(rng, data, n_components))
+    return vb_state_around(*initial_means(rng, data, n_components))
 
 
 def vb_state_around(entity, core):
@@ -409,7 +171,7 @@ def vb_step(state, data, priors, with_objective=True):
     mean, geo, psi = state.mean[0].copy(), state.geometric[0].copy(), state.digamma[0].copy()
     _entity_sweep(True, _is_bernoulli(data), data.first, data.second, data.missing_first,
                   data.missing_second, priors.shape[0], priors.rate[0], shape, scale, mean, geo,
-                  psi, _by_relation(state.geometric[2]), _by_relation(state.mean[2]))
+                  psi, by_relation(state.geometric[2]), by_relation(state.mean[2]))
     pull, exposure = _core_terms(data, geo, state.geometric[2], mean)
     g_shape = priors.shape[2] + state.geometric[2] * pull
     g_scale = 1.0 / (priors.rate[2] + exposure)
@@ -424,8 +186,9 @@ def _is_bernoulli(data):
 
 def vb_bound(state, data, priors):
     """The variational lower bound on log p(X) over the modelled entries."""
-    value = data.log_base_measure - _observed_total(data, state.mean[0], state.mean[2])
-    value += data.likelihood.log_terms(data.x, _rates(data, state.geometric[0], state.geometric[2]))
+    value = data.log_base_measure - observed_total(data, state.mean[0], state.mean[2])
+    value += data.likelihood.log_terms(
+        data.x, rates_at_nonzeros(data, state.geometric[0], state.geometric[2]))
     for alpha in (0, 2):
         value += gamma_bound_term(priors.shape[alpha], priors.rate[alpha], state.shape[alpha],
                                   state.scale[alpha], state.digamma[alpha],
@@ -436,14 +199,14 @@ def vb_bound(state, data, priors):
 # --------------------------------------------------------------------------- EM
 def em_init(rng, data, priors, n_components):
     """Random point estimates of A and G."""
-    entity, core = _initial_means(rng, data, n_components)
+    entity, core = initial_means(rng, data, n_components)
     return EMState((entity, entity, core))
 
 
 def em_step(state, data, priors, with_objective=True):
     """One sweep of conditional maximisations: every row of A, then G."""
     entity, core = state.factors[0].copy(), state.factors[2]
-    core_by_relation = _by_relation(core)
+    core_by_relation = by_relation(core)
     unused = np.empty((0, 0))
     _entity_sweep(False, _is_bernoulli(data), data.first, data.second, data.missing_first,
                   data.missing_second, priors.shape[0], priors.rate[0], unused, unused, entity,
@@ -462,12 +225,6 @@ def em_log_joint(state, data, priors):
         a, r = priors.shape[alpha], priors.rate[alpha]
         value += float(np.sum(xlogy(a - 1.0, z) - r * z)) + priors.log_normalizer[alpha]
     return value
-
-
-def log_likelihood(data, entity, core):
-    """log p(X | A, G) over the modelled entries."""
-    value = data.log_base_measure - _observed_total(data, entity, core)
-    return value + data.likelihood.log_terms(data.x, _rates(data, entity, core))
 
 
 class _Kernel(NamedTuple):

@@ -44,9 +44,9 @@ import numba
 import numpy as np
 
 from .._kernels import TINY
-from . import rescal
-from .rescal import _exposure_sums, _row_exposure
-from .gibbs import log_gamma_density
+from ._gamma import log_gamma_density
+from ._relational import (by_relation, core_exposure, entry_rates, exposure_sums, initial_means,
+                          log_likelihood, row_exposure)
 
 __all__ = ["RescalGibbsState", "RescalGibbsInfo", "Conditionals", "SWEEPS", "init", "sweep",
            "step", "log_prior"]
@@ -119,10 +119,10 @@ def _draw_rows(standard, prior_rate, entity, core, missing_first, missing_second
     except the ``clamped`` elements, which are set to ``point``. ``standard``
     holds Gamma(shape + C, 1) draws: the shapes depend on S only."""
     n, r = entity.shape
-    core_sum, column_sums = _exposure_sums(entity, core)
+    core_sum, column_sums = exposure_sums(entity, core)
     exposure = np.empty(r)
     for row in range(n):
-        _row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
+        row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
                       exposure)
         for a in range(r):
             rates[row, a] = prior_rate[row, a] + max(exposure[a], 0.0)
@@ -133,7 +133,7 @@ def _draw_rows(standard, prior_rate, entity, core, missing_first, missing_second
 
 def init(rng, data, priors, n_components):
     """A first draw of A and G, random around the data's scale (as for VB)."""
-    entity, core = rescal._initial_means(rng, data, n_components)
+    entity, core = initial_means(rng, data, n_components)
     return RescalGibbsState((entity, entity, core))
 
 
@@ -141,7 +141,7 @@ def _allocation(rng, data, entity, core_by_relation):
     """Latent counts (Bernoulli–Poisson: drawn at the ones) and their
     allocation, summed onto A's rows and onto G (K, R, R)."""
     counts = data.likelihood.draw_counts(
-        rng, data.x, np.maximum(rescal._entry_rates(data.i, data.j, data.k, entity,
+        rng, data.x, np.maximum(entry_rates(data.i, data.j, data.k, entity,
                                                      core_by_relation), TINY))
     counts = counts.astype(np.intp)
     return _allocate(data.i, data.j, data.k, counts, entity, core_by_relation,
@@ -157,7 +157,7 @@ def sweep(rng, state, data, priors, method="gibbs", clamped=None):
     state : RescalGibbsState
     data : RelationalData
     priors : GammaPriors
-        With G's as (R, R, K) (:func:`~.rescal.priors_with_relation_axis`).
+        With G's as (R, R, K) (:func:`~._relational.priors_with_relation_axis`).
     method : {"gibbs", "sada"}
     clamped : (ndarray, ndarray, ndarray, ndarray), default=None
         ``(entity_mask, entity_point, core_mask, core_point)``: the masked
@@ -173,16 +173,16 @@ def sweep(rng, state, data, priors, method="gibbs", clamped=None):
     if clamped is None:
         clamped = (np.zeros((n, r), bool), entity, np.zeros(core.shape, bool), core)
     entity_mask, entity_point, core_mask, core_point = clamped
-    entity_counts, core_counts = _allocation(rng, data, entity, rescal._by_relation(core))
+    entity_counts, core_counts = _allocation(rng, data, entity, by_relation(core))
     entity_shape = priors.shape[0] + entity_counts
     entity_rate = np.empty((n, r))
     _draw_rows(rng.standard_gamma(entity_shape), priors.rate[0], entity,
-               rescal._by_relation(core), data.missing_first, data.missing_second, entity_mask,
+               by_relation(core), data.missing_first, data.missing_second, entity_mask,
                entity_point, entity_rate)
     if method == "sada":
-        _, core_counts = _allocation(rng, data, entity, rescal._by_relation(core))
+        _, core_counts = _allocation(rng, data, entity, by_relation(core))
     core_shape = priors.shape[2] + core_counts.transpose(1, 2, 0)
-    core_rate = priors.rate[2] + rescal.core_exposure(data, entity)
+    core_rate = priors.rate[2] + core_exposure(data, entity)
     core = np.where(core_mask, core_point, rng.standard_gamma(core_shape) / core_rate)
     return (RescalGibbsState((entity, entity, core)),
             Conditionals(entity_shape, entity_rate, core_shape, core_rate))
@@ -191,7 +191,7 @@ def sweep(rng, state, data, priors, method="gibbs", clamped=None):
 def step(rng, state, data, priors, method="gibbs"):
     """One sweep (:func:`sweep`) and the new draw's log-likelihood."""
     state, _ = sweep(rng, state, data, priors, method)
-    return state, RescalGibbsInfo(rescal.log_likelihood(data, state.factors[0], state.factors[2]))
+    return state, RescalGibbsInfo(log_likelihood(data, state.factors[0], state.factors[2]))
 
 
 def log_prior(factors, priors):

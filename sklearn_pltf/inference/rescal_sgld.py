@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from .._kernels import TINY
-from . import rescal
+from . import _relational as relational
 from .sgld import RandomBatches, subsampling_variance
 
 __all__ = ["RescalTarget"]
@@ -83,7 +83,7 @@ class RescalTarget:
         self._reference_total = 0.0
 
     def init(self, rng):
-        entity, core = rescal._initial_means(rng, self.data, self.n_components)
+        entity, core = relational.initial_means(rng, self.data, self.n_components)
         return np.log(np.maximum(entity, TINY)), np.log(np.maximum(core, TINY))
 
     def factors(self, params):
@@ -98,9 +98,9 @@ class RescalTarget:
         """(S_A, S_G) over the entries ``index`` with weights r_e."""
         d = self.data
         i, j, k = d.i[index], d.j[index], d.k[index]
-        by_relation = rescal._by_relation(core)
+        by_relation = relational.by_relation(core)
         entity_part = entity * _entity_pulls(i, j, k, weights, entity, by_relation, d.n_entities)
-        core_part = core * rescal._pair_sums(i, j, k, weights, entity,
+        core_part = core * relational.pair_sums(i, j, k, weights, entity,
                                              d.n_relations).transpose(1, 2, 0)
         return entity_part, core_part
 
@@ -111,19 +111,19 @@ class RescalTarget:
         summed = core.sum(axis=2)
         everywhere = (summed + summed.T) @ column_sums
         missing = _entity_pulls(d.missing_i, d.missing_j, d.missing_k, np.ones(d.missing_i.size),
-                                entity, rescal._by_relation(core), d.n_entities)
-        return np.maximum(everywhere[None, :] - missing, 0.0), rescal.core_exposure(d, entity)
+                                entity, relational.by_relation(core), d.n_entities)
+        return np.maximum(everywhere[None, :] - missing, 0.0), relational.core_exposure(d, entity)
 
     def gradient(self, params, batch, temperature):
         index, scale = batch
         d = self.data
         entity, _, core = self.factors(params)
         likelihood = d.likelihood
-        xhat = np.maximum(rescal._entry_rates(d.i[index], d.j[index], d.k[index], entity,
-                                              rescal._by_relation(core)), TINY)
+        xhat = np.maximum(relational.entry_rates(d.i[index], d.j[index], d.k[index], entity,
+                                              relational.by_relation(core)), TINY)
         differences = likelihood.entry_log_terms(d.x[index], xhat) - self._terms_reference[index]
         log_likelihood = (self._reference_total + scale * float(np.sum(differences))
-                          - rescal._observed_total(d, entity, core) + d.log_base_measure)
+                          - relational.observed_total(d, entity, core) + d.log_base_measure)
         allocated = self._allocation(index, likelihood.count_ratio(d.x[index], xhat), entity, core)
         allocated = tuple(reference + scale * part for reference, part in
                           zip(self._reference_allocation, allocated))
@@ -154,7 +154,7 @@ class RescalTarget:
         d = self.data
         entity, _, core = self.factors(params)
         self._reference = (entity, core)
-        xhat = np.maximum(rescal._rates(d, entity, core), TINY)
+        xhat = np.maximum(relational.rates_at_nonzeros(d, entity, core), TINY)
         self._terms_reference = d.likelihood.entry_log_terms(d.x, xhat)
         self._ratio_reference = d.likelihood.count_ratio(d.x, xhat)
         self._reference_allocation = self._allocation(np.arange(d.x.size), self._ratio_reference,
@@ -163,4 +163,4 @@ class RescalTarget:
 
     def log_likelihood(self, params):
         entity, _, core = self.factors(params)
-        return rescal.log_likelihood(self.data, entity, core)
+        return relational.log_likelihood(self.data, entity, core)
