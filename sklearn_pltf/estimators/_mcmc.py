@@ -16,9 +16,7 @@ from ..inference import gibbs, rescal_gibbs, sgld, vb
 from ..inference._chains import ChainResult, align_labels, drive_chain, run_chain
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
-           "sgld_posterior",
-           "to_inference_data",
-           "warn_if_chains_disagree", "warn_if_unsettled"]
+           "sgld_posterior", "to_inference_data", "warn_if_chains_disagree", "warn_if_unsettled"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
@@ -176,7 +174,7 @@ def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_d
         mean[a], mean_log[a] = sums[i] / n_draws, log_sums[i] / n_draws
         if keep_draws:
             draws[a] = np.array(kept[i])
-    for a, source in getattr(target, "tied", {}).items():
+    for a, source in target.tied.items():
         mean[a], mean_log[a], draws[a] = mean[source], mean_log[source], draws[source]
     chain = ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, tuple(factors), -np.inf)
     return chain, estimate

@@ -44,7 +44,10 @@ A target is any object with
 - ``curvature(params, temperature)``: the preconditioner's inverse, one
   positive array per block;
 - ``anchor(params)``: a reference point for the control variates of ĝ and ℓ̂
-  (:class:`PoissonTarget`).
+  (:class:`PoissonTarget`);
+- ``factors(params)``: every factor of the model, in model order;
+  ``positions``: the model position of each parameter block; ``tied``:
+  ``{position: source position}`` of factors that are another factor.
 
 A target keeps its reference point (and may cache what ``curvature`` reads
 from the last ``gradient``); the chain's own state is the ``SGLDState``.
@@ -283,6 +286,7 @@ class PoissonTarget:
         self.given = dict(given or {})
         self.free = priors.free
         self.positions = self.free  # the model positions of the parameter blocks
+        self.tied = {}
         self.entries = contractor.nonzeros
         n = self.entries.n_entries
         if n_blocks is not None:
