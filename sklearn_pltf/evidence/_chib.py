@@ -25,21 +25,16 @@ allocation S included) is sampled:
 Whole-factor blocks (the paper's) average products of Gamma densities over a
 whole factor; when the factor's marginal is much wider than its conditional
 (CP's scaling freedom) the average is ruled by rare draws, its logarithm is
-biased low and the evidence comes out too high. On 10 x 5 x 8 rank-3 CP data,
-whole-factor blocks gave -648 at rank 3 and rose with the rank (-548 at rank
-6). Row blocks shrink the effect but keep it at ranks above the data's:
-over three seeds on one such dataset they gave -736.0, -736.1, -735.4 at
-rank 3 and -724.7, -737.9, -690.7 at rank 4. Single elements remove it
-there: -737.1, -737.1, -735.6 at rank 3 and -736.8, -738.6, -738.2 at 4.
-The price is one clamped run per element instead of per row.
+biased low and the evidence comes out too high, increasingly so with the
+rank. Row blocks shrink the effect but keep it at ranks above the data's;
+single elements remove it, at the price of one clamped run per element
+instead of per row (benchmarks README (g) measures all three).
 
 Each ordinate is the log of a Monte Carlo mean, which is biased low by about
 half its squared relative standard error, so the evidence comes out too high
 by about half the estimate's squared standard error. The ordinates are
-corrected for it (:func:`~._log_mean.log_mean_exp`): uncorrected, Poisson NMF
-at rank 4 on 25,270 counts came out 2.4 nats too high with 2000 draws per run
-by that estimate, and 2.8 by recomputing every ordinate from halves of its
-draws (benchmarks README (g)).
+corrected for it (:func:`~._log_mean.log_mean_exp`; benchmarks README (g)
+measures the bias with and without the correction).
 
 Label switching (Neal 1999). Permuting a latent index across every factor
 leaves the model unchanged, so the posterior has one mode per permutation and

@@ -31,8 +31,8 @@ it, so ``epsilon`` is a step in units of the posterior's width. A constant
 ``P`` needs no correction term (a position-dependent one would; Ma, Chen &
 Fox 2015). An estimate from squared
 gradients, :math:`1/\\mathbb E[\\hat g^2]` (equal to the curvature at
-stationarity), was tried first and freezes a chain that starts far from the
-mode: large gradients make the steps tiny, so the gradients stay large.
+stationarity), is not used: it freezes a chain that starts far from the
+mode, where large gradients make the steps tiny, so the gradients stay large.
 
 A target is any object with
 
