@@ -13,7 +13,7 @@ N(R μθ, R σθ²), so x ~ N(R μθ 1, σx² I + R σθ² 1 1ᵀ).
 
 import numpy as np
 
-from sklearn_pltf.inference.sgld import RandomBatches, subsampling_variance
+from sklearn_pltf.inference._batches import RandomBatches, subsampling_variance
 
 MU, PRIOR_VAR, NOISE_VAR = 5.0, 3.0, 5.0
 

@@ -7,6 +7,7 @@ import sparse
 from sklearn_pltf._contract import make_contractor
 from sklearn_pltf._data import as_observed_tensor
 from sklearn_pltf.inference import sgld
+from sklearn_pltf.inference._batches import BlockBatches
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model import Model
 
@@ -123,7 +124,7 @@ def test_block_batches_partition_entries_into_disjoint_blocks():
     rng = np.random.default_rng(0)
     shape = (20, 15, 12)
     coords = np.vstack([rng.integers(0, n, 3000) for n in shape])
-    batches = sgld.BlockBatches(coords, shape, n_blocks=3)
+    batches = BlockBatches(coords, shape, n_blocks=3)
     assert batches.n_parts == 9
     parts = batches._parts
     assert sorted(np.concatenate(parts).tolist()) == list(range(3000))

@@ -29,34 +29,13 @@ density is unbounded at zero), which :func:`check_priors` enforces.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from scipy.special import xlogy
 
 from ._common import initial_factors
+from ._states import EMInfo, EMState
 
 __all__ = ["EMState", "EMInfo", "init", "state_from_means", "step", "log_joint", "check_priors"]
-
-
-class EMState(NamedTuple):
-    """Current point estimate of every factor (held factors included)."""
-
-    factors: tuple
-
-    @property
-    def mean(self):
-        """The point estimate, under the name the estimators read for every kernel."""
-        return self.factors
-
-    geometric = mean
-
-
-class EMInfo(NamedTuple):
-    """What one step reports: the log joint density of the state it returns
-    (None when the step was asked not to compute it)."""
-
-    log_joint: float
 
 
 def check_priors(priors):

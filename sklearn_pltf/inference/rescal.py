@@ -53,8 +53,7 @@ from ._gamma import _digamma, gamma_bound_term, gamma_moments
 from ._relational import (by_relation, core_exposure, exposure_sums, initial_means,
                           log_likelihood, observed_total, pair_sums, rates_at_nonzeros,
                           row_exposure)
-from .em import EMInfo, EMState
-from .vb import _INITIAL_SHAPE, VBInfo, VBState
+from ._states import INITIAL_SHAPE, EMInfo, EMState, VBInfo, VBState
 
 __all__ = ["vb_init", "vb_step", "vb_bound", "vb_state_around", "priors_with_a_mode", "em_init",
            "em_step", "em_log_joint", "KERNELS"]
@@ -140,19 +139,19 @@ def _tied(entity_fields, core_fields):
 
 # --------------------------------------------------------------------------- VB
 def vb_init(rng, data, priors, n_components):
-    """q(A) and q(G) Gamma(_INITIAL_SHAPE) around random means."""
+    """q(A) and q(G) Gamma(INITIAL_SHAPE) around random means."""
     return vb_state_around(*initial_means(rng, data, n_components))
 
 
 def vb_state_around(entity, core):
-    """q(A) and q(G) Gamma(_INITIAL_SHAPE) with the given means (zeros
+    """q(A) and q(G) Gamma(INITIAL_SHAPE) with the given means (zeros
     raised to a thousandth of their factor's mean, so that every q is a
     proper Gamma)."""
     fields = []
     for mean in (entity, core):
         mean = np.maximum(mean, 1e-3 * mean.mean())
-        shape = np.full(mean.shape, _INITIAL_SHAPE)
-        fields.append((shape, mean / _INITIAL_SHAPE) + gamma_moments(shape, mean / _INITIAL_SHAPE))
+        shape = np.full(mean.shape, INITIAL_SHAPE)
+        fields.append((shape, mean / INITIAL_SHAPE) + gamma_moments(shape, mean / INITIAL_SHAPE))
     return VBState(*_tied(*fields))
 
 

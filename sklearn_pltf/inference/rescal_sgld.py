@@ -29,7 +29,7 @@ import numpy as np
 
 from .._kernels import TINY
 from . import _relational as relational
-from .sgld import RandomBatches, subsampling_variance
+from ._batches import RandomBatches, subsampling_variance
 
 __all__ = ["RescalTarget"]
 

@@ -40,7 +40,7 @@ A target is any object with
 - ``draw_batch(rng)``: a minibatch;
 - ``gradient(params, batch, temperature)``: ``(ĝ, ℓ̂, v̂)``, the stochastic
   gradient above, an unbiased estimate ℓ̂ of log p(X | θ) and an estimate v̂
-  of ℓ̂'s variance over minibatches (:func:`subsampling_variance`);
+  of ℓ̂'s variance over minibatches (:func:`~._batches.subsampling_variance`);
 - ``curvature(params, temperature)``: the preconditioner's inverse, one
   positive array per block;
 - ``anchor(params)``: a reference point for the control variates of ĝ and ℓ̂
@@ -52,8 +52,8 @@ A target is any object with
 A target keeps its reference point (and may cache what ``curvature`` reads
 from the last ``gradient``); the chain's own state is the ``SGLDState``.
 :class:`PoissonTarget` is the Poisson–Gamma PLTF model on any model string,
-with uniform (:class:`RandomBatches`) or parallel-block
-(:class:`BlockBatches`) minibatches.
+with uniform (:class:`~._batches.RandomBatches`) or parallel-block
+(:class:`~._batches.BlockBatches`) minibatches.
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .._kernels import TINY
+from ._batches import BlockBatches, RandomBatches, subsampling_variance
 from ._common import initial_factors
 
 __all__ = [
     "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "first_state", "PoissonTarget",
-    "RandomBatches", "BlockBatches", "subsampling_variance",
 ]
 
 
@@ -153,62 +153,6 @@ def first_state(rng, target, temperature=0.0):
     )
 
 
-# ------------------------------------------------------------------ minibatches
-class RandomBatches:
-    """Minibatches of ``batch_size`` distinct entries out of ``n_entries``,
-    uniformly at random; each comes with its scale ``n_entries / batch_size``."""
-
-    def __init__(self, n_entries, batch_size):
-        self.n_entries = int(n_entries)
-        self.batch_size = int(min(batch_size, n_entries))
-
-    def draw(self, rng):
-        if self.batch_size >= self.n_entries:
-            return np.arange(self.n_entries), 1.0
-        index = rng.choice(self.n_entries, self.batch_size, replace=False)
-        return index, self.n_entries / self.batch_size
-
-
-def subsampling_variance(terms, scale):
-    """Estimated variance of ``scale * Σ terms`` over minibatches, from the
-    batch's own ``terms``: N² (1 - N_s/N) S² / N_s for a simple random
-    sample of N_s of N = ``scale`` N_s terms with sample variance S² (a
-    part of :class:`BlockBatches` is treated the same way: an approximation,
-    since its entries are not a simple random sample)."""
-    n = terms.size
-    if n < 2 or scale <= 1.0:
-        return 0.0
-    total = scale * n
-    return float(total**2 * (1.0 - n / total) * np.var(terms, ddof=1) / n)
-
-
-class BlockBatches:
-    """Parallel-block minibatches (Şimşekli et al., ICML 2015): the tensor is
-    cut into ``n_blocks`` ranges per axis, and a *part* is a set of
-    ``n_blocks`` blocks no two of which share a range on any axis (block
-    ``(b, b + s_2, ..., b + s_N) mod n_blocks`` for a shift vector ``s``).
-    The blocks of a part touch disjoint rows of every factor that carries
-    an observed index, so their updates are conditionally independent: one
-    vectorised step updates them together. Each step takes one of the
-    ``n_blocks^(N-1)`` parts at random; every entry lies in exactly one
-    part, so scaling by the number of parts keeps the gradient unbiased.
-    """
-
-    def __init__(self, coords, shape, n_blocks):
-        coords = np.asarray(coords)
-        blocks = [(coords[m] * n_blocks) // shape[m] for m in range(len(shape))]
-        part = np.zeros(coords.shape[1], dtype=np.int64)
-        for m in range(1, len(shape)):
-            part = part * n_blocks + (blocks[m] - blocks[0]) % n_blocks
-        self.n_parts = n_blocks ** (len(shape) - 1)
-        order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange(self.n_parts + 1))
-        self._parts = [order[bounds[i]:bounds[i + 1]] for i in range(self.n_parts)]
-
-    def draw(self, rng):
-        return self._parts[rng.integers(self.n_parts)], float(self.n_parts)
-
-
 # ------------------------------------------------------------- the PLTF target
 class PoissonTarget:
     """The Poisson–Gamma PLTF posterior in log coordinates φ = log Z.
@@ -277,7 +221,7 @@ class PoissonTarget:
         Non-zeros per minibatch (all of them if None or larger). Ignored when
         ``n_blocks`` is given.
     n_blocks : int, default=None
-        Parallel-block minibatches (:class:`BlockBatches`) with this many
+        Parallel-block minibatches (:class:`~._batches.BlockBatches`) with this many
         ranges per axis.
     """
 

@@ -32,37 +32,13 @@ normaliser, its entropy included). The contractor supplies both.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ._common import initial_factors
 from ._gamma import gamma_bound_term, gamma_moments
+from ._states import INITIAL_SHAPE, VBInfo, VBState
 
 __all__ = ["VBState", "VBInfo", "init", "step", "bound"]
-
-# q starts as a Gamma of this shape around the initial means: concentrated
-# enough that L is close to E, loose enough to move in the first step.
-_INITIAL_SHAPE = 10.0
-
-
-class VBState(NamedTuple):
-    """Variational parameters and the moments they imply. ``shape[α]``,
-    ``scale[α]`` and ``digamma[α]`` are None for held factors."""
-
-    shape: tuple
-    scale: tuple
-    mean: tuple
-    geometric: tuple
-    digamma: tuple  # ψ(shape), kept for the bound
-
-
-class VBInfo(NamedTuple):
-    """What one step reports: the bound of the state it returns (None when the
-    step was asked not to compute it)."""
-
-    bound: float
-
 
 def init(rng, model, contractor, priors, given=None):
     """Initial state: means for the free factors, ``given`` for held ones.
@@ -85,14 +61,14 @@ def init(rng, model, contractor, priors, given=None):
 
 
 def state_from_means(means, priors, given):
-    """A state whose free factors are Gamma(_INITIAL_SHAPE) around ``means``."""
+    """A state whose free factors are Gamma(INITIAL_SHAPE) around ``means``."""
     factors = []
     for alpha, m in enumerate(means):
         if priors.shape[alpha] is None:  # held: no q, its E and L as given
             factors.append((None, None) + tuple(given[alpha]) + (None,))
         else:
-            c = np.full(m.shape, _INITIAL_SHAPE)
-            d = m / _INITIAL_SHAPE
+            c = np.full(m.shape, INITIAL_SHAPE)
+            d = m / INITIAL_SHAPE
             factors.append((c, d) + gamma_moments(c, d))
     return VBState(*(tuple(column) for column in zip(*factors)))
 
