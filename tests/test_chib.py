@@ -39,8 +39,10 @@ def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs", blocks="elem
 
 @pytest.mark.parametrize(
     "n_components, sweep, blocks",
-    [(1, "gibbs", "elements"), (2, "gibbs", "elements"), (3, "gibbs", "elements"),
-     (2, "sada", "elements"), (2, "gibbs", "rows")],
+    [(1, "gibbs", "elements"), (2, "gibbs", "elements"),
+     pytest.param(3, "gibbs", "elements", marks=pytest.mark.slow(minutes=0.1)),
+     pytest.param(2, "sada", "elements", marks=pytest.mark.slow(minutes=0.1)),
+     (2, "gibbs", "rows")],
 )
 def test_chib_is_close_to_the_exact_evidence(n_components, sweep, blocks):
     """Quick tier: 2000 draws per run (the acceptance test below uses the
