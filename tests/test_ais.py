@@ -107,7 +107,8 @@ def simulated_tiny_matrix(seed, shape=(2, 3), n_components=2, max_total=8):
             return X, W, H
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [pytest.param(0, marks=pytest.mark.slow(minutes=0.1)), 1,
+                                  pytest.param(2, marks=pytest.mark.slow(minutes=0.1))])
 def test_reverse_ais_from_the_generating_factors_sandwiches_the_exact_evidence(seed):
     """Bidirectional Monte Carlo on counts simulated from the model: reverse
     AIS from the factors that generated them (an exact posterior draw) errs

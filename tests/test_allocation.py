@@ -24,7 +24,10 @@ def _problem(X, rank, concentration=1.0, rate=None):
     return allocation.allocation_data(coords, X[tuple(coords)], X.shape, rank, concentration, rate)
 
 
-@pytest.mark.parametrize("concentration", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("concentration", [
+    pytest.param(0.1, marks=pytest.mark.slow(minutes=0.1)), 1.0,
+    pytest.param(10.0, marks=pytest.mark.slow(minutes=0.1)),
+])
 @pytest.mark.parametrize("rank", [1, 2, 3, 4])
 def test_smc_matches_exact_enumeration_and_vb_lies_below(rank, concentration):
     exact = bam_exact_log_evidence(TINY, rank, concentration=concentration)
