@@ -109,7 +109,7 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
             for b in range(r):
                 pull[b] += ratio * v[b]
         row_exposure(row, core_sum, column_sums, missing_first, missing_second, mean,
-                      core_mean, exposure)
+                     core_mean, exposure)
         for a in range(r):
             old = mean[row, a]
             rate = prior_rate[row, a] + max(exposure[a], 0.0)

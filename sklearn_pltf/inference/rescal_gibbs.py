@@ -123,7 +123,7 @@ def _draw_rows(standard, prior_rate, entity, core, missing_first, missing_second
     exposure = np.empty(r)
     for row in range(n):
         row_exposure(row, core_sum, column_sums, missing_first, missing_second, entity, core,
-                      exposure)
+                     exposure)
         for a in range(r):
             rates[row, a] = prior_rate[row, a] + max(exposure[a], 0.0)
             new = point[row, a] if clamped[row, a] else standard[row, a] / rates[row, a]
@@ -141,8 +141,8 @@ def _allocation(rng, data, entity, core_by_relation):
     """Latent counts (Bernoulli–Poisson: drawn at the ones) and their
     allocation, summed onto A's rows and onto G (K, R, R)."""
     counts = data.likelihood.draw_counts(
-        rng, data.x, np.maximum(entry_rates(data.i, data.j, data.k, entity,
-                                                     core_by_relation), TINY))
+        rng, data.x, np.maximum(entry_rates(data.i, data.j, data.k, entity, core_by_relation),
+                                TINY))
     counts = counts.astype(np.intp)
     return _allocate(data.i, data.j, data.k, counts, entity, core_by_relation,
                      rng.random(int(counts.sum())), data.n_entities)

@@ -101,7 +101,7 @@ class RescalTarget:
         by_relation = relational.by_relation(core)
         entity_part = entity * _entity_pulls(i, j, k, weights, entity, by_relation, d.n_entities)
         core_part = core * relational.pair_sums(i, j, k, weights, entity,
-                                             d.n_relations).transpose(1, 2, 0)
+                                                d.n_relations).transpose(1, 2, 0)
         return entity_part, core_part
 
     def _exposures(self, entity, core):
@@ -120,7 +120,7 @@ class RescalTarget:
         entity, _, core = self.factors(params)
         likelihood = d.likelihood
         xhat = np.maximum(relational.entry_rates(d.i[index], d.j[index], d.k[index], entity,
-                                              relational.by_relation(core)), TINY)
+                                                 relational.by_relation(core)), TINY)
         differences = likelihood.entry_log_terms(d.x[index], xhat) - self._terms_reference[index]
         log_likelihood = (self._reference_total + scale * float(np.sum(differences))
                           - relational.observed_total(d, entity, core) + d.log_base_measure)
