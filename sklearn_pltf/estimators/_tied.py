@@ -25,10 +25,10 @@ from joblib import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference._relational import (drop_relation_axis, priors_with_relation_axis,
-                                     relational_data, with_relation_axis, without_relation_axis)
 from ..inference import rescal, rescal_gibbs
 from ..inference._common import GammaPriors, gamma_priors
+from ..inference._relational import (drop_relation_axis, priors_with_relation_axis,
+                                     relational_data, with_relation_axis, without_relation_axis)
 from ..inference.rescal_sgld import RescalTarget
 from ..model import Model
 from . import _mcmc
