@@ -72,10 +72,21 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
 def _rescal_chain(method, rng, data, priors, n_components, n_warmup, n_draws, thin, keep_draws,
                   verbose, label):
     state = rescal_gibbs.init(rng, data, priors, n_components)
-    return drive_chain(
+    chain = drive_chain(
         rng, state, lambda rng, state: rescal_gibbs.step(rng, state, data, priors, method),
-        lambda factors: rescal_gibbs.log_prior(factors, priors), (0, 1, 2), n_warmup=n_warmup,
+        lambda factors: rescal_gibbs.log_prior(factors, priors), (0, 2), n_warmup=n_warmup,
         n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
+    return _with_tied_summaries(chain, {1: 0})
+
+
+def _with_tied_summaries(chain, tied):
+    """``chain`` with each tied position's summaries and draws those of its
+    source (a factor at two positions is summarised once)."""
+    fields = {name: list(getattr(chain, name)) for name in ("mean", "mean_log", "draws")}
+    for position, source in tied.items():
+        for values in fields.values():
+            values[position] = values[source]
+    return chain._replace(**{name: tuple(values) for name, values in fields.items()})
 
 
 def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains, n_warmup,
@@ -174,10 +185,8 @@ def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_d
         mean[a], mean_log[a] = sums[i] / n_draws, log_sums[i] / n_draws
         if keep_draws:
             draws[a] = np.array(kept[i])
-    for a, source in target.tied.items():
-        mean[a], mean_log[a], draws[a] = mean[source], mean_log[source], draws[source]
     chain = ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, tuple(factors), -np.inf)
-    return chain, estimate
+    return _with_tied_summaries(chain, target.tied), estimate
 
 
 def sgld_posterior(rng, make_target, model, free, *, n_chains, n_warmup, n_draws, thin,

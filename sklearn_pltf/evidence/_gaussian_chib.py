@@ -22,8 +22,8 @@ Small blocks: a column's conditional, given the other modes, is far
 narrower than its marginal (CP's scaling freedom trades a column's scale
 against the same component's columns in the other modes), so an average of
 its density over a run is ruled by rare draws and its logarithm comes out
-low: the evidence too high, increasingly with the rank (the user guide's
-Gaussian NTF section has the measurement). One element at a time keeps each
+low: the evidence too high, increasingly with the rank (user guide,
+Gaussian NTF section). One element at a time keeps each
 average over a one-dimensional density. Short runs are noisier than their
 reported standard error: compare ranks with ``n_draws`` of 500 or more.
 

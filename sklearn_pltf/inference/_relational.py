@@ -27,7 +27,8 @@ from .._likelihood import get_likelihood
 __all__ = ["RelationalData", "relational_data", "with_relation_axis", "priors_with_relation_axis",
            "without_relation_axis", "drop_relation_axis", "entry_rates", "pair_sums",
            "rates_at_nonzeros", "observed_total", "exposure_sums", "row_exposure",
-           "core_exposure", "by_relation", "initial_means", "log_likelihood"]
+           "entity_pulls", "entity_exposure", "core_exposure", "by_relation", "initial_means",
+           "log_likelihood"]
 
 
 class _Grouped(NamedTuple):
@@ -238,6 +239,37 @@ def row_exposure(row, core_sum, column_sums, missing_first, missing_second, enti
             weight = entity[i, a]
             for b in range(r):
                 exposure[b] -= weight * core[k, a, b]
+
+
+@numba.njit(cache=True, nogil=True)
+def entity_pulls(i, j, k, weight, entity, core, n_entities):  # pragma: no cover - compiled
+    """Σ_e w_e ∂X̂_e/∂A(row, ·) over the listed entries (core as (K, R, R)),
+    as an (I, R) array: an entry adds G_k A(j_e) to row i_e and G_kᵀ A(i_e)
+    to row j_e."""
+    r = entity.shape[1]
+    out = np.zeros((n_entities, r))
+    for e in range(i.size):
+        row, column = i[e], j[e]
+        for a in range(r):
+            first = 0.0
+            for b in range(r):
+                first += core[k[e], a, b] * entity[column, b]
+                out[column, b] += weight[e] * entity[row, a] * core[k[e], a, b]
+            out[row, a] += weight[e] * first
+    return out
+
+
+def entity_exposure(data, entity, core):
+    """∂/∂A(i, a) of Σ X̂ over the observed off-diagonal entries, every row
+    at once: Σ_b (Ḡ(a, b) + Ḡ(b, a)) S(b), Ḡ summed over relations and S the
+    column sums of A, less each row's missing entries (the diagonal among
+    them); :func:`row_exposure` gives one row while the rows change."""
+    summed = core.sum(axis=2)
+    everywhere = (summed + summed.T) @ entity.sum(axis=0)
+    missing = entity_pulls(data.missing_i, data.missing_j, data.missing_k,
+                           np.ones(data.missing_i.size), entity, by_relation(core),
+                           data.n_entities)
+    return np.maximum(everywhere[None, :] - missing, 0.0)
 
 
 def core_exposure(data, entity):

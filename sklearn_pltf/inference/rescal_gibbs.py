@@ -140,10 +140,11 @@ def init(rng, data, priors, n_components):
 def _allocation(rng, data, entity, core_by_relation):
     """Latent counts (Bernoulli–Poisson: drawn at the ones) and their
     allocation, summed onto A's rows and onto G (K, R, R)."""
-    counts = data.likelihood.draw_counts(
-        rng, data.x, np.maximum(entry_rates(data.i, data.j, data.k, entity, core_by_relation),
-                                TINY))
-    counts = counts.astype(np.intp)
+    if data.likelihood.counts_observed:  # Poisson: the counts are the data
+        counts = data.x.astype(np.intp)
+    else:
+        xhat = entry_rates(data.i, data.j, data.k, entity, core_by_relation)
+        counts = data.likelihood.draw_counts(rng, data.x, np.maximum(xhat, TINY)).astype(np.intp)
     return _allocate(data.i, data.j, data.k, counts, entity, core_by_relation,
                      rng.random(int(counts.sum())), data.n_entities)
 

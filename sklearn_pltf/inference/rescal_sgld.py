@@ -24,7 +24,6 @@ reference point set by :meth:`RescalTarget.anchor`.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from .._kernels import TINY
@@ -32,24 +31,6 @@ from . import _relational as relational
 from ._batches import RandomBatches, subsampling_variance
 
 __all__ = ["RescalTarget"]
-
-
-@numba.njit(cache=True, nogil=True)
-def _entity_pulls(i, j, k, weight, entity, core, n_entities):  # pragma: no cover - compiled
-    """Σ_e w_e ∂X̂_e/∂A(row, ·) over the listed entries (core as (K, R, R)),
-    as an (I, R) array: an entry adds G_k A(j_e) to row i_e and G_kᵀ A(i_e)
-    to row j_e."""
-    r = entity.shape[1]
-    out = np.zeros((n_entities, r))
-    for e in range(i.size):
-        row, column = i[e], j[e]
-        for a in range(r):
-            first = 0.0
-            for b in range(r):
-                first += core[k[e], a, b] * entity[column, b]
-                out[column, b] += weight[e] * entity[row, a] * core[k[e], a, b]
-            out[row, a] += weight[e] * first
-    return out
 
 
 class RescalTarget:
@@ -99,20 +80,16 @@ class RescalTarget:
         d = self.data
         i, j, k = d.i[index], d.j[index], d.k[index]
         by_relation = relational.by_relation(core)
-        entity_part = entity * _entity_pulls(i, j, k, weights, entity, by_relation, d.n_entities)
+        entity_part = entity * relational.entity_pulls(i, j, k, weights, entity, by_relation,
+                                                       d.n_entities)
         core_part = core * relational.pair_sums(i, j, k, weights, entity,
                                                 d.n_relations).transpose(1, 2, 0)
         return entity_part, core_part
 
     def _exposures(self, entity, core):
         """∂/∂A and ∂/∂G of Σ X̂ over the observed off-diagonal entries."""
-        d = self.data
-        column_sums = entity.sum(axis=0)
-        summed = core.sum(axis=2)
-        everywhere = (summed + summed.T) @ column_sums
-        missing = _entity_pulls(d.missing_i, d.missing_j, d.missing_k, np.ones(d.missing_i.size),
-                                entity, relational.by_relation(core), d.n_entities)
-        return np.maximum(everywhere[None, :] - missing, 0.0), relational.core_exposure(d, entity)
+        return (relational.entity_exposure(self.data, entity, core),
+                relational.core_exposure(self.data, entity))
 
     def gradient(self, params, batch, temperature):
         index, scale = batch
