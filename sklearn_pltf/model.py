@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from numbers import Integral
 
-__all__ = ["Model"]
+__all__ = ["Model", "cp_model_string", "mode_letters", "tucker_model"]
 
 _MODEL_PATTERN = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*->[A-Za-z]+$")
 
@@ -243,3 +243,32 @@ def _positive_size(value, index):
     if value < 1:
         raise ValueError(f"The size (rank) of latent index {index!r} must be >= 1, got {value}.")
     return int(value)
+
+
+def mode_letters(ndim):
+    """Index letters for the data's axes ('a', 'b', ...), at most 25 axes."""
+    if ndim > 25:
+        raise ValueError(f"At most 25-way data are supported, got {ndim} dimensions.")
+    return "abcdefghijklmnopqrstuvwxy"[:ndim]
+
+
+def cp_model_string(ndim):
+    """The CP model string of ``ndim``-way data: ``"az,bz,cz->abc"`` for 3."""
+    modes = mode_letters(ndim)
+    return ",".join(m + "z" for m in modes) + "->" + modes
+
+
+def tucker_model(ndim, ranks):
+    """The Tucker model string of ``ndim``-way data and its core's sizes:
+    ``("aA,bB,cC,ABC->abc", {"A": 2, "B": 3, "C": 2})`` for 3 modes and ranks
+    (2, 3, 2). ``ranks`` is one int for every mode or one per mode."""
+    ranks = (ranks,) * ndim if isinstance(ranks, Integral) else tuple(ranks)
+    if len(ranks) != ndim:
+        raise ValueError(
+            f"n_components has {len(ranks)} ranks but the data have {ndim} modes; "
+            "give one rank per mode or a single int."
+        )
+    modes = mode_letters(ndim)
+    core = modes.upper()
+    spec = ",".join(m + c for m, c in zip(modes, core)) + "," + core + "->" + modes
+    return spec, dict(zip(core, ranks))

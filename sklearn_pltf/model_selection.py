@@ -16,14 +16,19 @@ from numbers import Integral
 import numpy as np
 import sparse
 from joblib import Parallel, delayed
-from sklearn.base import clone
-from sklearn.utils.validation import _num_samples
+from sklearn import clone
 
 from ._data import as_observed_tensor
-from .estimators._base import as_generator
+from ._random import as_generator
 from .metrics import link_prediction_scorer
 
 __all__ = ["FullDataSplit", "EntryKFold", "cross_validate_entries"]
+
+
+def _n_samples(X):
+    """The length of axis 0 of an array, a sparse array or matrix, or a list."""
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
 
 
 class FullDataSplit:
@@ -51,7 +56,7 @@ class FullDataSplit:
 
     def split(self, X, y=None, groups=None):
         """Yield ``(train, test)``: both are every sample's index."""
-        indices = np.arange(_num_samples(X))
+        indices = np.arange(_n_samples(X))
         yield indices, indices
 
     def get_n_splits(self, X=None, y=None, groups=None):

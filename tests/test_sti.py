@@ -13,14 +13,8 @@ from _gaussian_additive import (
 
 from sklearn_pltf.estimators._mcmc import warn_if_unsettled
 from sklearn_pltf.evidence import sti_log_evidence, temperature_ladder
-from sklearn_pltf.evidence._sti import (
-    BLOCK,
-    MIN_KEPT,
-    _trending,
-    batch_means_error,
-    effective_sample_size,
-    trapezoid_weights,
-)
+from sklearn_pltf.evidence._mc_error import batch_means_error, effective_sample_size
+from sklearn_pltf.evidence._sti import BLOCK, MIN_KEPT, _trending, trapezoid_weights
 
 RANKS = range(1, 11)
 

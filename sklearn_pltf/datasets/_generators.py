@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._contract import full_xhat
-from ..estimators._base import as_generator
-from ..estimators._named import cp_model_string, tucker_model
+from .._random import as_generator
 from ..inference.allocation import sample_bam
-from ..model import Model
+from ..model import Model, cp_model_string, tucker_model
 
 __all__ = [
     "make_pltf", "make_poisson_nmf", "make_poisson_cp", "make_poisson_tucker",

@@ -28,11 +28,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._contract import full_xhat, make_contractor
 from .._data import as_observed_tensor
 from .._likelihood import LIKELIHOODS, get_likelihood
+from .._random import as_generator
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
-from ..inference._diagnostics import warn_unless_mixed
 from ..model import Model
 from . import _mcmc
 from ._predictive import predictive_at_entries
@@ -59,22 +59,6 @@ def restore_on_failure(fit):
             raise
 
     return guarded_fit
-
-
-def as_generator(random_state):
-    """One ``numpy.random.Generator`` from a scikit-learn ``random_state``.
-
-    ``None`` gives fresh entropy, an int a seeded generator, a ``Generator``
-    is used as it is, and a legacy ``RandomState`` seeds a new generator from
-    its stream (advancing it, as scikit-learn estimators do).
-    """
-    if random_state is None or isinstance(random_state, (Integral, np.integer)):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
-    raise ValueError(f"random_state must be None, an int or a numpy generator, got {random_state!r}.")
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False):
@@ -399,7 +383,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self.log_likelihoods_ = posterior.log_likelihoods
         # An SGLD trace holds its kept steps only; a Gibbs trace every sweep.
         skipped = 0 if self.method == "sgld" else self.n_warmup
-        self.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, skipped:])
+        self.rhat_ = _mcmc.warn_unless_mixed(posterior.log_likelihoods[:, skipped:])
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:

@@ -8,15 +8,18 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn.exceptions import ConvergenceWarning
 
 from .._contract import make_contractor
 from ..evidence import chib_log_evidence, sti_log_evidence
 from ..evidence._rescal_chib import rescal_chib_log_evidence
 from ..inference import gibbs, rescal_gibbs, sgld, vb
-from ..inference._chains import ChainResult, align_labels, drive_chain, run_chain
+from ..inference._chains import ChainResult, align_labels, drive_chain
+from ..inference._diagnostics import RHAT_LIMIT, split_rhat
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
-           "sgld_posterior", "to_inference_data", "warn_if_chains_disagree", "warn_if_unsettled"]
+           "sgld_posterior", "to_inference_data", "warn_if_chains_disagree", "warn_if_unsettled",
+           "warn_unless_mixed"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
@@ -36,9 +39,9 @@ class SampledPosterior(NamedTuple):
 def _chain(sweep, rng, model, data, likelihood, priors, given, n_warmup, n_draws, thin,
            keep_draws, verbose, label):
     contractor = make_contractor(model, data, likelihood)
-    return run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
-                     n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
-                     label=label)
+    return gibbs.run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
+                           n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
+                           label=label)
 
 
 def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_warmup, n_draws,
@@ -74,7 +77,7 @@ def _rescal_chain(method, rng, data, priors, n_components, n_warmup, n_draws, th
     state = rescal_gibbs.init(rng, data, priors, n_components)
     chain = drive_chain(
         rng, state, lambda rng, state: rescal_gibbs.step(rng, state, data, priors, method),
-        lambda factors: rescal_gibbs.log_prior(factors, priors), (0, 2), n_warmup=n_warmup,
+        lambda state: rescal_gibbs.log_prior(state.factors, priors), (0, 2), n_warmup=n_warmup,
         n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
     return _with_tied_summaries(chain, {1: 0})
 
@@ -256,6 +259,18 @@ def warn_if_unsettled(estimates):
             "the estimate may be off by more than its standard error; set "
             "steps_per_temperature to a number of steps (several thousand), or n_init=2 or "
             "more, whose spread the error then includes.", RuntimeWarning, stacklevel=2)
+
+
+def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
+    """A ``ConvergenceWarning`` when the split R-hat of ``trace`` (n_chains,
+    n_draws) exceeds :data:`RHAT_LIMIT`; returns the R-hat."""
+    rhat = split_rhat(trace)
+    if rhat > RHAT_LIMIT:
+        warnings.warn(
+            f"The chains have not mixed: split R-hat of {what} is {rhat:.3g} (above "
+            f"{RHAT_LIMIT}), so the posterior means and the evidence are not yet to be "
+            f"trusted; {advice}.", ConvergenceWarning, stacklevel=2)
+    return rhat
 
 
 def combine_chain_estimates(values, errors):

@@ -224,32 +224,3 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         self.n_temperatures = n_temperatures
         self.steps_per_temperature = steps_per_temperature
         self.step_size = step_size
-
-
-def mode_letters(ndim):
-    """Index letters for the data's axes ('a', 'b', ...), at most 25 axes."""
-    if ndim > 25:
-        raise ValueError(f"At most 25-way data are supported, got {ndim} dimensions.")
-    return "abcdefghijklmnopqrstuvwxy"[:ndim]
-
-
-def cp_model_string(ndim):
-    """The CP model string of ``ndim``-way data: ``"az,bz,cz->abc"`` for 3."""
-    modes = mode_letters(ndim)
-    return ",".join(m + "z" for m in modes) + "->" + modes
-
-
-def tucker_model(ndim, ranks):
-    """The Tucker model string of ``ndim``-way data and its core's sizes:
-    ``("aA,bB,cC,ABC->abc", {"A": 2, "B": 3, "C": 2})`` for 3 modes and ranks
-    (2, 3, 2). ``ranks`` is one int for every mode or one per mode."""
-    ranks = (ranks,) * ndim if isinstance(ranks, Integral) else tuple(ranks)
-    if len(ranks) != ndim:
-        raise ValueError(
-            f"n_components has {len(ranks)} ranks but the data have {ndim} modes; "
-            "give one rank per mode or a single int."
-        )
-    modes = mode_letters(ndim)
-    core = modes.upper()
-    spec = ",".join(m + c for m, c in zip(modes, core)) + "," + core + "->" + modes
-    return spec, dict(zip(core, ranks))

@@ -14,10 +14,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._contract import EntryList
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
-from ..model import Model
-from ._base import (as_generator, cp_reconstruction, restore_on_failure, validate_tensor,
-                    with_n_samples)
-from ._named import cp_model_string
+from .._random import as_generator
+from ..model import Model, cp_model_string
+from ._base import cp_reconstruction, restore_on_failure, validate_tensor, with_n_samples
 
 __all__ = ["AllocationSMC"]
 

@@ -1,6 +1,7 @@
 """PoissonCP: Poisson–Gamma CP (PARAFAC) factorization of N-way count tensors."""
 
-from ._named import NamedPoissonPLTF, cp_model_string, fill_doc
+from ..model import cp_model_string
+from ._named import NamedPoissonPLTF, fill_doc
 
 
 @fill_doc

@@ -17,12 +17,10 @@ from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
-from ..inference._diagnostics import warn_unless_mixed
-from ..model import Model
+from .._random import as_generator
+from ..model import Model, cp_model_string
 from . import _mcmc
-from ._base import (as_generator, check_entry_indices, cp_reconstruction, restore_on_failure,
-                    validate_tensor)
-from ._named import cp_model_string
+from ._base import check_entry_indices, cp_reconstruction, restore_on_failure, validate_tensor
 
 __all__ = ["GibbsNTF"]
 
@@ -250,7 +248,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         self.acceptance_rate_ = chain.acceptance
         self.step_size_ = chain.step_size
         self.n_iter_ = chain.log_likelihoods.size
-        self.rhat_ = warn_unless_mixed(chain.log_likelihoods[None, self.n_warmup:])
+        self.rhat_ = _mcmc.warn_unless_mixed(chain.log_likelihoods[None, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = tuple(d[None] for d in chain.draws)
         if evidence == "ais":

@@ -4,7 +4,8 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
-from ._named import NamedPoissonPLTF, fill_doc, tucker_model
+from ..model import tucker_model
+from ._named import NamedPoissonPLTF, fill_doc
 
 
 @fill_doc

@@ -24,7 +24,7 @@ import operator
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ._counts import as_count_array
+from ._counts import as_count_array, compositions
 
 __all__ = ["bam_exact_log_evidence"]
 
@@ -146,7 +146,7 @@ def bam_exact_log_evidence(
     _check_allocation_count(counts, R, max_allocations)
 
     # Per nonzero cell: its compositions (m_c, R) and their sum_r log S(r, i)!.
-    comps = [_compositions(int(x), R) for x in counts]
+    comps = [compositions(int(x), R) for x in counts]
     log_facts = [gammaln(c + 1.0).sum(axis=1) for c in comps]
     radix = [len(c) for c in comps]
     strides = [1, *itertools.accumulate(radix[:-1], operator.mul)]  # mixed radix
@@ -216,20 +216,3 @@ def _check_allocation_count(counts, R, max_allocations):
         f"max_allocations={max_allocations}; exact enumeration is only "
         "feasible for tiny tensors"
     )
-
-
-def _compositions(n, n_parts):
-    """All compositions of ``n`` into ``n_parts`` ordered non-negative parts.
-
-    Returns an int64 array of shape ``(C(n + n_parts - 1, n_parts - 1),
-    n_parts)``, built one part at a time: a partial composition with ``m``
-    units left is expanded into ``m + 1`` rows taking ``0..m``.
-    """
-    parts = np.zeros((1, 0), dtype=np.int64)
-    left = np.array([n], dtype=np.int64)
-    for _ in range(n_parts - 1):
-        parent = np.repeat(np.arange(len(parts)), left + 1)
-        value = np.arange(len(parent)) - np.repeat(np.cumsum(left + 1) - (left + 1), left + 1)
-        parts = np.column_stack([parts[parent], value])
-        left = left[parent] - value
-    return np.column_stack([parts, left])

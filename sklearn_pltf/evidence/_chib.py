@@ -59,7 +59,6 @@ import numpy as np
 from .._progress import progress_or_none
 from ..inference import gibbs
 from ..inference._gamma import log_gamma_density
-from ..inference._chains import run_chain
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
 __all__ = ["ChibEstimate", "chib_log_evidence"]
@@ -125,9 +124,9 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
     given = dict(given or {})
     free = priors.free
     if point is None:
-        point = run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
-                          n_draws=n_draws, keep_draws=False, verbose=verbose,
-                          label="Chib's point: Gibbs chain").best
+        point = gibbs.run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
+                                n_draws=n_draws, keep_draws=False, verbose=verbose,
+                                label="Chib's point: Gibbs chain").best
     log_prior = gibbs.log_prior(point, priors)
     log_likelihood = gibbs.log_likelihood(gibbs.GibbsState(point), contractor)
     clamped = {a: np.zeros(point[a].shape, dtype=bool) for a in free}

@@ -1,8 +1,8 @@
-"""The input check shared by the exact (enumeration) evidence functions."""
+"""The input check and the enumeration shared by the exact evidence functions."""
 
 import numpy as np
 
-__all__ = ["as_count_array"]
+__all__ = ["as_count_array", "compositions"]
 
 
 def as_count_array(X, ndim=None):
@@ -24,3 +24,24 @@ def as_count_array(X, ndim=None):
     if np.any(X != np.round(X)):
         raise ValueError("X contains non-integer values; counts must be integers")
     return X.astype(np.int64)
+
+
+def compositions(n, n_parts):
+    """All compositions of ``n`` into ``n_parts`` non-negative parts.
+
+    Returns an int64 array of shape ``(C(n + n_parts - 1, n_parts - 1),
+    n_parts)``.  Built one part at a time: every partial composition with
+    ``m`` still unassigned is expanded into ``m + 1`` rows taking ``0..m``,
+    and the last part takes whatever remains.
+    """
+    parts = np.zeros((1, 0), dtype=np.int64)
+    remaining = np.array([n], dtype=np.int64)
+    for _ in range(n_parts - 1):
+        n_children = remaining + 1
+        parent = np.repeat(np.arange(len(parts)), n_children)
+        # Position of each child within its parent's block = the value taken.
+        block_start = np.repeat(np.cumsum(n_children) - n_children, n_children)
+        value = np.arange(n_children.sum()) - block_start
+        parts = np.column_stack([parts[parent], value])
+        remaining = remaining[parent] - value
+    return np.column_stack([parts, remaining])

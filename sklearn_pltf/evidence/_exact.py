@@ -32,9 +32,9 @@ import numbers
 
 import numpy as np
 from scipy import integrate, optimize
-from scipy.special import expit, gammaln, xlogy
+from scipy.special import expit, gammaln, logsumexp, xlogy
 
-from ._counts import as_count_array
+from ._counts import as_count_array, compositions
 
 __all__ = ["exact_log_evidence"]
 
@@ -219,7 +219,7 @@ def exact_log_evidence(
 
     # Per nonzero entry: all its compositions into K parts, and the
     # log-factorial term sum_k log S_ikj! of each composition.
-    entry_compositions = [_compositions(int(n), n_components) for n in entry_counts]
+    entry_compositions = [compositions(int(n), n_components) for n in entry_counts]
     entry_log_factorials = [gammaln(c + 1.0).sum(axis=1) for c in entry_compositions]
     grid_shape = tuple(len(c) for c in entry_compositions)
 
@@ -244,8 +244,8 @@ def exact_log_evidence(
                 len(flat),
             )
             log_joint += component_log_term(k, row_sums, column_sums)
-        chunk_log_sums.append(_logsumexp(log_joint))
-    return float(_logsumexp(np.asarray(chunk_log_sums)))
+        chunk_log_sums.append(logsumexp(log_joint))
+    return float(logsumexp(np.asarray(chunk_log_sums)))
 
 
 # --------------------------------------------------------------------------
@@ -363,27 +363,6 @@ def _count_allocations(entry_counts, n_components):
     return total
 
 
-def _compositions(n, n_parts):
-    """All compositions of ``n`` into ``n_parts`` non-negative parts.
-
-    Returns an int64 array of shape ``(C(n + n_parts - 1, n_parts - 1),
-    n_parts)``.  Built one part at a time: every partial composition with
-    ``m`` still unassigned is expanded into ``m + 1`` rows taking ``0..m``,
-    and the last part takes whatever remains.
-    """
-    parts = np.zeros((1, 0), dtype=np.int64)
-    remaining = np.array([n], dtype=np.int64)
-    for _ in range(n_parts - 1):
-        n_children = remaining + 1
-        parent = np.repeat(np.arange(len(parts)), n_children)
-        # Position of each child within its parent's block = the value taken.
-        block_start = np.repeat(np.cumsum(n_children) - n_children, n_children)
-        value = np.arange(n_children.sum()) - block_start
-        parts = np.column_stack([parts[parent], value])
-        remaining = remaining[parent] - value
-    return np.column_stack([parts, remaining])
-
-
 def _component_margins(
     choice, entry_compositions, entry_rows, entry_columns, k, n_rows, n_columns, size
 ):
@@ -395,15 +374,6 @@ def _component_margins(
         row_sums[:, i] += part
         column_sums[:, j] += part
     return row_sums, column_sums
-
-
-def _logsumexp(values):
-    """log(sum(exp(values))) that returns -inf (quietly) if all are -inf."""
-    values = np.asarray(values, dtype=np.float64)
-    peak = np.max(values)
-    if not np.isfinite(peak):
-        return peak
-    return peak + np.log(np.sum(np.exp(values - peak)))
 
 
 # --------------------------------------------------------------------------

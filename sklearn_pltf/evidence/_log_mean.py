@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 
-from ._sti import batch_means_error
+from ._mc_error import batch_means_error
 
 __all__ = ["log_mean_exp", "warn_if_ordinates_unreliable"]
 

@@ -18,9 +18,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .._progress import progress_or_none
-from . import gibbs
 
-__all__ = ["ChainResult", "run_chain", "drive_chain", "align_labels"]
+__all__ = ["ChainResult", "drive_chain", "align_labels"]
 
 
 class ChainResult(NamedTuple):
@@ -31,34 +30,30 @@ class ChainResult(NamedTuple):
     mean_log: tuple
     draws: tuple  # (n_draws, *factor shape) per free factor; None if held or not kept
     log_likelihoods: np.ndarray  # log p(X | Z) after every sweep, warm-up included
-    best: tuple  # the kept draw of highest log p(X, Z)
+    best: tuple  # the factors of the kept draw of highest log p(X, Z)
     best_log_joint: float
-
-
-def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws, thin=1,
-              keep_draws=True, verbose=0, label="Gibbs chain"):
-    """Run one chain of ``sweep`` (a member of :data:`gibbs.SWEEPS`) from a
-    random start; ``given`` is ``{position: array}`` for the held factors.
-    With ``verbose``, progress lines under ``label`` give the time left."""
-    state = gibbs.init(rng, model, contractor, priors, given)
-    return drive_chain(
-        rng, state, lambda rng, state: gibbs.step(rng, state, contractor, priors, sweep),
-        lambda factors: gibbs.log_prior(factors, priors), priors.free, n_warmup=n_warmup,
-        n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
+    best_state: tuple | None = None  # that draw's whole state
+    collected: tuple | None = None  # means over the kept draws of what ``collect`` returned
 
 
 def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1, keep_draws=True,
-                verbose=0, label="Gibbs chain"):
+                verbose=0, label="Gibbs chain", unit="sweeps", log_summaries=True, collect=None):
     """Run a chain from ``state`` (its ``factors`` in model order) with
     ``step(rng, state) -> (state, info)`` (``info.log_likelihood`` the
     log p(X | Z) of the new state), summarising the factors at positions
-    ``free``; ``log_prior(factors)`` ranks the kept draws for the best one."""
+    ``free``; ``log_prior(state)`` ranks the kept draws for the best one.
+
+    ``log_summaries=False`` skips E[log Z] (signed factors have no log);
+    ``collect(state, info)``, if given, returns a tuple of arrays or floats
+    whose means over the kept draws come back as ``ChainResult.collected``.
+    """
     sums = {a: np.zeros(state.factors[a].shape) for a in free}
-    log_sums = {a: np.zeros(state.factors[a].shape) for a in free}
+    log_sums = {a: np.zeros(state.factors[a].shape) for a in free} if log_summaries else None
     kept = {a: [] for a in free} if keep_draws else None
+    collected = None
     trace = np.empty(n_warmup + n_draws * thin)
-    best, best_value = state.factors, -np.inf
-    progress = progress_or_none(verbose, label, trace.size, unit="sweeps")
+    best, best_value = state, -np.inf
+    progress = progress_or_none(verbose, label, trace.size, unit=unit)
     for t in range(trace.size):
         state, info = step(rng, state)
         trace[t] = info.log_likelihood
@@ -68,24 +63,35 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
             continue
         for a in free:
             sums[a] += state.factors[a]
-            log_sums[a] += np.log(state.factors[a])
+            if log_sums is not None:
+                with np.errstate(divide="ignore"):
+                    log_sums[a] += np.log(state.factors[a])
             if kept is not None:
                 kept[a].append(state.factors[a])
-        value = info.log_likelihood + log_prior(state.factors)
+        if collect is not None:
+            values = collect(state, info)
+            collected = values if collected is None else tuple(c + v for c, v in zip(collected, values))
+        value = info.log_likelihood + log_prior(state)
         if value > best_value:
-            best, best_value = state.factors, value
+            best, best_value = state, value
+    return _chain_result(state, sums, log_sums, kept, collected, n_draws, trace, best, best_value)
+
+
+def _chain_result(state, sums, log_sums, kept, collected, n_draws, trace, best, best_value):
     mean, mean_log, draws = [], [], []
     for a, factor in enumerate(state.factors):
         if a in sums:
             mean.append(sums[a] / n_draws)
-            mean_log.append(log_sums[a] / n_draws)
+            mean_log.append(log_sums[a] / n_draws if log_sums is not None else None)
             draws.append(np.array(kept[a]) if kept is not None else None)
         else:
             mean.append(factor)
             with np.errstate(divide="ignore"):
-                mean_log.append(np.log(factor))
+                mean_log.append(np.log(factor) if log_sums is not None else None)
             draws.append(None)
-    return ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, best, float(best_value))
+    return ChainResult(
+        tuple(mean), tuple(mean_log), tuple(draws), trace, best.factors, float(best_value), best,
+        None if collected is None else tuple(c / n_draws for c in collected))
 
 
 def align_labels(chains, model, free, tied=()):
@@ -150,4 +156,6 @@ def _permute(chain, model, index, order):
     return chain._replace(
         mean=moved(chain.mean, 0), mean_log=moved(chain.mean_log, 0),
         draws=moved(chain.draws, 1), best=moved(chain.best, 0),
+        best_state=(None if chain.best_state is None
+                    else chain.best_state._replace(factors=moved(chain.best, 0))),
     )

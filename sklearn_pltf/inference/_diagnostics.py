@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["split_rhat", "warn_unless_mixed"]
+__all__ = ["RHAT_LIMIT", "split_rhat"]
 
 #: Split R-hat above this says the chains have not mixed (Vehtari et al. 2021
 #: recommend 1.01 for their rank-normalised version, which needs many more
@@ -42,15 +39,3 @@ def split_rhat(trace):
     if within == 0:
         return 1.0 if between == 0 else float("inf")
     return float(np.sqrt(((n - 1) / n * within + between / n) / within))
-
-
-def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
-    """A ``ConvergenceWarning`` when the split R-hat of ``trace`` (n_chains,
-    n_draws) exceeds :data:`RHAT_LIMIT`; returns the R-hat."""
-    rhat = split_rhat(trace)
-    if rhat > RHAT_LIMIT:
-        warnings.warn(
-            f"The chains have not mixed: split R-hat of {what} is {rhat:.3g} (above "
-            f"{RHAT_LIMIT}), so the posterior means and the evidence are not yet to be "
-            f"trusted; {advice}.", ConvergenceWarning, stacklevel=2)
-    return rhat

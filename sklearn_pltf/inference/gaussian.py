@@ -62,8 +62,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln, log_ndtr, logsumexp
 
-from .._progress import progress_or_none
-from ._cp_stats import CPStatistics
+from ._chains import drive_chain
 from ._truncnorm import log_rectified_normal_density, rectified_normal_mean, sample_rectified_normal
 
 __all__ = [
@@ -72,7 +71,7 @@ __all__ = [
     "log_hyper_normalizer",
     "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
     "fold_in", "run_chain", "GaussianChain",
-    "DualAveraging",
+    "DualAveraging", "AdaptiveHMC",
 ]
 
 
@@ -509,66 +508,62 @@ class DualAveraging:
         return float(np.exp(self._log_average)) if self._m else self.step_size
 
 
+class AdaptiveHMC:
+    """HMC's transition over a chain, adapting during the warm-up: the step
+    size toward ``target_acceptance`` by dual averaging throughout, and the
+    diagonal inverse mass to the variance of each log-factor over the
+    warm-up's middle half (then the step size adapts anew), both fixed
+    afterwards. Each call is one :func:`hmc_step` with the step size jittered
+    by ±10%; the object counts its calls to know the phase."""
+
+    def __init__(self, stats, priors, *, n_warmup, step_size, n_leapfrog, target_acceptance):
+        self.stats, self.priors, self.n_warmup, self.n_leapfrog = stats, priors, n_warmup, n_leapfrog
+        self.target_acceptance = target_acceptance
+        self.adaptation = DualAveraging(step_size, target_acceptance)
+        self.inverse_mass, self.window, self.t = None, [], 0
+        self.window_start, self.window_end = n_warmup // 4, (3 * n_warmup) // 4
+
+    def __call__(self, rng, state):
+        t, self.t = self.t, self.t + 1
+        size = self.adaptation.step_size if t < self.n_warmup else self.adaptation.final
+        state, info = hmc_step(rng, state, self.stats, self.priors, size * rng.uniform(0.9, 1.1),
+                               self.n_leapfrog, self.inverse_mass)
+        if t < self.n_warmup:
+            self.adaptation.update(info.acceptance)
+            if self.window_start <= t < self.window_end:
+                self.window.append([_to_position(f, self.priors) for f in state.factors])
+            elif t == self.window_end and len(self.window) > 1:
+                self.inverse_mass = _regularised_variances(self.window)
+                self.adaptation = DualAveraging(self.adaptation.step_size, self.target_acceptance)
+        return state, info
+
+
 def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draws=1000, thin=1,
               keep_draws=True, step_size=0.05, n_leapfrog=20, target_acceptance=0.8, verbose=0):
-    """Run one Gibbs or HMC chain from a random start (:func:`init`).
-
-    HMC adapts over the warm-up: the step size toward ``target_acceptance``
-    (Schmidt & Mohamed's rule asks for rejections below 25%, so at least
-    0.75) by dual averaging throughout, and the diagonal inverse mass to the
-    variance of each log-factor over the warm-up's middle half (then the
-    step size adapts anew), both fixed afterwards. With ``verbose``,
-    progress lines give the time left."""
+    """Run one Gibbs (:func:`gibbs_sweep`) or HMC (:class:`AdaptiveHMC`) chain
+    from a random start (:func:`init`) with
+    :func:`~sklearn_pltf.inference._chains.drive_chain`. HMC's
+    ``target_acceptance`` should be at least 0.75 (Schmidt & Mohamed's rule
+    asks for rejections below 25%). With ``verbose``, progress lines give the
+    time left."""
     state = init(rng, stats, rank, priors)
-    adaptation = DualAveraging(step_size, target_acceptance) if sampler == "hmc" else None
-    inverse_mass, window = None, []
-    window_start, window_end = n_warmup // 4, (3 * n_warmup) // 4
-    sums = [np.zeros_like(f) for f in state.factors]
-    log_sums = [np.zeros_like(f) for f in state.factors]
-    hyper_sums = [np.zeros((2, rank)) for _ in state.factors]
-    noise_sum, acceptances, kept = 0.0, [], [[] for _ in state.factors] if keep_draws else None
-    trace = np.empty(n_warmup + n_draws * thin)
-    best, best_value = state, -np.inf
-    progress = progress_or_none(verbose, f"{sampler} chain", trace.size, unit="iterations")
-    for t in range(trace.size):
-        if sampler == "hmc":
-            size = adaptation.step_size if t < n_warmup else adaptation.final
-            state, info = hmc_step(rng, state, stats, priors, size * rng.uniform(0.9, 1.1), n_leapfrog,
-                                   inverse_mass)
-            if t < n_warmup:
-                adaptation.update(info.acceptance)
-                if window_start <= t < window_end:
-                    window.append([_to_position(f, priors) for f in state.factors])
-                elif t == window_end and len(window) > 1:
-                    inverse_mass = _regularised_variances(window)
-                    adaptation = DualAveraging(adaptation.step_size, target_acceptance)
-        else:
-            state, info = gibbs_sweep(rng, state, stats, priors)
-        trace[t] = info.log_likelihood
-        if progress is not None:
-            progress()
-        if t < n_warmup or (t - n_warmup) % thin != thin - 1:
-            continue
-        acceptances.append(info.acceptance)
-        noise_sum += state.noise_variance
-        for n, f in enumerate(state.factors):
-            sums[n] += f
-            if priors.nonnegative:
-                with np.errstate(divide="ignore"):
-                    log_sums[n] += np.log(f)
-            hyper_sums[n] += (state.means[n], state.variances[n])
-            if kept is not None:
-                kept[n].append(f)
-        value = info.log_likelihood + _log_prior(state, priors)  # log_joint, reusing the likelihood
-        if value > best_value:
-            best, best_value = state, value
+    if sampler == "hmc":
+        transition = AdaptiveHMC(stats, priors, n_warmup=n_warmup, step_size=step_size,
+                                 n_leapfrog=n_leapfrog, target_acceptance=target_acceptance)
+    else:
+        transition = lambda rng, state: gibbs_sweep(rng, state, stats, priors)  # noqa: E731
+    n = len(state.factors)
+    chain = drive_chain(
+        rng, state, transition, lambda state: _log_prior(state, priors), tuple(range(n)),
+        n_warmup=n_warmup, n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
+        label=f"{sampler} chain", unit="iterations", log_summaries=priors.nonnegative,
+        collect=lambda state, info: (*state.means, *state.variances, state.noise_variance,
+                                     info.acceptance))
+    hyper = chain.collected
     return GaussianChain(
-        tuple(s / n_draws for s in sums),
-        tuple(s / n_draws for s in log_sums) if priors.nonnegative else None,
-        tuple(h[0] / n_draws for h in hyper_sums),
-        tuple(h[1] / n_draws for h in hyper_sums), noise_sum / n_draws,
-        None if kept is None else tuple(np.array(k) for k in kept), trace, best,
-        float(np.mean(acceptances)), adaptation.final if adaptation is not None else None,
+        chain.mean, chain.mean_log if priors.nonnegative else None, hyper[:n], hyper[n:2 * n],
+        hyper[2 * n], chain.draws if keep_draws else None, chain.log_likelihoods, chain.best_state,
+        float(hyper[2 * n + 1]), transition.adaptation.final if sampler == "hmc" else None,
     )
 
 

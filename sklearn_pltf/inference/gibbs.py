@@ -46,12 +46,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .._kernels import TINY
+from ._chains import drive_chain
 from ._common import initial_factors
 from ._gamma import log_gamma_density
 
 __all__ = [
     "GibbsState", "GibbsInfo", "SWEEPS", "init", "step", "block_sweep", "sada_sweep",
-    "latent_counts", "allocate", "conditional", "log_likelihood", "log_prior",
+    "latent_counts", "allocate", "conditional", "log_likelihood", "log_prior", "run_chain",
 ]
 
 
@@ -153,3 +154,16 @@ def log_likelihood(state, contractor):
 def log_prior(factors, priors):
     """log p(Z) = Σ over the free factors of their Gamma prior log densities."""
     return sum(log_gamma_density(factors[a], priors.shape[a], priors.rate[a]) for a in priors.free)
+
+
+def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws, thin=1,
+              keep_draws=True, verbose=0, label="Gibbs chain"):
+    """Run one chain of ``sweep`` (a member of :data:`SWEEPS`) from a random
+    start (:func:`init`) with :func:`~sklearn_pltf.inference._chains.drive_chain`;
+    ``given`` is ``{position: array}`` for the held factors. With ``verbose``,
+    progress lines under ``label`` give the time left."""
+    state = init(rng, model, contractor, priors, given)
+    return drive_chain(
+        rng, state, lambda rng, state: step(rng, state, contractor, priors, sweep),
+        lambda state: log_prior(state.factors, priors), priors.free, n_warmup=n_warmup,
+        n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)

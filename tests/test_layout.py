@@ -1,0 +1,180 @@
+"""The package's layout rules, read from the source: imports point one way
+(model, data, contraction, inference, evidence, estimators, then the tools),
+an algorithm imports no other algorithm, scikit-learn enters at the
+estimators, optional dependencies are imported inside functions, and no
+module or function outgrows what a reader can hold."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_pltf"
+
+#: Each top-level module or subpackage and its layer: a module imports only
+#: from its own layer or those below.
+LAYERS = {
+    "model": 0, "_random": 0, "_progress": 0,
+    "_kernels": 1, "_data": 1,
+    "_likelihood": 2,
+    "_contract": 3,
+    "inference": 4,
+    "evidence": 5,
+    "estimators": 6,
+    "metrics": 7, "model_selection": 7, "plotting": 7, "datasets": 7,
+    "__init__": 8, "__main__": 8,
+}
+ESTIMATORS = LAYERS["estimators"]
+#: pyproject's ``dependencies`` (joblib and threadpoolctl come with scikit-learn too).
+CORE_DEPENDENCIES = {"numpy", "scipy", "sklearn", "sparse", "numba", "opt_einsum", "joblib",
+                     "threadpoolctl"}
+MAX_MODULE_LINES = 800
+MAX_FUNCTION_LINES = 80
+
+
+def _modules():
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def _dotted(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path, source=None):
+    """(absolute module name, imported names, at module level?) of each import
+    in ``path`` (or in ``source``, read as if it were at ``path``)."""
+    tree = ast.parse(path.read_text() if source is None else source)
+    package = _dotted(path) if path.name == "__init__.py" else _dotted(path).rpartition(".")[0]
+    top_level = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, (), id(node) in top_level
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            yield module, tuple(alias.name for alias in node.names), id(node) in top_level
+
+
+def _reached(path, source=None):
+    return {t for module, names, _ in _imports(path, source) for t in _own_modules(module, names)}
+
+
+def _own_modules(module, names):
+    """The package modules an import reaches (``from . import gibbs`` names one)."""
+    if module == "sklearn_pltf" or module.startswith("sklearn_pltf."):
+        for name in names:
+            candidate = f"{module}.{name}"
+            parts = candidate.split(".")[1:]
+            if (PACKAGE.joinpath(*parts).with_suffix(".py").exists()
+                    or PACKAGE.joinpath(*parts).is_dir()):
+                yield candidate
+                continue
+            yield module
+        if not names:
+            yield module
+
+
+def _layer(dotted):
+    parts = dotted.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else "__init__"]
+
+
+def _is_algorithm(dotted):
+    parts = dotted.split(".")
+    return len(parts) == 3 and parts[1] == "inference" and not parts[2].startswith("_")
+
+
+def _params(paths):
+    return [pytest.param(path, id=_dotted(path) + (".__init__" if path.name == "__init__.py" else ""))
+            for path in paths]
+
+
+MODULES = _params(_modules())
+INFERENCE_MODULES = _params(p for p in _modules() if _dotted(p).startswith("sklearn_pltf.inference."))
+OUTSIDE_ESTIMATORS = _params(p for p in _modules() if not _dotted(p).startswith("sklearn_pltf.estimators"))
+
+
+def test_every_module_has_a_layer():
+    unplaced = {_dotted(p).split(".")[1] if "." in _dotted(p) else "__init__" for p in _modules()}
+    unplaced = {name.removesuffix(".py") for name in unplaced} - set(LAYERS)
+    assert not unplaced, f"give these a layer in LAYERS: {sorted(unplaced)}"
+
+
+@pytest.mark.parametrize("path", MODULES)
+def test_imports_point_down(path):
+    here = _dotted(path)
+    layer = _layer(here) if path.name != "__init__.py" or here != "sklearn_pltf" else 8
+    upward = sorted(t for t in _reached(path) if t != "sklearn_pltf" and _layer(t) > layer)
+    assert not upward, f"{here} imports from higher layers: {upward}"
+
+
+@pytest.mark.parametrize("path", INFERENCE_MODULES)
+def test_algorithms_import_no_other_algorithm(path):
+    """An inference module (an algorithm or a helper they share) imports no
+    algorithm but itself; the helpers (``_chains``, ``_gamma``, ...) are
+    shared."""
+    here = _dotted(path)
+    others = sorted(t for t in _reached(path) if _is_algorithm(t) and t != here)
+    assert not others, f"{here} imports the algorithms {others}"
+
+
+@pytest.mark.parametrize("path", MODULES)
+def test_scikit_learn_enters_at_the_estimators(path):
+    here = _dotted(path)
+    layer = _layer(here) if here != "sklearn_pltf" else 8
+    sklearn_imports = [m for m, _, _ in _imports(path) if m == "sklearn" or m.startswith("sklearn.")]
+    if layer < ESTIMATORS:
+        assert not sklearn_imports, f"{here} is below the estimators but imports {sklearn_imports}"
+    if not here.startswith("sklearn_pltf.estimators"):
+        assert "sklearn.base" not in sklearn_imports, f"only estimators/ imports sklearn.base ({here})"
+
+
+@pytest.mark.parametrize("path", OUTSIDE_ESTIMATORS)
+def test_tools_reach_estimators_through_public_names(path):
+    here = _dotted(path)
+    private = [m for m, _, _ in _imports(path) if m.startswith("sklearn_pltf.estimators._")]
+    assert not private, f"{here} imports private estimator modules {private}"
+
+
+@pytest.mark.parametrize("path", MODULES)
+def test_optional_dependencies_are_imported_inside_functions(path):
+    stdlib = sys.stdlib_module_names | {"__future__"}
+    outside = sorted({
+        m.split(".")[0] for m, _, top_level in _imports(path)
+        if top_level and m.split(".")[0] not in stdlib | CORE_DEPENDENCIES | {"sklearn_pltf"}
+    })
+    assert not outside, f"{_dotted(path)} imports optional packages at module level: {outside}"
+
+
+@pytest.mark.parametrize("path", MODULES)
+def test_modules_and_functions_stay_readable(path):
+    source = path.read_text()
+    assert source.count("\n") <= MAX_MODULE_LINES, f"{path.name}: split it"
+    long = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+            body = body[1:]  # the docstring does not count
+        if node.end_lineno - body[0].lineno + 1 > MAX_FUNCTION_LINES:
+            long.append(node.name)
+    assert not long, f"{path.name}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_the_rules_catch_a_violation():
+    """The readers see an upward import, an algorithm importing another and a
+    module-level optional import planted in an inference module's source."""
+    path = PACKAGE / "inference" / "vb.py"
+    source = path.read_text() + "\nfrom ..estimators import _base\nfrom . import gibbs\nimport matplotlib\n"
+    reached = _reached(path, source)
+    assert "sklearn_pltf.estimators._base" in reached
+    assert max(_layer(t) for t in reached) > _layer("sklearn_pltf.inference.vb")
+    assert "sklearn_pltf.inference.gibbs" in reached and _is_algorithm("sklearn_pltf.inference.gibbs")
+    assert ("matplotlib", (), True) in set(_imports(path, source))
