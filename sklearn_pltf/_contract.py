@@ -180,6 +180,7 @@ class DenseContractor:
         self._x = data.dense  # zero at missing entries, so X / X̂ is too
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
         self._last = ((), None)
+        self._scratch = None
 
     def xhat(self, factors):
         """X̂ over the whole tensor.
@@ -213,8 +214,20 @@ class DenseContractor:
         """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
         return self.likelihood.log_base_measure(self.data)
 
+    def _scratch_like_data(self):
+        """A work array of the data's shape, reused by every call: what is
+        written there is consumed before the call returns."""
+        if self._scratch is None:
+            self._scratch = np.empty_like(self._x)
+        return self._scratch
+
     def ratio_delta(self, alpha, factors):
-        return self._delta(alpha, factors, self.likelihood.count_ratio(self._x, self.xhat(factors)))
+        xhat = self.xhat(factors)
+        if self.likelihood.counts_observed:  # X / X̂, without a new array each time
+            ratio = np.divide(self._x, xhat, out=self._scratch_like_data())
+        else:
+            ratio = self.likelihood.count_ratio(self._x, xhat)
+        return self._delta(alpha, factors, ratio)
 
     def masked_delta(self, alpha, factors):
         if self._mask is None:
@@ -227,7 +240,11 @@ class DenseContractor:
         return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        return self.likelihood.log_terms(self._x, self.xhat(factors))
+        xhat = self.xhat(factors)
+        if self.likelihood.counts_observed:  # Σ X log X̂, without new arrays
+            terms = np.log(xhat, out=self._scratch_like_data())
+            return float(np.sum(np.multiply(self._x, terms, out=terms)))
+        return self.likelihood.log_terms(self._x, xhat)
 
     @property
     def nonzeros(self):

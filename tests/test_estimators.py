@@ -105,3 +105,22 @@ def test_nmf_features_in_a_pipeline_classify_digits():
     )
     accuracy = pipeline.fit(X_train, y_train).score(X_test, y_test)
     assert accuracy > 0.9, accuracy
+
+
+def test_fit_transform_folds_in_once(monkeypatch, rng):
+    """fit_transform reuses the fold-in fit ends with (a second would double
+    the cost of the final step) and gives what fit(X).transform(X) gives."""
+    from sklearn_pltf.estimators._base import BasePoissonPLTF
+
+    calls = []
+    fold_in = BasePoissonPLTF._fold_in
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return fold_in(self, *args, **kwargs)
+
+    monkeypatch.setattr(BasePoissonPLTF, "_fold_in", counted)
+    X = rng.poisson(2.0, size=(15, 6))
+    W = BayesianNMF(2, random_state=0).fit_transform(X)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(W, BayesianNMF(2, random_state=0).fit(X).transform(X))

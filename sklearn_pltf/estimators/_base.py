@@ -19,7 +19,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import sparse
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -163,9 +163,11 @@ def _put_samples(state, sub_state, alpha, axis, rows):
     return _with_factor(state, alpha, sub_state, placed)
 
 
-def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report):
+def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report,
+                 contractor=None):
     kernel = _KERNELS[method]
-    contractor = make_contractor(model, data, likelihood)
+    if contractor is None:
+        contractor = make_contractor(model, data, likelihood)
     state = kernel.init(rng, model, contractor, priors, given)
     return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
 
@@ -261,6 +263,11 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             Poisson rate (no model's evidence can); the message says what to
             change. A fit that raises leaves the estimator as it was.
         """
+        self._fit(X, mask)
+        return self
+
+    def _fit(self, X, mask):
+        """Fit to ``X``; returns its validated :class:`ObservedTensor`."""
         data = self._observed(X, mask, reset=True)
         get_likelihood(self.likelihood).check(data)
         evidence = self._evidence_method(data.is_sparse)
@@ -278,6 +285,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
                       "log_likelihoods_", "log_evidence_error_", "rhat_"):
             self.__dict__.pop(stale, None)
+        self._folded_in_fit = False
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
         else:
@@ -301,7 +309,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self.factors_ = tuple(np.array(m) for m in state.mean)
-        return self
+        return data
 
     def _evidence_method(self, data_is_sparse=False):
         """The evidence estimator ``evidence`` asks for, checked against ``method``."""
@@ -334,10 +342,14 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
         """VB or EM: restarts to convergence, the best kept, the final fold-in."""
         given = {a: (f, f) for a, f in fixed.items()}
+        # One contractor serves every restart run here and the final fold-in;
+        # restarts in other processes build their own.
+        contractor = make_contractor(model, data, self.likelihood)
+        shared = contractor if effective_n_jobs(self.n_jobs) == 1 else None
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_restart)(
                 self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
-                self._reporter(init) if self.verbose else None,
+                self._reporter(init) if self.verbose else None, contractor=shared,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )
@@ -347,9 +359,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             # Final fold-in: the sample-mode factor re-inferred exactly as
             # transform does, so fit_transform(X) equals fit(X).transform(X).
             alpha = model.sample_factor()
-            folded, contractor, _ = self._fold_in(data, state)
+            folded, fold_contractor, _ = self._fold_in(data, state, contractor=contractor)
             state = _with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
-            final_objective = _OBJECTIVES[self.method](state, contractor, priors)
+            final_objective = _OBJECTIVES[self.method](state, fold_contractor, priors)
+            self._folded_in_fit = True
         self.n_iter_ = len(objectives)
         self.converged_ = converged
         self.lower_bounds_ = np.asarray(objectives)
@@ -483,11 +496,12 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """The fitted model with axis 0 of size ``n_samples``."""
         return with_n_samples(self.model_, n_samples)
 
-    def _fold_in(self, data, held_state):
+    def _fold_in(self, data, held_state, contractor=None):
         """Infer the sample-mode factor of ``data``, every other factor held at
         its value in ``held_state``. Returns ``(state, contractor, priors)``: the
-        contractor for ``data``, and priors with only that factor free (the
-        objective of the new data is the kernel's objective of these three).
+        contractor for ``data`` (``contractor`` if given, one already built for
+        it), and priors with only that factor free (the objective of the new
+        data is the kernel's objective of these three).
 
         Samples are conditionally independent given the held factors, and each is
         treated on its own, as scikit-learn's LDA does per document: every sample
@@ -509,12 +523,14 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         }
         axis = model.factors[alpha].index(model.output[0])
 
-        def problem(sub_data):
+        def problem(sub_data, contractor=None):
             sub_model = self._resized_model(sub_data.shape[0])
             priors = gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
-            return make_contractor(sub_model, sub_data, self.likelihood), priors
+            if contractor is None:
+                contractor = make_contractor(sub_model, sub_data, self.likelihood)
+            return contractor, priors
 
-        contractor, priors = problem(data)
+        contractor, priors = problem(data, contractor)
         means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
         means[alpha] = np.broadcast_to(
             self._sample_start, contractor.model.factor_shape(alpha)
@@ -573,14 +589,25 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         W : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        data = self._observed(X, mask, reset=False)
+        return self._transform_data(self._observed(X, mask, reset=False))
+
+    def _transform_data(self, data):
+        """:meth:`transform` of validated data."""
         alpha = self._sample_factor()
         self._check_sample_shape(data)
         return _sample_major(self._fold_in(data, self._state)[0].mean[alpha], self.model_, alpha)
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit_transform(self, X, y=None, mask=None):
-        """Fit to ``X`` and return the posterior mean of the sample-mode factor."""
-        return self.fit(X, mask=mask).transform(X, mask=mask)
+        """Fit to ``X`` and return the posterior mean of the sample-mode factor:
+        ``fit(X).transform(X)``, with ``X`` validated once and the fold-in
+        that ``fit`` ends with reused."""
+        data = self._fit(X, mask)
+        if self._folded_in_fit:
+            alpha = self._sample_factor()
+            return _sample_major(np.array(self._state.mean[alpha]), self.model_, alpha)
+        return self._transform_data(data)
 
     def inverse_transform(self, X):
         """Posterior-mean reconstruction X̂ from sample-mode factor values ``X``.

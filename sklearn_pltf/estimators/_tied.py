@@ -291,8 +291,7 @@ class TiedFactorMixin:
                 likelihood=self.likelihood)
         return state
 
-    def _require_training_data(self, X, mask, what):
-        data = self._observed(X, mask, reset=False)
+    def _require_training_data(self, data, what):
         if not self._is_training_data(data):
             raise ValueError(
                 f"{type(self).__name__} with a tied entity factor {what} its training data "
@@ -308,11 +307,13 @@ class TiedFactorMixin:
         -------
         A : ndarray of shape (n_entities, n_components)
         """
-        check_is_fitted(self)
+        return super().transform(X, mask)
+
+    def _transform_data(self, data):
         structure = self._structure(self.model_)
         if structure is None:
-            return super().transform(X, mask)
-        self._require_training_data(X, mask, "transforms")
+            return super()._transform_data(data)
+        self._require_training_data(data, "transforms")
         return np.array(self.factors_[structure.first])
 
     def score(self, X, y=None, mask=None):
@@ -321,7 +322,7 @@ class TiedFactorMixin:
         check_is_fitted(self)
         if self._structure(self.model_) is None:
             return super().score(X, y, mask)
-        self._require_training_data(X, mask, "scores")
+        self._require_training_data(self._observed(X, mask, reset=False), "scores")
         return self._training_score()
 
     def inverse_transform(self, X):
