@@ -31,6 +31,8 @@ sums, the size of the factors) minus the contribution of the missing entries.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import opt_einsum
 
@@ -59,7 +61,15 @@ def make_contractor(model, data, likelihood="poisson"):
 
 def full_xhat(model, factors):
     """X̂ over the whole observed tensor (dense) for a bound model."""
-    return _Planner(model).full_xhat(factors)
+    return planner_for(model).full_xhat(factors)
+
+
+@functools.lru_cache(maxsize=64)
+def planner_for(model):
+    """The :class:`_Planner` of a bound model, one per model (models are
+    hashable and immutable), so its planned contractions are reused by every
+    contractor, restart and fold-in on it."""
+    return _Planner(model)
 
 
 class _Planner:
@@ -176,7 +186,7 @@ class DenseContractor:
 
     def __init__(self, model, data, likelihood=PoissonLikelihood()):
         self.model, self.data, self.likelihood = model, data, likelihood
-        self._planner = _Planner(model)
+        self._planner = planner_for(model)
         self._x = data.dense  # zero at missing entries, so X / X̂ is too
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
         self._last = ((), None)
@@ -290,7 +300,7 @@ class EntryList:
         self.values = (
             np.ones(self.n_entries) if values is None else np.asarray(values, dtype=np.float64)
         )
-        self._planner = planner or _Planner(model)
+        self._planner = planner or planner_for(model)
         self._layout = [self._factor_layout(a) for a in range(model.n_factors)]
         latent_widths = [
             int(np.prod([model.sizes[c] for c in self._layout[a][1]], dtype=np.int64))
@@ -580,7 +590,7 @@ class SparseContractor:
 
     def __init__(self, model, data, likelihood=PoissonLikelihood()):
         self.model, self.data, self.likelihood = model, data, likelihood
-        self._planner = _Planner(model)
+        self._planner = planner_for(model)
         self._nonzeros = EntryList(model, data.coords, self._planner, values=data.values,
                                    likelihood=likelihood)
         self._missing = EntryList(model, data.missing, self._planner) if data.n_missing else None

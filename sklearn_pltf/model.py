@@ -21,12 +21,43 @@ library, so every other module can depend on it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from numbers import Integral
 
-__all__ = ["Model", "cp_model_string", "mode_letters", "tucker_model"]
+__all__ = ["Model", "IndexSizes", "cp_model_string", "mode_letters", "tucker_model"]
 
 _MODEL_PATTERN = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*->[A-Za-z]+$")
+
+
+class IndexSizes(Mapping):
+    """Read-only, hashable ``{index: size}``: a bound model's sizes, so a
+    model can key caches (planned contractions) and cannot be changed after
+    it is built."""
+
+    __slots__ = ("_sizes", "_hash")
+
+    def __init__(self, sizes):
+        self._sizes = dict(sizes)
+        self._hash = hash(frozenset(self._sizes.items()))
+
+    def __getitem__(self, index):
+        return self._sizes[index]
+
+    def __iter__(self):
+        return iter(self._sizes)
+
+    def __len__(self):
+        return len(self._sizes)
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return repr(self._sizes)
+
+    def __reduce__(self):
+        return IndexSizes, (self._sizes,)
 
 
 @dataclass(frozen=True)
@@ -43,8 +74,9 @@ class Model:
         Index string of each factor, in model order.
     output : str
         The observed indices, in the order of the data's axes.
-    sizes : dict or None
-        Size of every index once bound (``None`` before :meth:`bind`).
+    sizes : IndexSizes or None
+        Size of every index once bound (``None`` before :meth:`bind`): a
+        read-only mapping, so a model is hashable and never changes.
     fixed : frozenset of int
         Positions of the factors that are fixed (given, never updated).
     """
@@ -52,8 +84,14 @@ class Model:
     string: str
     factors: tuple
     output: str
-    sizes: dict | None = None
+    sizes: IndexSizes | None = None
     fixed: frozenset = frozenset()
+
+    def __post_init__(self):
+        if self.sizes is not None and not isinstance(self.sizes, IndexSizes):
+            object.__setattr__(self, "sizes", IndexSizes(self.sizes))
+        object.__setattr__(self, "factors", tuple(self.factors))
+        object.__setattr__(self, "fixed", frozenset(self.fixed))
 
     # ------------------------------------------------------------------ parse
     @classmethod

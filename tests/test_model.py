@@ -1,5 +1,7 @@
 """Model strings: parsing, binding to data, and the errors users see."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,20 @@ def test_sample_factor():
     assert Model.parse("fi,ik,kt->ft").bind((3, 4), 2, {0: (3, 5)}).sample_factor() is None
     # a factor carrying two observed indices has no independent rows
     assert Model.parse("ijk,kl->ijl").sample_factor() is None
+
+
+def test_bound_model_is_immutable_and_hashable():
+    """A bound model keys caches (planned contractions): equal models hash
+    alike, and its sizes cannot be changed after binding."""
+    from sklearn_pltf._contract import planner_for
+
+    model = Model.parse("ik,kj->ij").bind((3, 4), {"k": 2}, {})
+    same = Model.parse("ik,kj->ij").bind((3, 4), {"k": 2}, {})
+    assert model == same and hash(model) == hash(same)
+    assert planner_for(model) is planner_for(same)
+    with pytest.raises(TypeError):
+        model.sizes["i"] = 5
+    assert model.sizes == {"i": 3, "j": 4, "k": 2}
+    assert pickle.loads(pickle.dumps(model)) == model
+    other = Model.parse("ik,kj->ij").bind((5, 4), {"k": 2}, {})
+    assert hash(other) != hash(model) and planner_for(other) is not planner_for(model)
