@@ -198,7 +198,7 @@ def test_bad_input_gets_a_clear_error(X, params, error, match):
 
 
 def test_all_zero_data_with_a_rate_has_the_closed_form_evidence():
-    est = AllocationSMC(2, rate=2.0, n_particles=100, random_state=0).fit(np.zeros((3, 4)))
+    est = AllocationSMC(2, prior_rate=2.0, n_particles=100, random_state=0).fit(np.zeros((3, 4)))
     assert est.log_evidence_ == pytest.approx(1.0 * np.log(2.0 / 3.0))
 
 

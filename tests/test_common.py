@@ -86,3 +86,25 @@ def test_sklearn_compatible_estimator(estimator, check):
     """Each of scikit-learn's check_* functions asserts (raises AssertionError or
     an informative error) when the estimator breaks its contract."""
     check(estimator)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_every_estimator_shares_the_base(estimator):
+    """One skeleton fits, transforms and scores every estimator: validation
+    once, one generator, the stale attributes cleared, a failed fit undone.
+    No estimator re-implements it."""
+    from sklearn_pltf.estimators._skeleton import BaseFactorization
+
+    cls = type(estimator)
+    assert isinstance(estimator, BaseFactorization)
+    for name in ("_fit", "fit_transform", "_is_training_data", "_check_sample_shape"):
+        assert getattr(cls, name) is getattr(BaseFactorization, name), f"{cls.__name__}.{name}"
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_one_vocabulary(estimator):
+    """The same thing has the same name everywhere: the algorithm is
+    ``method``, a Gamma prior's rate ``prior_rate``."""
+    params = estimator.get_params()
+    assert "method" in params and "random_state" in params
+    assert not {"sampler", "rate"} & set(params)

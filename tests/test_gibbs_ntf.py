@@ -93,7 +93,7 @@ def test_transform_folds_in_near_the_posterior_mean():
 
 def test_hmc_adapts_to_the_papers_acceptance_rule():
     X, _, _ = _data(shape=(8, 6, 5))
-    est = GibbsNTF(2, sampler="hmc", evidence=None, n_warmup=200, n_draws=100, n_leapfrog=10,
+    est = GibbsNTF(2, method="hmc", evidence=None, n_warmup=200, n_draws=100, n_leapfrog=10,
                    random_state=0).fit(X)
     assert est.acceptance_rate_ > 0.75  # rejections below 25%
     assert est.step_size_ > 0

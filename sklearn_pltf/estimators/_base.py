@@ -13,14 +13,13 @@ from __future__ import annotations
 import functools
 import time
 import warnings
-from abc import ABCMeta, abstractmethod
+from abc import abstractmethod
 from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
 import sparse
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -28,7 +27,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._contract import full_xhat, make_contractor
 from .._data import as_observed_tensor
 from .._likelihood import LIKELIHOODS, get_likelihood
-from .._random import as_generator
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
@@ -36,29 +34,12 @@ from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
 from ._predictive import predictive_at_entries
+from ._skeleton import BaseFactorization
 
-__all__ = ["BasePoissonPLTF", "as_generator", "validate_tensor", "check_entry_indices",
-           "restore_on_failure"]
+__all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices"]
 
 _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
-
-
-def restore_on_failure(fit):
-    """Decorate ``fit`` so that a fit that raises leaves the estimator as it
-    was: its attributes (a fitted state included) are put back."""
-
-    @functools.wraps(fit)
-    def guarded_fit(self, *args, **kwargs):
-        before = dict(self.__dict__)
-        try:
-            return fit(self, *args, **kwargs)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
-
-    return guarded_fit
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False):
@@ -185,8 +166,11 @@ def _evidence_advice(evidence, priors):
     return advice
 
 
-class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
+class BasePoissonPLTF(BaseFactorization):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
+
+    _stale_attributes = ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
+                         "log_likelihoods_", "log_evidence_error_", "rhat_")
 
     _parameter_constraints: dict = {
         "likelihood": [StrOptions(set(LIKELIHOODS))],
@@ -235,40 +219,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim())
 
     # ------------------------------------------------------------------- fit
-    @_fit_context(prefer_skip_nested_validation=True)
-    @restore_on_failure
-    def fit(self, X, y=None, mask=None):
-        """Fit the factors to ``X`` and estimate the evidence.
-
-        Parameters
-        ----------
-        X : ndarray, pydata sparse array or scipy.sparse matrix
-            Non-negative data whose shape matches the model's observed
-            indices. NaN marks missing entries of a dense array.
-        y : None
-            Ignored.
-        mask : array-like of bool, default=None
-            True where an entry is observed (see :func:`as_observed_tensor`).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-
-        Raises
-        ------
-        FloatingPointError
-            If the evidence estimate is not finite, or lies above the
-            log-likelihood the data would have with each entry at its own
-            Poisson rate (no model's evidence can); the message says what to
-            change. A fit that raises leaves the estimator as it was.
-        """
-        self._fit(X, mask)
-        return self
-
-    def _fit(self, X, mask):
-        """Fit to ``X``; returns its validated :class:`ObservedTensor`."""
-        data = self._observed(X, mask, reset=True)
+    def _fit_data(self, data, rng):
+        """Fit the factors to validated ``data``: the restarts or chains of
+        ``method``, the evidence, and the state transform and score read."""
         get_likelihood(self.likelihood).check(data)
         evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
@@ -280,11 +233,7 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             evidence = "chib"
         if self.method == "em":
             em.check_priors(priors)
-        rng = as_generator(self.random_state)
         self.model_ = model
-        for stale in ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
-                      "log_likelihoods_", "log_evidence_error_", "rhat_"):
-            self.__dict__.pop(stale, None)
         self._folded_in_fit = False
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
@@ -305,11 +254,9 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
                 likelihood=self.likelihood)
             self.log_evidence_error_ = estimate.standard_error
         self._state = state
-        self._fingerprint = data.fingerprint
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self.factors_ = tuple(np.array(m) for m in state.mean)
-        return data
 
     def _evidence_method(self, data_is_sparse=False):
         """The evidence estimator ``evidence`` asks for, checked against ``method``."""
@@ -566,45 +513,14 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         state = _put_samples(state, sub_state, alpha, axis, rows)
         return state, contractor, priors
 
-    def _check_sample_shape(self, data):
-        expected = self.model_.observed_shape[1:]
-        if data.shape[1:] != expected:
-            raise ValueError(
-                f"X has shape {data.shape}; the estimator was fitted to data of shape "
-                f"(n_samples, {', '.join(map(str, expected))})."
-            )
-
-    def _is_training_data(self, data):
-        return data.fingerprint == self._fingerprint
-
-    def transform(self, X, mask=None):
-        """Posterior mean of the sample-mode factor for the samples in ``X``.
-
-        The sample-mode factor is inferred with every other factor held at its
-        posterior (fold-in), each sample on its own; ``fit`` ends with the same
-        fold-in, so ``fit_transform(X)`` equals ``fit(X).transform(X)``.
-
-        Returns
-        -------
-        W : ndarray of shape (n_samples, n_components)
-        """
-        check_is_fitted(self)
-        return self._transform_data(self._observed(X, mask, reset=False))
-
     def _transform_data(self, data):
         """:meth:`transform` of validated data."""
         alpha = self._sample_factor()
         self._check_sample_shape(data)
         return _sample_major(self._fold_in(data, self._state)[0].mean[alpha], self.model_, alpha)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @restore_on_failure
-    def fit_transform(self, X, y=None, mask=None):
-        """Fit to ``X`` and return the posterior mean of the sample-mode factor:
-        ``fit(X).transform(X)``, with ``X`` validated once and the fold-in
-        that ``fit`` ends with reused."""
-        data = self._fit(X, mask)
-        if self._folded_in_fit:
+    def _fitted_transform(self, data):
+        if self._folded_in_fit:  # fit ended with this fold-in
             alpha = self._sample_factor()
             return _sample_major(np.array(self._state.mean[alpha]), self.model_, alpha)
         return self._transform_data(data)
@@ -682,23 +598,10 @@ class BasePoissonPLTF(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         density at the MAP estimate, which grows with the rank and must not be
         used to choose it.
         """
-        check_is_fitted(self)
-        data = self._observed(X, mask, reset=False)
-        if self._is_training_data(data):
-            return self._training_score()
-        self._check_sample_shape(data)
-        return float(_OBJECTIVES[self._fold_in_method](*self._fold_in(data, self._state)))
+        return super().score(X, y, mask)
 
-    def _training_score(self):
-        """The score of the training data: its evidence, else EM's log joint."""
-        if hasattr(self, "log_evidence_"):
-            return float(self.log_evidence_)
-        if hasattr(self, "lower_bound_"):
-            return float(self.lower_bound_)
-        raise ValueError(
-            "This sampler fit has no evidence of its training data (evidence=None); "
-            "refit with evidence='auto'."
-        )
+    def _predictive_score(self, data):
+        return _OBJECTIVES[self._fold_in_method](*self._fold_in(data, self._state))
 
     @property
     def _fold_in_method(self):

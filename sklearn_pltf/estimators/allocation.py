@@ -7,21 +7,19 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
-from .._random import as_generator
 from ..model import Model, cp_model_string
-from ._base import cp_reconstruction, restore_on_failure, validate_tensor, with_n_samples
+from ._base import cp_reconstruction, validate_tensor, with_n_samples
+from ._skeleton import BaseFactorization
 
 __all__ = ["AllocationSMC"]
 
 
-class AllocationSMC(TransformerMixin, BaseEstimator):
+class AllocationSMC(BaseFactorization):
     """Bayesian Allocation Model (CP topology) for count tensors, with an
     unbiased evidence estimate whose cost follows the total count.
 
@@ -64,7 +62,7 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
     concentration : float, default=1.0
         The total concentration ``a``: λ's Gamma shape and the total of every
         Dirichlet parameter. Small values favour few, sparse components.
-    rate : float or None, default=None
+    prior_rate : float or None, default=None
         λ's Gamma rate ``b``; None sets ``a / T``, which puts λ's prior mean
         at the observed total.
     resample_threshold : float, default=0.5
@@ -114,13 +112,15 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
     array([1., 1.])
     """
 
+    _stale_attributes = ("log_evidence_error_", "n_resampled_", "lower_bounds_", "converged_")
+
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "method": [StrOptions({"smc", "vb"})],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "n_islands": [Interval(Integral, 1, None, closed="left")],
         "concentration": [Interval(Real, 0, None, closed="neither")],
-        "rate": [Interval(Real, 0, None, closed="neither"), None],
+        "prior_rate": [Interval(Real, 0, None, closed="neither"), None],
         "resample_threshold": [Interval(Real, 0, 1, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -128,40 +128,35 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
     }
 
     def __init__(self, n_components=2, *, method="smc", n_particles=10_000, n_islands=10,
-                 concentration=1.0, rate=None, resample_threshold=0.5, max_iter=500, tol=1e-8,
-                 random_state=None):
+                 concentration=1.0, prior_rate=None, resample_threshold=0.5, max_iter=500,
+                 tol=1e-8, random_state=None):
         self.n_components = n_components
         self.method = method
         self.n_particles = n_particles
         self.n_islands = n_islands
         self.concentration = concentration
-        self.rate = rate
+        self.prior_rate = prior_rate
         self.resample_threshold = resample_threshold
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
 
-    def _counts(self, X, reset):
-        """The non-zero cells (N x nnz) and their counts, after the checks."""
-        data = validate_tensor(self, X, None, reset=reset)
+    def _observed(self, X, mask, reset):
+        """``X`` checked for the allocation model: whole counts, every entry observed."""
+        data = validate_tensor(self, X, mask, reset=reset)
         if data.n_missing:
             raise ValueError(
                 "AllocationSMC needs every entry observed; X has "
-                f"{data.n_missing} missing entries (NaN)."
+                f"{data.n_missing} missing entries."
             )
         if not data.is_integer:
             raise ValueError(
                 "AllocationSMC models counts of tokens, but X contains non-integer values; "
                 "round them or use a Poisson estimator such as PoissonCP."
             )
-        if data.is_sparse:
-            return data, data.coords.astype(np.int64), data.values
-        coords = np.array(np.nonzero(data.dense), dtype=np.int64).reshape(data.ndim, -1)
-        return data, coords, data.dense[tuple(coords)]
+        return data
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @restore_on_failure
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, mask=None):
         """Estimate the evidence and the posterior means of the factors.
 
         Parameters
@@ -170,19 +165,22 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
             Non-negative integer counts with at least 2 dimensions.
         y : None
             Ignored.
+        mask : None
+            Every entry must be observed; a mask with a missing entry is an
+            error.
 
         Returns
         -------
         self : object
         """
-        observed, coords, counts = self._counts(X, reset=True)
+        return super().fit(X, y, mask)
+
+    def _fit_data(self, observed, rng):
+        coords, counts = _nonzero_cells(observed)
         data = allocation.allocation_data(coords, counts, observed.shape, self.n_components,
-                                          self.concentration, self.rate)
-        rng = as_generator(self.random_state)
+                                          self.concentration, self.prior_rate)
         self.model_ = Model.parse(cp_model_string(observed.ndim)).bind(
             observed.shape, {"z": self.n_components})
-        for stale in ("log_evidence_error_", "n_resampled_", "lower_bounds_", "converged_"):
-            self.__dict__.pop(stale, None)
         if self.method == "smc":
             result = allocation.run_smc(rng, data, n_particles=self.n_particles,
                                         n_islands=self.n_islands,
@@ -205,10 +203,8 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
             advice=("Use more particles (n_particles)." if self.method == "smc" else
                     "A variational bound cannot lie above log p(X): please report this."))
         self.factors_ = tuple(factors)
-        self._fingerprint = observed.fingerprint
-        return self
 
-    def transform(self, X):
+    def transform(self, X, mask=None):
         """Per-sample component weights: the expected number of each sample's
         tokens in each component, the other modes' θn held at their
         posterior means (:func:`~sklearn_pltf.inference.allocation.fold_in`).
@@ -218,37 +214,28 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         W : ndarray of shape (n_samples, n_components)
             Each row sums to the sample's total count.
         """
-        check_is_fitted(self)
-        observed, coords, counts = self._counts(X, reset=False)
-        return self._fold_in(observed, coords, counts)
+        return super().transform(X, mask)
 
-    def _fold_in(self, observed, coords, counts):
-        if observed.shape[1:] != self.model_.observed_shape[1:]:
-            raise ValueError(
-                f"X has shape {observed.shape}; the estimator was fitted to data of shape "
-                f"(n_samples, {', '.join(map(str, self.model_.observed_shape[1:]))})."
-            )
+    def _transform_data(self, observed):
+        self._check_sample_shape(observed)
+        coords, counts = _nonzero_cells(observed)
         return allocation.fold_in(coords, counts, observed.shape[0], self.factors_)
-
-    def fit_transform(self, X, y=None):
-        """Fit to ``X``, then :meth:`transform` it."""
-        return self.fit(X).transform(X)
 
     def inverse_transform(self, X):
         """X̂ (dense) from per-sample component weights ``X`` (n_samples,
         n_components), the other modes' θn at their posterior means."""
         return cp_reconstruction(self, X)
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, mask=None):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
         their Poisson log-likelihood with the weights folded in
         (:meth:`transform`) and θn at the posterior means, a plug-in
         predictive score."""
-        check_is_fitted(self)
-        observed, coords, counts = self._counts(X, reset=False)
-        if observed.fingerprint == self._fingerprint:
-            return float(self.log_evidence_)
-        W = self._fold_in(observed, coords, counts)
+        return super().score(X, y, mask)
+
+    def _predictive_score(self, observed):
+        coords, counts = _nonzero_cells(observed)
+        W = allocation.fold_in(coords, counts, observed.shape[0], self.factors_)
         xhat = EntryList(with_n_samples(self.model_, W.shape[0]), coords).xhat([W, *self.factors_[1:]])
         xhat = np.maximum(xhat, np.finfo(np.float64).tiny)
         # Σ over every cell of X̂ is Σ W, the θn summing to one.
@@ -261,3 +248,11 @@ class AllocationSMC(TransformerMixin, BaseEstimator):
         tags.input_tags.three_d_array = True
         tags.non_deterministic = False
         return tags
+
+
+def _nonzero_cells(observed):
+    """The non-zero cells of a fully observed tensor: coordinates (N x nnz) and counts."""
+    if observed.is_sparse:
+        return observed.coords.astype(np.int64), observed.values
+    coords = np.array(np.nonzero(observed.dense), dtype=np.int64).reshape(observed.ndim, -1)
+    return coords, observed.dense[tuple(coords)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -17,15 +16,15 @@ from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
-from .._random import as_generator
 from ..model import Model, cp_model_string
 from . import _mcmc
-from ._base import check_entry_indices, cp_reconstruction, restore_on_failure, validate_tensor
+from ._base import check_entry_indices, cp_reconstruction, validate_tensor
+from ._skeleton import BaseFactorization
 
 __all__ = ["GibbsNTF"]
 
 
-class GibbsNTF(TransformerMixin, BaseEstimator):
+class GibbsNTF(BaseFactorization):
     """Bayesian non-negative CP (PARAFAC) of real-valued tensors with Gaussian noise.
 
     The model of Schmidt & Mohamed ("Probabilistic non-negative tensor
@@ -57,7 +56,7 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         True: non-negative factors (rectified Gaussians). False: signed
         factors (Gaussians); the evidence is then Chib's (AIS runs on the
         log-factors of non-negative models only).
-    sampler : {"gibbs", "hmc"}, default="gibbs"
+    method : {"gibbs", "hmc"}, default="gibbs"
         Column-wise Gibbs sampling with (rectified-)Gaussian conditionals, or
         Hamiltonian Monte Carlo on the log-factors (Jacobian included; on the
         factors themselves if signed) with the noise and hyper-parameters
@@ -146,10 +145,12 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
     (10, 2)
     """
 
+    _stale_attributes = ("draws_", "log_evidence_", "log_evidence_error_", "rhat_")
+
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "nonnegative": ["boolean"],
-        "sampler": [StrOptions({"gibbs", "hmc"})],
+        "method": [StrOptions({"gibbs", "hmc"})],
         "evidence": [StrOptions({"auto", "ais", "chib"}), None],
         "n_warmup": [Interval(Integral, 0, None, closed="left")],
         "n_draws": [Interval(Integral, 1, None, closed="left")],
@@ -167,14 +168,14 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=2, *, nonnegative=True, sampler="gibbs", evidence="auto",
+    def __init__(self, n_components=2, *, nonnegative=True, method="gibbs", evidence="auto",
                  n_warmup=500, n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05,
                  target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
                  hyper_scale=1.0, keep_draws=True, random_state=None, verbose=0):
         self.n_components = n_components
         self.nonnegative = nonnegative
-        self.sampler = sampler
+        self.method = method
         self.evidence = evidence
         self.n_warmup = n_warmup
         self.n_draws = n_draws
@@ -198,8 +199,6 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
     def _observed(self, X, mask, reset):
         return validate_tensor(self, X, mask, reset=reset, allow_negative=True)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @restore_on_failure
     def fit(self, X, y=None, mask=None):
         """Sample the posterior of the factors and estimate the evidence.
 
@@ -217,10 +216,11 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        data = self._observed(X, mask, reset=True)
+        return super().fit(X, y, mask)
+
+    def _fit_data(self, data, rng):
         stats = CPStatistics(data)
         priors = self._priors()
-        rng = as_generator(self.random_state)
         chain_rng, evidence_rng = rng.spawn(2)
         evidence = self.evidence
         if evidence == "auto":
@@ -233,10 +233,8 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
                              "with nonnegative=False use evidence='chib'.")
         self.model_ = Model.parse(cp_model_string(data.ndim)).bind(
             data.shape, {"z": self.n_components})
-        for stale in ("draws_", "log_evidence_", "log_evidence_error_", "rhat_"):
-            self.__dict__.pop(stale, None)
         chain = gaussian.run_chain(
-            chain_rng, stats, self.n_components, priors, sampler=self.sampler,
+            chain_rng, stats, self.n_components, priors, sampler=self.method,
             n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
             keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
             target_acceptance=self.target_acceptance, verbose=self.verbose,
@@ -267,8 +265,6 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
             # A density: no bound above, so only finiteness is checked.
             self.log_evidence_ = check_log_evidence(estimate.log_evidence, advice=advice)
             self.log_evidence_error_ = estimate.standard_error
-        self._fingerprint = data.fingerprint
-        return self
 
     # ------------------------------------------------------------ transform
     def transform(self, X, mask=None):
@@ -281,23 +277,16 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         -------
         W : ndarray of shape (n_samples, n_components)
         """
-        check_is_fitted(self)
-        data = self._observed(X, mask, reset=False)
-        if data.shape[1:] != self.model_.observed_shape[1:]:
-            raise ValueError(
-                f"X has shape {data.shape}; the estimator was fitted to data of shape "
-                f"(n_samples, {', '.join(map(str, self.model_.observed_shape[1:]))})."
-            )
+        return super().transform(X, mask)
+
+    def _transform_data(self, data):
+        self._check_sample_shape(data)
         factors = list(self.factors_)
         start = np.broadcast_to(self.factors_[0].mean(axis=0), (data.shape[0], self.n_components))
         factors[0] = start.copy()
         means, variances = self._sample_hyper
         return gaussian.fold_in(CPStatistics(data), factors, 0, means, variances,
                                 self.noise_variance_, nonnegative=self.nonnegative)
-
-    def fit_transform(self, X, y=None, mask=None):
-        """Fit to ``X``, then :meth:`transform` it."""
-        return self.fit(X, mask=mask).transform(X, mask=mask)
 
     def inverse_transform(self, X):
         """X̂ from sample-mode factor values ``X`` (n_samples, n_components),
@@ -328,13 +317,10 @@ class GibbsNTF(TransformerMixin, BaseEstimator):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
         log p(X_new | Â) with their factor folded in (:meth:`transform`) and
         the rest at the posterior means: a plug-in predictive log-likelihood."""
-        check_is_fitted(self)
-        data = self._observed(X, mask, reset=False)
-        if data.fingerprint == self._fingerprint:
-            if not hasattr(self, "log_evidence_"):
-                raise ValueError("This fit has no evidence (evidence=None); refit with evidence='auto'.")
-            return float(self.log_evidence_)
-        factors = [self.transform(X, mask=mask), *self.factors_[1:]]
+        return super().score(X, y, mask)
+
+    def _predictive_score(self, data):
+        factors = [self._transform_data(data), *self.factors_[1:]]
         return gaussian.log_likelihood(CPStatistics(data), factors, self.noise_variance_)
 
     def to_inference_data(self):

@@ -1,0 +1,176 @@
+"""What every estimator of the package shares: the scikit-learn skeleton of
+``fit``, ``fit_transform``, ``transform`` and ``score`` around a subclass's
+model and algorithm.
+
+The skeleton validates ``X`` once per call, turns ``random_state`` into one
+``numpy.random.Generator`` per fit (subclasses spawn it into restarts, chains
+and evidence runs), clears the previous fit's attributes, leaves the
+estimator as it was when a fit raises, fingerprints the training data so that
+``score`` returns the evidence for it, and lets ``fit_transform`` reuse what
+``fit`` computed. A subclass supplies:
+
+- ``_observed(X, mask, reset)``: the checks of its data model, returning an
+  :class:`~sklearn_pltf._data.ObservedTensor`;
+- ``_fit_data(data, rng)``: the fit itself, setting the fitted attributes;
+- ``_transform_data(data)``: the sample-mode factor of validated new data;
+- ``_predictive_score(data)``: the score of new samples;
+- ``_stale_attributes``: fitted attributes that only some fits set, removed
+  before each fit so that none survives from an earlier one.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABCMeta, abstractmethod
+
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils.validation import check_is_fitted
+
+from .._random import as_generator
+
+__all__ = ["BaseFactorization", "restore_on_failure"]
+
+
+def restore_on_failure(fit):
+    """Decorate ``fit`` so that a fit that raises leaves the estimator as it
+    was: its attributes (a fitted state included) are put back."""
+
+    @functools.wraps(fit)
+    def guarded_fit(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    return guarded_fit
+
+
+class BaseFactorization(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
+    """Base class of every estimator in the package (not for direct use)."""
+
+    #: Fitted attributes that only some fits set (see the module docstring).
+    _stale_attributes: tuple = ()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
+    def fit(self, X, y=None, mask=None):
+        """Fit the model to ``X`` and estimate its evidence.
+
+        Parameters
+        ----------
+        X : ndarray, pydata sparse array or scipy.sparse matrix
+            The data, axis 0 the samples; NaN marks missing entries of a
+            dense array.
+        y : None
+            Ignored.
+        mask : array-like of bool, default=None
+            True where an entry is observed (for sparse input, whose missing
+            entries cannot be NaN).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        FloatingPointError
+            If the evidence estimate is not finite or impossible for the
+            data; the message says what to change. A fit that raises leaves
+            the estimator as it was.
+        """
+        self._fit(X, mask)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
+    def fit_transform(self, X, y=None, mask=None):
+        """Fit to ``X`` and return its sample-mode factor: ``fit(X).transform(X)``
+        with ``X`` validated once and what ``fit`` computed reused.
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        return self._fitted_transform(self._fit(X, mask))
+
+    def transform(self, X, mask=None):
+        """The posterior mean of the sample-mode factor for the samples in
+        ``X``, every other factor held at its posterior (fold-in), each sample
+        on its own.
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        return self._transform_data(self._observed(X, mask, reset=False))
+
+    def score(self, X, y=None, mask=None):
+        """Log evidence of ``X`` (higher is better): ``log_evidence_`` when
+        ``X`` is the training data (recognised by a fingerprint taken at
+        fit), else the predictive score of the new samples with their factor
+        folded in."""
+        check_is_fitted(self)
+        data = self._observed(X, mask, reset=False)
+        if self._is_training_data(data):
+            return self._training_score()
+        self._check_sample_shape(data)
+        return float(self._predictive_score(data))
+
+    # ------------------------------------------------------------ for subclasses
+    def _fit(self, X, mask):
+        """Validate ``X``, fit, fingerprint the data; returns the validated data."""
+        data = self._observed(X, mask, reset=True)
+        for stale in self._stale_attributes:
+            self.__dict__.pop(stale, None)
+        self._fit_data(data, as_generator(self.random_state))
+        self._fingerprint = data.fingerprint
+        return data
+
+    @abstractmethod
+    def _observed(self, X, mask, reset):
+        """``X`` (and ``mask``) checked into an ``ObservedTensor``."""
+
+    @abstractmethod
+    def _fit_data(self, data, rng):
+        """Fit to validated ``data`` with the generator ``rng``."""
+
+    @abstractmethod
+    def _transform_data(self, data):
+        """:meth:`transform` of validated data."""
+
+    @abstractmethod
+    def _predictive_score(self, data):
+        """:meth:`score` of validated new samples."""
+
+    def _fitted_transform(self, data):
+        """:meth:`transform` of the training data right after the fit (a
+        subclass returns what its fit already computed)."""
+        return self._transform_data(data)
+
+    def _is_training_data(self, data):
+        return data.fingerprint == self._fingerprint
+
+    def _check_sample_shape(self, data):
+        expected = self.model_.observed_shape[1:]
+        if data.shape[1:] != expected:
+            raise ValueError(
+                f"X has shape {data.shape}; the estimator was fitted to data of shape "
+                f"(n_samples, {', '.join(map(str, expected))})."
+            )
+
+    def _training_score(self):
+        """The score of the training data: its evidence, else the objective
+        the fit reached (EM's log joint)."""
+        if hasattr(self, "log_evidence_"):
+            return float(self.log_evidence_)
+        if hasattr(self, "lower_bound_"):
+            return float(self.lower_bound_)
+        raise ValueError(
+            "This fit has no evidence of its training data (evidence=None); refit with "
+            "evidence='auto'."
+        )
