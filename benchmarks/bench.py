@@ -51,6 +51,7 @@ import bench_evidence
 import bench_link_prediction
 import bench_gaussian
 import bench_sti_analytic
+import bench_whole_fit
 import peers
 import workloads
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
@@ -567,7 +568,7 @@ def main():
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
                                              "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
-                                             "sti-analytic", "all"])
+                                             "sti-analytic", "whole-fit", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -666,6 +667,9 @@ def main():
             args.sandwich_temperatures, first_dataset=args.sandwich_first_dataset))
     if args.workload in ("sti-analytic", "all"):
         summary.update(bench_sti_analytic.bench_sti_analytic(args.sti_analytic_true_ranks))
+    if args.workload in ("whole-fit", "all"):
+        summary.update(bench_whole_fit.bench_whole_fit(args.repeats,
+                                                       peer_threads=args.peer_numba_threads))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

@@ -51,11 +51,10 @@ class AllocationSMC(BaseFactorization):
         Sequential Monte Carlo over the tokens, or variational Bayes.
     n_particles : int, default=10_000
         SMC particles in all (a multiple of ``n_islands``). Time and memory
-        (``n_particles x R x Σ I_n`` counts) grow in proportion. On
-        20 x 25 x 30 tensors of 1000 tokens the estimate still moves by
-        several nats between 10,000 and 100,000 particles; a
+        (``n_particles x R x Σ I_n`` counts) grow in proportion. A
         ``log_evidence_error_`` near 1 says one island dominates, and more
-        particles are needed for a reliable value.
+        particles are needed for a reliable value (the user guide shows how
+        the estimate moves with the particles).
     n_islands : int, default=10
         The particles run as this many independent systems of equal size;
         the spread of their estimates is ``log_evidence_error_``.
