@@ -30,6 +30,7 @@ from .._likelihood import LIKELIHOODS, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
+from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
@@ -118,30 +119,6 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
         if iteration > 1 and abs(objectives[-1] - objectives[-2]) <= tol * abs(objectives[-1]):
             return state, objectives, True
     return state, objectives, False
-
-
-def _with_factor(state, alpha, source, combine):
-    """``state`` with every field's entry for factor α set to
-    ``combine(source's entry, state's entry)``; the other factors untouched."""
-    return type(state)(*(
-        tuple(combine(from_source[alpha], own[alpha]) if a == alpha else own[a]
-              for a in range(len(own)))
-        for from_source, own in zip(source, state)
-    ))
-
-
-def _put_samples(state, sub_state, alpha, axis, rows):
-    """``state`` with factor α's entries for samples ``rows`` (along ``axis``)
-    taken from ``sub_state``, which holds just those samples."""
-
-    def placed(part, whole):
-        whole = whole.copy()
-        index = [slice(None)] * whole.ndim
-        index[axis] = rows
-        whole[tuple(index)] = part
-        return whole
-
-    return _with_factor(state, alpha, sub_state, placed)
 
 
 def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report,
@@ -307,7 +284,7 @@ class BasePoissonPLTF(BaseFactorization):
             # transform does, so fit_transform(X) equals fit(X).transform(X).
             alpha = model.sample_factor()
             folded, fold_contractor, _ = self._fold_in(data, state, contractor=contractor)
-            state = _with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
+            state = with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
             final_objective = _OBJECTIVES[self.method](state, fold_contractor, priors)
             self._folded_in_fit = True
         self.n_iter_ = len(objectives)
@@ -450,15 +427,9 @@ class BasePoissonPLTF(BaseFactorization):
         it), and priors with only that factor free (the objective of the new
         data is the kernel's objective of these three).
 
-        Samples are conditionally independent given the held factors, and each is
-        treated on its own, as scikit-learn's LDA does per document: every sample
-        starts from the same values (the fitted factor's mean over samples) and
-        stops updating once its own entries change by less than ``tol``
-        relative to its largest entry. A sample's result so depends on its data
-        alone, not on the other samples in the batch or their order. That is
-        also why, once half of the samples still updating have stopped, the
-        rest go on with a contractor over their own entries only: the same
-        numbers, at a cost that follows the samples still moving.
+        Every sample starts from the fitted factor's mean over samples and is
+        updated on its own (:func:`~sklearn_pltf.inference._fold_in.fold_in`),
+        so its result does not depend on the batch.
         """
         alpha = self._sample_factor()
         model = self.model_
@@ -483,34 +454,9 @@ class BasePoissonPLTF(BaseFactorization):
             self._sample_start, contractor.model.factor_shape(alpha)
         ).copy()
         state = kernel.state_from_means(means, priors, given)
-        others = tuple(a for a in range(means[alpha].ndim) if a != axis)
-
-        rows = np.arange(data.shape[0])  # the samples in the current problem
-        sub_state, sub_contractor, sub_priors = state, contractor, priors
-        active = np.ones(rows.size, dtype=bool)
-        for _ in range(self.max_iter):
-            new, _ = kernel.step(sub_state, sub_contractor, sub_priors, with_objective=False)
-            old_mean, new_mean = sub_state.mean[alpha], new.mean[alpha]
-            # Change relative to the sample's largest entry: entries near zero
-            # (common under sparse priors) would never settle relative to themselves.
-            change = np.max(np.abs(new_mean - old_mean), axis=others) / np.maximum(
-                np.max(old_mean, axis=others), 1e-300
-            )
-            keep = np.expand_dims(active, others)
-            sub_state = _with_factor(sub_state, alpha, new, lambda updated, old: np.where(keep, updated, old))
-            active &= change > self.tol
-            if not active.any():
-                break
-            if 2 * np.count_nonzero(active) <= active.size:
-                state = _put_samples(state, sub_state, alpha, axis, rows)
-                local = np.flatnonzero(active)
-                rows = rows[local]
-                sub_contractor, sub_priors = problem(data.take_samples(rows))
-                sub_state = _with_factor(
-                    sub_state, alpha, sub_state, lambda value, _: np.take(value, local, axis=axis)
-                )
-                active = np.ones(rows.size, dtype=bool)
-        state = _put_samples(state, sub_state, alpha, axis, rows)
+        state = fold_in(kernel, state, contractor, priors, alpha, axis,
+                        lambda rows: problem(data.take_samples(rows)), tol=self.tol,
+                        max_iter=self.max_iter)
         return state, contractor, priors
 
     def _transform_data(self, data):
