@@ -447,7 +447,7 @@ def _sgld_seconds_per_step(X, rank, batch_size, n_steps):
     target = sgld.PoissonTarget(model, contractor, gamma_priors(model, 1.0, 1.0),
                                 batch_size=batch_size)
     rng = np.random.default_rng(0)
-    state = sgld.first_state(rng, target, 1.0)
+    state = sgld.init(rng, target, 1.0)
     target.anchor(state.params)
     step_size = 0.01
     state, _ = sgld.step(rng, state, target, 1.0, step_size, target.draw_batch(rng))

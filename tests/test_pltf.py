@@ -233,7 +233,7 @@ def test_a_non_finite_objective_raises_instead_of_reaching_score(cp_data, monkey
 
     def step_reporting_nan(state, contractor, priors):
         state, _ = real_step(state, contractor, priors)
-        return state, vb.VBInfo(bound=float("nan"))
+        return state, vb.VBInfo(objective=float("nan"))
 
     monkeypatch.setattr(vb, "step", step_reporting_nan)
     with pytest.raises(FloatingPointError, match="objective became nan"):

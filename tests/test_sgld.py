@@ -46,7 +46,7 @@ def test_leimkuhler_matthews_samples_a_gaussian_exactly():
     # scheme used here is exact for Gaussians at any stable step.
     target = _StandardGaussian(curvature=4.0)
     rng = np.random.default_rng(0)
-    state = sgld.first_state(rng, target)
+    state = sgld.init(rng, target)
     draws = []
     sgld.run(rng, state, target, 1.0, n_warmup=10, n_steps=40000, step_size=1.5,
              collect=lambda p: draws.append(p[0][0]))
@@ -148,7 +148,7 @@ def test_poisson_target_runs_on_a_sparse_tensor_with_block_batches():
     data = as_observed_tensor(sparse.COO.from_numpy(X))
     target = sgld.PoissonTarget(model, make_contractor(model, data), gamma_priors(model, 1.0, 1.0),
                                 n_blocks=2)
-    state = sgld.first_state(rng, target, 1.0)
+    state = sgld.init(rng, target, 1.0)
     state, trace, _ = sgld.run(rng, state, target, 1.0, n_warmup=200, n_steps=200, step_size=0.1)
     assert np.all(np.isfinite(trace))
     # near the full-data log-likelihood of the final point, within the noise

@@ -108,7 +108,7 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
     objectives = []
     for iteration in range(1, max_iter + 1):
         state, info = kernel.step(state, contractor, priors)
-        objectives.append(float(info[0]))
+        objectives.append(float(info.objective))
         if not np.isfinite(objectives[-1]):
             raise FloatingPointError(
                 f"The objective became {objectives[-1]} at iteration {iteration}; check "

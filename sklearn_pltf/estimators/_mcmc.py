@@ -157,7 +157,7 @@ def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_d
         )
         state = estimate.state
     else:
-        state = sgld.first_state(rng, target, 1.0)
+        state = sgld.init(rng, target, 1.0)
     sums = [np.zeros(p.shape) for p in state.params]
     log_sums = [np.zeros(p.shape) for p in state.params]
     kept = [[] for _ in state.params]

@@ -247,7 +247,7 @@ def sti_log_evidence(rng, target, *, n_temperatures=40, power=6.0, n_steps="auto
     if auto and n_steps != "auto":
         raise ValueError(f"n_steps must be a positive integer or 'auto', got {n_steps!r}.")
     weights = trapezoid_weights(ladder)
-    state = sgld.first_state(rng, target)
+    state = sgld.init(rng, target)
     if auto:
         max_steps = STEPS_PER_TEMPERATURE * ladder.size if max_steps is None else max_steps
         total = ladder.size * (n_warmup + MIN_KEPT) + max(max_steps - MIN_KEPT * ladder.size, 0)

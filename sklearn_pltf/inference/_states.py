@@ -25,10 +25,10 @@ class VBState(NamedTuple):
 
 
 class VBInfo(NamedTuple):
-    """What one step reports: the bound of the state it returns (None when the
-    step was asked not to compute it)."""
+    """What one step reports: its ``objective``, the variational bound of the
+    state it returns (None when the step was asked not to compute it)."""
 
-    bound: float
+    objective: float
 
 
 class EMState(NamedTuple):
@@ -45,7 +45,7 @@ class EMState(NamedTuple):
 
 
 class EMInfo(NamedTuple):
-    """What one step reports: the log joint density of the state it returns
-    (None when the step was asked not to compute it)."""
+    """What one step reports: its ``objective``, the log joint density of the
+    state it returns (None when the step was asked not to compute it)."""
 
-    log_joint: float
+    objective: float

@@ -78,7 +78,7 @@ def step(state, contractor, priors, with_objective=True):
         denominator = priors.rate[alpha] + contractor.masked_delta(alpha, factors)
         factors[alpha] = np.maximum(numerator, 0.0) / denominator
     new = EMState(tuple(factors))
-    return new, EMInfo(log_joint=log_joint(new, contractor, priors) if with_objective else None)
+    return new, EMInfo(objective=log_joint(new, contractor, priors) if with_objective else None)
 
 
 def log_joint(state, contractor, priors):

@@ -176,7 +176,7 @@ def vb_step(state, data, priors, with_objective=True):
     g_scale = 1.0 / (priors.rate[2] + exposure)
     core_fields = (g_shape, g_scale) + gamma_moments(g_shape, g_scale)
     new = VBState(*_tied((shape, scale, mean, geo, psi), core_fields))
-    return new, VBInfo(bound=vb_bound(new, data, priors) if with_objective else None)
+    return new, VBInfo(objective=vb_bound(new, data, priors) if with_objective else None)
 
 
 def _is_bernoulli(data):
@@ -213,7 +213,7 @@ def em_step(state, data, priors, with_objective=True):
     pull, exposure = _core_terms(data, entity, core, entity)
     core = np.maximum(priors.shape[2] - 1.0 + core * pull, 0.0) / (priors.rate[2] + exposure)
     new = EMState((entity, entity, core))
-    return new, EMInfo(log_joint=em_log_joint(new, data, priors) if with_objective else None)
+    return new, EMInfo(objective=em_log_joint(new, data, priors) if with_objective else None)
 
 
 def em_log_joint(state, data, priors):

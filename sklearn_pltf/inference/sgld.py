@@ -67,7 +67,7 @@ from ._batches import BlockBatches, RandomBatches, subsampling_variance
 from ._common import initial_factors
 
 __all__ = [
-    "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "first_state", "PoissonTarget",
+    "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "init", "PoissonTarget",
 ]
 
 
@@ -142,7 +142,7 @@ def run(rng, state, target, temperature, *, n_warmup, n_steps, step_size, collec
     return state, log_likelihoods, noises
 
 
-def first_state(rng, target, temperature=0.0):
+def init(rng, target, temperature=0.0):
     """The target's first point, preconditioned by its curvature there at
     ``temperature`` (``run``'s warm-up re-estimates it)."""
     params = target.init(rng)

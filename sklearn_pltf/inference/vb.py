@@ -86,7 +86,7 @@ def step(state, contractor, priors, with_objective=True):
         shape[alpha], scale[alpha] = c, d
         mean[alpha], geometric[alpha], psi[alpha] = gamma_moments(c, d)
     new = VBState(*(tuple(field) for field in (shape, scale, mean, geometric, psi)))
-    return new, VBInfo(bound=bound(new, contractor, priors) if with_objective else None)
+    return new, VBInfo(objective=bound(new, contractor, priors) if with_objective else None)
 
 
 def bound(state, contractor, priors):
