@@ -232,11 +232,8 @@ class DenseContractor:
         return self._scratch
 
     def ratio_delta(self, alpha, factors):
-        xhat = self.xhat(factors)
-        if self.likelihood.counts_observed:  # X / X̂, without a new array each time
-            ratio = np.divide(self._x, xhat, out=self._scratch_like_data())
-        else:
-            ratio = self.likelihood.count_ratio(self._x, xhat)
+        ratio = self.likelihood.count_ratio(self._x, self.xhat(factors),
+                                            out=self._scratch_like_data())
         return self._delta(alpha, factors, ratio)
 
     def masked_delta(self, alpha, factors):
@@ -250,11 +247,7 @@ class DenseContractor:
         return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        xhat = self.xhat(factors)
-        if self.likelihood.counts_observed:  # Σ X log X̂, without new arrays
-            terms = np.log(xhat, out=self._scratch_like_data())
-            return float(np.sum(np.multiply(self._x, terms, out=terms)))
-        return self.likelihood.log_terms(self._x, xhat)
+        return self.likelihood.log_terms(self._x, self.xhat(factors), out=self._scratch_like_data())
 
     @property
     def nonzeros(self):

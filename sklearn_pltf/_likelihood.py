@@ -53,18 +53,22 @@ class PoissonLikelihood:
         """Poisson data: any non-negative values (already checked on input)."""
 
     @staticmethod
-    def count_ratio(x, xhat):
-        """E[N | X] / X̂ = X / X̂ at the non-zeros."""
-        return x / xhat
+    def count_ratio(x, xhat, out=None):
+        """E[N | X] / X̂ = X / X̂ at the non-zeros (into ``out``, a work array
+        of x's shape, if given)."""
+        return np.divide(x, xhat, out=out)
 
     @staticmethod
     def entry_log_terms(x, xhat):
         """X log X̂ at each entry (X̂ > 0; zeros of X give 0)."""
         return x * np.log(xhat)
 
-    def log_terms(self, x, xhat):
-        """Σ X log X̂ (:meth:`entry_log_terms`, summed)."""
-        return float(np.sum(self.entry_log_terms(x, xhat)))
+    @staticmethod
+    def log_terms(x, xhat, out=None):
+        """Σ X log X̂ (:meth:`entry_log_terms`, summed; ``out``, a work array
+        of x's shape, if given, holds the terms instead of a new array)."""
+        terms = np.log(xhat, out=out)
+        return float(np.sum(np.multiply(x, terms, out=terms)))
 
     @staticmethod
     def log_base_measure(data):
@@ -108,9 +112,10 @@ class BernoulliPoissonLikelihood:
             )
 
     @staticmethod
-    def count_ratio(x, xhat):
-        """E[N | X = 1] / X̂ = 1 / (1 − e^{−X̂}), the zero-truncated Poisson mean over X̂."""
-        return x / -np.expm1(-xhat)
+    def count_ratio(x, xhat, out=None):
+        """E[N | X = 1] / X̂ = 1 / (1 − e^{−X̂}), the zero-truncated Poisson mean
+        over X̂ (into ``out``, a work array of x's shape, if given)."""
+        return np.divide(x, -np.expm1(-xhat), out=out)
 
     @staticmethod
     def entry_log_terms(x, xhat):
@@ -118,8 +123,10 @@ class BernoulliPoissonLikelihood:
         overflow; X̂ > 0, zeros of X give 0)."""
         return x * (xhat + np.log(-np.expm1(-xhat)))
 
-    def log_terms(self, x, xhat):
-        """Σ X log(e^{X̂} − 1) (:meth:`entry_log_terms`, summed): over the ones."""
+    def log_terms(self, x, xhat, out=None):
+        """Σ X log(e^{X̂} − 1) (:meth:`entry_log_terms`, summed): over the ones.
+        ``out`` is accepted for the Poisson signature; the terms need
+        temporaries of their own here."""
         return float(np.sum(self.entry_log_terms(x, xhat)))
 
     @staticmethod

@@ -109,7 +109,7 @@ def test_every_module_has_a_layer():
 @pytest.mark.parametrize("path", MODULES)
 def test_imports_point_down(path):
     here = _dotted(path)
-    layer = _layer(here) if path.name != "__init__.py" or here != "sklearn_pltf" else 8
+    layer = _layer(here)
     upward = sorted(t for t in _reached(path) if t != "sklearn_pltf" and _layer(t) > layer)
     assert not upward, f"{here} imports from higher layers: {upward}"
 
@@ -127,7 +127,7 @@ def test_algorithms_import_no_other_algorithm(path):
 @pytest.mark.parametrize("path", MODULES)
 def test_scikit_learn_enters_at_the_estimators(path):
     here = _dotted(path)
-    layer = _layer(here) if here != "sklearn_pltf" else 8
+    layer = _layer(here)
     sklearn_imports = [m for m, _, _ in _imports(path) if m == "sklearn" or m.startswith("sklearn.")]
     if layer < ESTIMATORS:
         assert not sklearn_imports, f"{here} is below the estimators but imports {sklearn_imports}"

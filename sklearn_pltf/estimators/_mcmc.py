@@ -281,7 +281,7 @@ def combine_chain_estimates(values, errors):
     Each STI chain's error assumes its temperatures' errors independent, but
     one chain walks the whole ladder, so slow components carry from one
     temperature to the next and that error can understate the spread between
-    chains (benchmarks README (g) measures how much). The spread is an
+    chains (benchmarks README (g)). The spread is an
     honest error whatever the cause.
     """
     values = np.asarray(values, dtype=np.float64)

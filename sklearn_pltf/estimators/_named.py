@@ -80,8 +80,8 @@ SHARED_PARAMETERS = """\
     n_draws : int, default=2000
         Samplers: draws kept per chain, and sweeps per clamped run of Chib's
         estimator. Chib's noise grows with the number of factor elements
-        (one clamped run each), and shrinks with the draws per run (the
-        user guide gives measured errors).
+        (one clamped run each), and shrinks with the draws per run (see
+        the user guide).
     n_warmup : int, default=500
         Samplers: sweeps discarded at the start of each chain and clamped
         run; SGLD: warm-up steps at each temperature and before the draws.

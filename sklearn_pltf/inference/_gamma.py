@@ -21,7 +21,7 @@ __all__ = ["digamma", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
 # Below this many elements the kernels run on one thread: starting threads
 # costs more than it saves, and on dense data OpenBLAS's threads are still
 # spinning from the last contraction, so numba's threads would wait for a core
-# (benchmarks/README.md has the measurement).
+# (see the note at the end of benchmarks/README.md).
 _PARALLEL_FROM = 1 << 17
 
 # Elements are summed in this many fixed blocks (then the block sums in order),
