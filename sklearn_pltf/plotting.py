@@ -90,8 +90,6 @@ def plot_trace(estimator, *, ax=None, skip_warmup=False):
         )
     traces = np.atleast_2d(estimator.log_likelihoods_)
     warmup = getattr(estimator, "n_warmup", 0)
-    if getattr(estimator, "method", None) == "sgld":
-        warmup = 0  # its trace holds the kept steps only
     start = warmup if skip_warmup else 0
     if ax is None:
         _, ax = _pyplot().subplots(figsize=(6, 3.5))

@@ -47,9 +47,12 @@ def test_leimkuhler_matthews_samples_a_gaussian_exactly():
     target = _StandardGaussian(curvature=4.0)
     rng = np.random.default_rng(0)
     state = sgld.init(rng, target)
+    advance = sgld.AdaptiveSGLD(target, 1.0, n_warmup=10, step_size=1.5)
     draws = []
-    sgld.run(rng, state, target, 1.0, n_warmup=10, n_steps=40000, step_size=1.5,
-             collect=lambda p: draws.append(p[0][0]))
+    for k in range(10 + 40000):
+        state, _ = advance(rng, state)
+        if k >= 10:
+            draws.append(state.params[0][0])
     # Draws are AR(1) with coefficient 1 - ελP/2 = 0.25: the variance
     # estimate's standard error is about sqrt(2 (1 + 0.25²)/(1 - 0.25²) / n) ≈ 1%.
     assert np.var(draws) * 4.0 == pytest.approx(1.0, abs=0.05)

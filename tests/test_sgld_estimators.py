@@ -25,7 +25,9 @@ def test_sgld_fit_has_evidence_draws_and_reproduces(counts):
     assert est.score(counts) == est.log_evidence_
     assert est.draws_[0].shape == (1, 200, 25, 2)
     np.testing.assert_allclose(est.factors_[0], est.draws_[0].mean(axis=(0, 1)), rtol=1e-12)
-    assert est.log_likelihoods_.shape == (1, 200) and np.all(np.isfinite(est.log_likelihoods_))
+    # Every step's estimate, warm-up included, as a Gibbs trace holds every sweep.
+    assert est.log_likelihoods_.shape == (1, est.n_iter_) == (1, 300)
+    assert np.all(np.isfinite(est.log_likelihoods_))
     assert est.transform(counts[:4]).shape == (4, 2)
     again = clone(est).fit(counts)
     assert again.log_evidence_ == est.log_evidence_

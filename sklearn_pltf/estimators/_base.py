@@ -318,9 +318,7 @@ class BasePoissonPLTF(BaseFactorization):
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
-        # An SGLD trace holds its kept steps only; a Gibbs trace every sweep.
-        skipped = 0 if self.method == "sgld" else self.n_warmup
-        self.rhat_ = _mcmc.warn_unless_mixed(posterior.log_likelihoods[:, skipped:])
+        self.rhat_ = _mcmc.warn_unless_mixed(posterior.log_likelihoods[:, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:
@@ -385,10 +383,8 @@ class BasePoissonPLTF(BaseFactorization):
             raise ValueError(
                 "No draws to export: fit with method='gibbs', 'sada' or 'sgld' and keep_draws=True."
             )
-        # An SGLD trace holds the kept steps only; the Gibbs ones every sweep.
-        skipped = 0 if self.method == "sgld" else self.n_warmup
         return _mcmc.to_inference_data(
-            self.model_, self.draws_, self.log_likelihoods_, skipped, self.thin
+            self.model_, self.draws_, self.log_likelihoods_, self.n_warmup, self.thin
         )
 
     def _reporter(self, init):

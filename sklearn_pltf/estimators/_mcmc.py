@@ -14,7 +14,7 @@ from .._contract import make_contractor
 from ..evidence import chib_log_evidence, sti_log_evidence
 from ..evidence._rescal_chib import rescal_chib_log_evidence
 from ..inference import gibbs, rescal_gibbs, sgld, vb
-from ..inference._chains import ChainResult, align_labels, drive_chain
+from ..inference._chains import align_labels, drive_chain
 from ..inference._diagnostics import RHAT_LIMIT, split_rhat
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
@@ -146,7 +146,8 @@ def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_d
     """One SGLD chain on ``make_target()``: the STI ladder (if ``sti``), then
     ``n_warmup`` + ``n_draws * thin`` steps at t = 1 for the posterior
     summaries of the factors at ``target.positions`` (and of the positions
-    ``target.tied`` maps onto them)."""
+    ``target.tied`` maps onto them). Its trace holds every step's
+    log-likelihood estimate, the warm-up's included, as a Gibbs chain's."""
     target = make_target()
     estimate = None
     if sti:
@@ -158,37 +159,16 @@ def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_d
         state = estimate.state
     else:
         state = sgld.init(rng, target, 1.0)
-    sums = [np.zeros(p.shape) for p in state.params]
-    log_sums = [np.zeros(p.shape) for p in state.params]
-    kept = [[] for _ in state.params]
-    steps = [0]
-
-    def collect(params):
-        steps[0] += 1
-        if steps[0] % thin:
-            return
-        for i, phi in enumerate(params):
-            z = np.exp(phi)
-            sums[i] += z
-            log_sums[i] += phi
-            if keep_draws:
-                kept[i].append(z)
-
-    state, trace, _ = sgld.run(rng, state, target, 1.0, n_warmup=n_warmup, n_steps=n_draws * thin,
-                               step_size=settings["step_size"], collect=collect)
-    if not np.all(np.isfinite(trace)):
+    advance = sgld.AdaptiveSGLD(target, 1.0, n_warmup=n_warmup, step_size=settings["step_size"])
+    chain = drive_chain(
+        rng, state, advance, None, target.positions, n_warmup=n_warmup, n_draws=n_draws,
+        thin=thin, keep_draws=keep_draws, verbose=verbose, label="SGLD chain", unit="steps",
+        factors_of=lambda state: target.factors(state.params),
+    )
+    if not np.all(np.isfinite(chain.log_likelihoods[n_warmup:])):
         raise FloatingPointError(
             "SGLD diverged (a non-finite log-likelihood at t = 1); lower step_size."
         )
-    factors = target.factors(state.params)
-    mean, draws = list(factors), [None] * len(factors)
-    with np.errstate(divide="ignore"):
-        mean_log = [None if f is None else np.log(f) for f in factors]
-    for i, a in enumerate(target.positions):
-        mean[a], mean_log[a] = sums[i] / n_draws, log_sums[i] / n_draws
-        if keep_draws:
-            draws[a] = np.array(kept[i])
-    chain = ChainResult(tuple(mean), tuple(mean_log), tuple(draws), trace, tuple(factors), -np.inf)
     return _with_tied_summaries(chain, target.tied), estimate
 
 

@@ -144,8 +144,8 @@ SHARED_ATTRIBUTES = """\
         chain's labels; None for fixed factors.
     log_likelihoods_ : ndarray of shape (n_init, n_sweeps)
         Samplers: log p(X | Z) after every sweep of each chain
-        (``n_sweeps`` is ``n_iter_``, warm-up included). SGLD: unbiased
-        minibatch estimates at the ``n_draws * thin`` kept steps.
+        (``n_sweeps`` is ``n_iter_``, warm-up included). SGLD: the unbiased
+        minibatch estimate at every step, warm-up included.
     log_evidence_error_ : float
         Chib, STI and AIS: the Monte Carlo standard error of
         ``log_evidence_``. Chib's combines its ordinates' errors as

@@ -37,18 +37,24 @@ class ChainResult(NamedTuple):
 
 
 def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1, keep_draws=True,
-                verbose=0, label="Gibbs chain", unit="sweeps", log_summaries=True, collect=None):
-    """Run a chain from ``state`` (its ``factors`` in model order) with
-    ``step(rng, state) -> (state, info)`` (``info.log_likelihood`` the
-    log p(X | Z) of the new state), summarising the factors at positions
-    ``free``; ``log_prior(state)`` ranks the kept draws for the best one.
+                verbose=0, label="Gibbs chain", unit="sweeps", log_summaries=True, collect=None,
+                factors_of=None):
+    """Run a chain from ``state`` with ``step(rng, state) -> (state, info)``
+    (``info.log_likelihood`` the log p(X | Z) the step reports), summarising
+    the factors at positions ``free``; ``log_prior(state)`` ranks the kept
+    draws for the best one (``None``: no draw is ranked; ``best`` holds the
+    last state's factors, of unknown value, and ``best_state`` is None).
 
-    ``log_summaries=False`` skips E[log Z] (signed factors have no log);
-    ``collect(state, info)``, if given, returns a tuple of arrays or floats
-    whose means over the kept draws come back as ``ChainResult.collected``.
+    ``factors_of(state)`` gives a state's factors in model order (default:
+    ``state.factors``); ``log_summaries=False`` skips E[log Z] (signed
+    factors have no log); ``collect(state, info)``, if given, returns a
+    tuple of arrays or floats whose means over the kept draws come back as
+    ``ChainResult.collected``.
     """
-    sums = {a: np.zeros(state.factors[a].shape) for a in free}
-    log_sums = {a: np.zeros(state.factors[a].shape) for a in free} if log_summaries else None
+    factors_of = _own_factors if factors_of is None else factors_of
+    first = factors_of(state)
+    sums = {a: np.zeros(first[a].shape) for a in free}
+    log_sums = {a: np.zeros(first[a].shape) for a in free} if log_summaries else None
     kept = {a: [] for a in free} if keep_draws else None
     collected = None
     trace = np.empty(n_warmup + n_draws * thin)
@@ -61,25 +67,34 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
             progress()
         if t < n_warmup or (t - n_warmup) % thin != thin - 1:
             continue
+        factors = factors_of(state)
         for a in free:
-            sums[a] += state.factors[a]
+            sums[a] += factors[a]
             if log_sums is not None:
                 with np.errstate(divide="ignore"):
-                    log_sums[a] += np.log(state.factors[a])
+                    log_sums[a] += np.log(factors[a])
             if kept is not None:
-                kept[a].append(state.factors[a])
+                kept[a].append(factors[a])
         if collect is not None:
             values = collect(state, info)
             collected = values if collected is None else tuple(c + v for c, v in zip(collected, values))
-        value = info.log_likelihood + log_prior(state)
-        if value > best_value:
-            best, best_value = state, value
-    return _chain_result(state, sums, log_sums, kept, collected, n_draws, trace, best, best_value)
+        if log_prior is not None:
+            value = info.log_likelihood + log_prior(state)
+            if value > best_value:
+                best, best_value = state, value
+    best_state = best if log_prior is not None else None
+    return _chain_result(factors_of, state, sums, log_sums, kept, collected, n_draws, trace,
+                         factors_of(state if best_state is None else best_state), best_value, best_state)
 
 
-def _chain_result(state, sums, log_sums, kept, collected, n_draws, trace, best, best_value):
+def _own_factors(state):
+    return state.factors
+
+
+def _chain_result(factors_of, state, sums, log_sums, kept, collected, n_draws, trace, best,
+                  best_value, best_state):
     mean, mean_log, draws = [], [], []
-    for a, factor in enumerate(state.factors):
+    for a, factor in enumerate(factors_of(state)):
         if a in sums:
             mean.append(sums[a] / n_draws)
             mean_log.append(log_sums[a] / n_draws if log_sums is not None else None)
@@ -87,10 +102,12 @@ def _chain_result(state, sums, log_sums, kept, collected, n_draws, trace, best, 
         else:
             mean.append(factor)
             with np.errstate(divide="ignore"):
-                mean_log.append(np.log(factor) if log_sums is not None else None)
+                mean_log.append(np.log(factor) if log_sums is not None and factor is not None
+                                else None)
             draws.append(None)
     return ChainResult(
-        tuple(mean), tuple(mean_log), tuple(draws), trace, best.factors, float(best_value), best,
+        tuple(mean), tuple(mean_log), tuple(draws), trace, tuple(best), float(best_value),
+        best_state,
         None if collected is None else tuple(c / n_draws for c in collected))
 
 

@@ -67,7 +67,7 @@ from ._batches import BlockBatches, RandomBatches, subsampling_variance
 from ._common import initial_factors
 
 __all__ = [
-    "SGLDState", "SGLDInfo", "step", "step_sizes", "run", "init", "PoissonTarget",
+    "SGLDState", "SGLDInfo", "step", "step_sizes", "AdaptiveSGLD", "run", "init", "PoissonTarget",
 ]
 
 
@@ -114,32 +114,74 @@ def step_sizes(step_size, n_warmup, first=1.0):
     return first * k ** -decay
 
 
-def run(rng, state, target, temperature, *, n_warmup, n_steps, step_size, collect=None):
-    """Warm up at ``temperature`` (decreasing steps, the preconditioner
-    re-estimated), anchor the target's control variate, then take ``n_steps``
-    steps at the fixed ``step_size``.
+class AdaptiveSGLD:
+    """SGLD steps at ``temperature`` with :func:`step_sizes`' warm-up: the
+    first ``n_warmup`` calls take decreasing steps and re-estimate the
+    preconditioner as the mean curvature over the warm-up (the start of a
+    temperature counts as much as its end: both are the posterior's scale);
+    the first call after them freezes it and anchors the target's control
+    variates; every later call takes a step of ``step_size``.
 
-    Returns the final state, the log-likelihood estimate of each kept step
-    and the estimated minibatch variance of each. ``collect(params)``, if
-    given, is called with each kept point.
+    ``adaptive(rng, state) -> (state, info)`` is the ``step`` a chain driver
+    takes (:func:`~._chains.drive_chain`); ``info.log_likelihood`` is the
+    estimate at the point the step started from.
     """
-    curvature = [1.0 / p for p in state.preconditioner]
-    for k, size in enumerate(step_sizes(step_size, n_warmup), start=1):
-        # The mean curvature over the warm-up (the start of a temperature
-        # counts as much as its end: both are the posterior's scale).
+
+    def __init__(self, target, temperature, *, n_warmup, step_size):
+        self.target, self.temperature = target, temperature
+        self.n_warmup, self.step_size = n_warmup, step_size
+        self._warmup_sizes = step_sizes(step_size, n_warmup)
+        self._curvature = None
+        self._taken = 0
+        self._settled = False
+
+    def __call__(self, rng, state):
+        target, temperature = self.target, self.temperature
+        if self._taken >= self.n_warmup:
+            state = self.settle(state)
+            self._taken += 1
+            return step(rng, state, target, temperature, self.step_size, target.draw_batch(rng))
+        curvature = self._curvature_of(state)
+        self._taken += 1
         state = state._replace(preconditioner=tuple(1.0 / c for c in curvature))
-        state, _ = step(rng, state, target, temperature, size, target.draw_batch(rng))
-        curvature = [c + (new - c) / (k + 1) for c, new in
-                     zip(curvature, target.curvature(state.params, temperature))]
-    state = state._replace(preconditioner=tuple(1.0 / c for c in curvature))
-    target.anchor(state.params)
+        state, info = step(rng, state, target, temperature, self._warmup_sizes[self._taken - 1],
+                           target.draw_batch(rng))
+        self._curvature = [c + (new - c) / (self._taken + 1) for c, new in
+                           zip(curvature, target.curvature(state.params, temperature))]
+        return state, info
+
+    def settle(self, state):
+        """``state`` with the warm-up's preconditioner frozen and the target
+        anchored there; done once, after the warm-up."""
+        if self._settled:
+            return state
+        curvature = self._curvature_of(state)
+        state = state._replace(preconditioner=tuple(1.0 / c for c in curvature))
+        self.target.anchor(state.params)
+        self._settled = True
+        return state
+
+    def _curvature_of(self, state):
+        if self._curvature is None:
+            self._curvature = [1.0 / p for p in state.preconditioner]
+        return self._curvature
+
+
+def run(rng, state, target, temperature, *, n_warmup, n_steps, step_size):
+    """Warm up at ``temperature`` and take ``n_steps`` steps after it
+    (:class:`AdaptiveSGLD`): one temperature of a ladder.
+
+    Returns the final state, the log-likelihood estimate of each step after
+    the warm-up and the estimated minibatch variance of each.
+    """
+    advance = AdaptiveSGLD(target, temperature, n_warmup=n_warmup, step_size=step_size)
+    for _ in range(n_warmup):
+        state, _ = advance(rng, state)
     log_likelihoods, noises = np.empty(n_steps), np.empty(n_steps)
     for k in range(n_steps):
-        state, info = step(rng, state, target, temperature, step_size, target.draw_batch(rng))
+        state, info = advance(rng, state)
         log_likelihoods[k], noises[k] = info.log_likelihood, info.log_likelihood_noise
-        if collect is not None:
-            collect(state.params)
-    return state, log_likelihoods, noises
+    return advance.settle(state), log_likelihoods, noises
 
 
 def init(rng, target, temperature=0.0):
