@@ -38,7 +38,7 @@ from ._common import initial_factors
 from ._gamma import gamma_bound_term, gamma_moments
 from ._states import INITIAL_SHAPE, VBInfo, VBState
 
-__all__ = ["VBState", "VBInfo", "init", "step", "bound"]
+__all__ = ["VBState", "VBInfo", "init", "step", "bound", "free_parameter", "with_free_parameter"]
 
 def init(rng, model, contractor, priors, given=None):
     """Initial state: means for the free factors, ``given`` for held ones.
@@ -71,6 +71,23 @@ def state_from_means(means, priors, given):
             d = m / INITIAL_SHAPE
             factors.append((c, d) + gamma_moments(c, d))
     return VBState(*(tuple(column) for column in zip(*factors)))
+
+
+def free_parameter(state, alpha):
+    """The coordinates of factor α that a step maps to new ones: the shapes
+    ``C_α`` (the scales ``D_α`` do not depend on α itself)."""
+    return state.shape[alpha]
+
+
+def with_free_parameter(state, alpha, shape, priors):
+    """``state`` with factor α's shapes set to ``shape``, raised to at least
+    the prior shape ``A_α`` (no update gives less), and its moments to match."""
+    shape = np.maximum(shape, priors.shape[alpha])
+    scale = state.scale[alpha]
+    columns = [list(field) for field in state]
+    for field, value in zip(columns, (shape, scale) + gamma_moments(shape, scale)):
+        field[alpha] = value
+    return VBState(*(tuple(field) for field in columns))
 
 
 def step(state, contractor, priors, with_objective=True):
