@@ -107,6 +107,56 @@ def test_draws_export_to_arviz():
     assert data.sample_stats["total_log_likelihood"].shape == (1, 30)
 
 
+def test_chains_are_aligned_pooled_and_parallel_gives_the_same_numbers():
+    """Two chains: one trace and one set of draws each, the factors their
+    pooled mean, R-hat across them, and the same numbers with n_jobs=2."""
+    X, truth, _ = _data()
+    est = GibbsNTF(2, evidence=None, n_init=2, **QUICK).fit(X)
+    assert est.log_likelihoods_.shape == (2, est.n_iter_)
+    assert est.draws_[0].shape == (2, 200, 12, 2)
+    for factor, draws in zip(est.factors_, est.draws_):
+        np.testing.assert_allclose(factor, draws.mean(axis=(0, 1)), rtol=1e-12)
+    # Aligned chains agree: pooling misaligned ones would blur the columns.
+    first, second = (np.einsum("ir,jr,kr->ijk", *(d[c].mean(axis=0) for d in est.draws_))
+                     for c in (0, 1))
+    np.testing.assert_allclose(first, second, rtol=0.05, atol=0.1)
+    assert np.isfinite(est.rhat_)
+    parallel = GibbsNTF(2, evidence=None, n_init=2, n_jobs=2, **QUICK).fit(X)
+    np.testing.assert_array_equal(parallel.factors_[1], est.factors_[1])
+
+
+@pytest.mark.parametrize("nonnegative", [True, False])
+def test_pooling_undoes_a_relabelling_and_sign_flips(nonnegative):
+    """A chain that is the first with its columns swapped (and, signed,
+    one column negated in two factors) pools to the first chain exactly."""
+    from sklearn_pltf.inference.gaussian import GaussianChain, pool_chains
+
+    rng = np.random.default_rng(0)
+    factors = tuple(rng.gamma(2.0, 1.0, (n, 3)) for n in (5, 4, 6))
+    hyper_means = tuple(rng.normal(size=3) for _ in factors)
+    hyper_variances = tuple(rng.gamma(2.0, 1.0, 3) for _ in factors)
+    draws = tuple(f[None] + rng.normal(0, 0.01, (4, *f.shape)) for f in factors)
+
+    def chain(order, signs):
+        def moved(arrays, flip=True):
+            return tuple(x[..., order] * (s if flip else 1.0) for x, s in zip(arrays, signs))
+        return GaussianChain(
+            moved(factors), moved(tuple(np.log(f) for f in factors), False) if nonnegative else None,
+            moved(hyper_means), moved(hyper_variances, False), 0.5, moved(draws),
+            np.zeros(10), None, -1.0, 1.0, None)
+
+    ones = [np.ones(3)] * 3
+    flipped = [np.array([1.0, -1.0, 1.0]), np.ones(3), np.array([1.0, -1.0, 1.0])]
+    pooled = pool_chains([chain([0, 1, 2], ones),
+                          chain([2, 0, 1], ones if nonnegative else flipped)])
+    for got, want in zip(pooled.mean_factors, factors):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    for got, want in zip(pooled.mean_hyper_means, hyper_means):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    for got, want in zip(pooled.draws, draws):
+        np.testing.assert_allclose(got, np.stack([want, want]), rtol=1e-12)
+
+
 @pytest.mark.slow(minutes=0.25)
 def test_evidence_is_finite_with_an_error_and_scores_the_training_data():
     X, _, _ = _data(shape=(8, 6, 5), missing=0.1)

@@ -46,7 +46,7 @@ def _last_lines(text):
 @pytest.mark.parametrize("method, evidence, labels", [
     ("gibbs", "auto", ["gibbs chain 1/2", "gibbs chain 2/2", "AIS"]),
     ("gibbs", "chib", ["gibbs chain 1/2", "Chib's clamped runs"]),
-    ("sgld", "auto", ["STI"]),
+    ("sgld", "auto", ["STI", "sgld chain 1/2", "sgld chain 2/2"]),
 ])
 def test_poisson_samplers_report_each_long_loop(method, evidence, labels, capsys):
     X = np.random.default_rng(0).poisson(2.0, size=(8, 6)).astype(float)
@@ -65,14 +65,26 @@ def test_gibbs_ntf_reports_its_chain_and_ais(capsys):
     X = np.random.default_rng(0).gamma(2.0, 1.0, size=(5, 4, 3))
     GibbsNTF(2, n_warmup=5, n_draws=10, verbose=1, random_state=0).fit(X)
     lines = _last_lines(capsys.readouterr().out)
-    assert lines["gibbs chain"].startswith("gibbs chain: 15/15 iterations")
+    assert lines["gibbs chain 1/1"].startswith("gibbs chain 1/1: 15/15 iterations")
     assert lines["AIS"].startswith("AIS: 999/999 temperatures")
+
+
+def test_allocation_smc_reports_tokens_and_vb_iterations(capsys):
+    from sklearn_pltf import AllocationSMC
+
+    X = np.random.default_rng(0).poisson(1.0, size=(4, 3, 3))
+    AllocationSMC(2, n_particles=50, n_islands=2, verbose=1, random_state=0).fit(X)
+    line = _last_lines(capsys.readouterr().out)["SMC"]
+    assert line.startswith(f"SMC: {int(X.sum())}/{int(X.sum())} tokens")
+    AllocationSMC(2, method="vb", max_iter=5, tol=0.0, verbose=1, random_state=0).fit(X)
+    line = _last_lines(capsys.readouterr().out)["Allocation VB"]
+    assert line.startswith("Allocation VB: 5/5 iterations")
 
 
 def test_gibbs_ntf_reports_its_chain_and_chib(capsys):
     X = np.random.default_rng(0).gamma(2.0, 1.0, size=(5, 4, 3))
     GibbsNTF(2, evidence="chib", n_warmup=5, n_draws=10, verbose=1, random_state=0).fit(X)
     lines = _last_lines(capsys.readouterr().out)
-    assert lines["gibbs chain"].startswith("gibbs chain: 15/15 iterations")
+    assert lines["gibbs chain 1/1"].startswith("gibbs chain 1/1: 15/15 iterations")
     # σ²'s run, then one per element: (5 + 4 + 3) x 2
     assert lines["Chib's clamped runs"].startswith("Chib's clamped runs: 25/25 blocks")

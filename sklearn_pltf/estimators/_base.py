@@ -555,14 +555,8 @@ class BasePoissonPLTF(BaseFactorization):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
-        tags.input_tags.three_d_array = self._accepts_tensors()
         return tags
-
-    def _accepts_tensors(self):
-        """Whether data with more than two dimensions are accepted."""
-        return True
 
 
 def _sample_major(mean, model, alpha):

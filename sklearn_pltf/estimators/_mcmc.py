@@ -142,7 +142,8 @@ def poisson_target(model, data, likelihood, priors, given, batch_size, n_blocks)
                               n_blocks=n_blocks)
 
 
-def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_draws, verbose=0):
+def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_draws, verbose=0,
+                label="sgld chain"):
     """One SGLD chain on ``make_target()``: the STI ladder (if ``sti``), then
     ``n_warmup`` + ``n_draws * thin`` steps at t = 1 for the posterior
     summaries of the factors at ``target.positions`` (and of the positions
@@ -162,7 +163,7 @@ def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_d
     advance = sgld.AdaptiveSGLD(target, 1.0, n_warmup=n_warmup, step_size=settings["step_size"])
     chain = drive_chain(
         rng, state, advance, None, target.positions, n_warmup=n_warmup, n_draws=n_draws,
-        thin=thin, keep_draws=keep_draws, verbose=verbose, label="SGLD chain", unit="steps",
+        thin=thin, keep_draws=keep_draws, verbose=verbose, label=label, unit="steps",
         factors_of=lambda state: target.factors(state.params),
     )
     if not np.all(np.isfinite(chain.log_likelihoods[n_warmup:])):
@@ -183,8 +184,8 @@ def sgld_posterior(rng, make_target, model, free, *, n_chains, n_warmup, n_draws
     combined errors and their spread (standard deviation / sqrt(n_chains))."""
     results = Parallel(n_jobs=n_jobs)(
         delayed(_sgld_chain)(child, make_target, settings, sti, n_warmup, n_draws, thin,
-                             keep_draws, verbose)
-        for child in rng.spawn(n_chains)
+                             keep_draws, verbose, f"sgld chain {k + 1}/{n_chains}")
+        for k, child in enumerate(rng.spawn(n_chains))
     )
     chains = align_labels([chain for chain, _ in results], model, free, tied=tied_labels)
     state, draws = _pooled(chains, model)

@@ -174,3 +174,13 @@ class BaseFactorization(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             "This fit has no evidence of its training data (evidence=None); refit with "
             "evidence='auto'."
         )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.three_d_array = self._accepts_tensors()
+        return tags
+
+    def _accepts_tensors(self):
+        """Whether data with more than two dimensions are accepted."""
+        return True

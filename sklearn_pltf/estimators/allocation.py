@@ -74,6 +74,9 @@ class AllocationSMC(BaseFactorization):
     random_state : int, Generator or None, default=None
         Seeds the token order, the allocations and the resampling (SMC) or
         the initial responsibilities (VB).
+    verbose : int, default=0
+        1 prints progress lines (tokens placed by SMC, or VB's iterations)
+        with the time left, at most every 10 seconds.
 
     Attributes
     ----------
@@ -124,11 +127,12 @@ class AllocationSMC(BaseFactorization):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_components=2, *, method="smc", n_particles=10_000, n_islands=10,
                  concentration=1.0, prior_rate=None, resample_threshold=0.5, max_iter=500,
-                 tol=1e-8, random_state=None):
+                 tol=1e-8, random_state=None, verbose=0):
         self.n_components = n_components
         self.method = method
         self.n_particles = n_particles
@@ -139,6 +143,7 @@ class AllocationSMC(BaseFactorization):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.verbose = verbose
 
     def _observed(self, X, mask, reset):
         """``X`` checked for the allocation model: whole counts, every entry observed."""
@@ -183,14 +188,16 @@ class AllocationSMC(BaseFactorization):
         if self.method == "smc":
             result = allocation.run_smc(rng, data, n_particles=self.n_particles,
                                         n_islands=self.n_islands,
-                                        resample_threshold=self.resample_threshold)
+                                        resample_threshold=self.resample_threshold,
+                                        verbose=self.verbose)
             self.log_evidence_ = result.log_evidence
             self.log_evidence_error_ = result.standard_error
             self.n_resampled_ = result.n_resampled
             self.n_iter_ = data.total
             factors = allocation.particle_factor_means(rng, result, data)
         else:
-            result = allocation.run_vb(rng, data, max_iter=self.max_iter, tol=self.tol)
+            result = allocation.run_vb(rng, data, max_iter=self.max_iter, tol=self.tol,
+                                       verbose=self.verbose)
             self.log_evidence_ = result.lower_bound
             self.lower_bounds_ = result.lower_bounds
             self.converged_ = result.converged
@@ -243,9 +250,6 @@ class AllocationSMC(BaseFactorization):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
-        tags.input_tags.sparse = True
-        tags.input_tags.three_d_array = True
-        tags.non_deterministic = False
         return tags
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -98,10 +99,17 @@ class GibbsNTF(BaseFactorization):
     keep_draws : bool, default=True
         Keep every kept draw of the factors in ``draws_`` (for
         :meth:`to_inference_data` and :meth:`predict_entries`).
+    n_init : int, default=1
+        Independent chains, each from its own random start. Their columns
+        (and, for signed factors, signs) are aligned to the first chain's
+        and their summaries pooled; two or more give R-hat across chains.
+    n_jobs : int or None, default=None
+        Chains run in parallel through joblib (``None``: one unless in a
+        ``joblib.parallel_backend`` context; -1: all processors).
     random_state : int, Generator or None, default=None
-        Seeds the chain and Chib's runs.
+        Seeds the chains and the evidence's runs.
     verbose : int, default=0
-        1 prints the progress of the chain and of Chib's clamped runs, with
+        1 prints the progress of each chain and of the evidence's runs, with
         the time left, at most every 10 seconds.
 
     Attributes
@@ -113,23 +121,24 @@ class GibbsNTF(BaseFactorization):
     noise_variance_ : float
         Posterior mean of σ².
     draws_ : tuple of ndarray
-        Per factor, the kept draws, shape (1, n_draws, I_n, n_components)
-        (one chain). Only with ``keep_draws``.
-    log_likelihoods_ : ndarray of shape (1, n_warmup + n_draws * thin)
-        log p(X | A, σ²) after every iteration.
+        Per factor, the kept draws, shape (n_init, n_draws, I_n,
+        n_components), chains aligned to the first. Only with ``keep_draws``.
+    log_likelihoods_ : ndarray of shape (n_init, n_warmup + n_draws * thin)
+        log p(X | A, σ²) after every iteration of each chain.
     acceptance_rate_ : float
-        Mean acceptance probability over the kept HMC iterations (1 for Gibbs).
+        Mean acceptance probability over the kept HMC iterations and the
+        chains (1 for Gibbs).
     step_size_ : float or None
-        HMC's adapted step size.
+        HMC's adapted step size (the chains' mean).
     log_evidence_, log_evidence_error_ : float
         The estimate of log p(X) (``evidence``) and its Monte Carlo
         standard error.
     n_iter_ : int
         Iterations run by the chain.
     rhat_ : float
-        Split R-hat of the log-likelihood over the kept iterations (the
+        Split R-hat of the log-likelihood over the kept iterations (each
         chain cut in halves); above 1.05 the fit warns
-        (``ConvergenceWarning``) that the chain has not mixed.
+        (``ConvergenceWarning``) that the chains have not mixed.
     n_features_in_ : int
         Size of axis 1.
 
@@ -164,6 +173,8 @@ class GibbsNTF(BaseFactorization):
         "hyper_shape": [Interval(Real, 0, None, closed="neither")],
         "hyper_scale": [Interval(Real, 0, None, closed="neither")],
         "keep_draws": ["boolean"],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
     }
@@ -172,7 +183,8 @@ class GibbsNTF(BaseFactorization):
                  n_warmup=500, n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05,
                  target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
-                 hyper_scale=1.0, keep_draws=True, random_state=None, verbose=0):
+                 hyper_scale=1.0, keep_draws=True, n_init=1, n_jobs=None, random_state=None,
+                 verbose=0):
         self.n_components = n_components
         self.nonnegative = nonnegative
         self.method = method
@@ -189,6 +201,8 @@ class GibbsNTF(BaseFactorization):
         self.hyper_shape = hyper_shape
         self.hyper_scale = hyper_scale
         self.keep_draws = keep_draws
+        self.n_init = n_init
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
@@ -233,22 +247,26 @@ class GibbsNTF(BaseFactorization):
                              "with nonnegative=False use evidence='chib'.")
         self.model_ = Model.parse(cp_model_string(data.ndim)).bind(
             data.shape, {"z": self.n_components})
-        chain = gaussian.run_chain(
-            chain_rng, stats, self.n_components, priors, sampler=self.method,
-            n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
-            keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
-            target_acceptance=self.target_acceptance, verbose=self.verbose,
-        )
+        chain = gaussian.pool_chains(Parallel(n_jobs=self.n_jobs)(
+            delayed(gaussian.run_chain)(
+                child, stats, self.n_components, priors, sampler=self.method,
+                n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
+                keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
+                target_acceptance=self.target_acceptance, verbose=self.verbose,
+                label=f"{self.method} chain {k + 1}/{self.n_init}",
+            )
+            for k, child in enumerate(chain_rng.spawn(self.n_init))
+        ))
         self.factors_ = chain.mean_factors
         self.noise_variance_ = float(chain.mean_noise_variance)
         self._sample_hyper = (chain.mean_hyper_means[0], chain.mean_hyper_variances[0])
-        self.log_likelihoods_ = chain.log_likelihoods[None, :]
+        self.log_likelihoods_ = chain.log_likelihoods
         self.acceptance_rate_ = chain.acceptance
         self.step_size_ = chain.step_size
-        self.n_iter_ = chain.log_likelihoods.size
-        self.rhat_ = _mcmc.warn_unless_mixed(chain.log_likelihoods[None, self.n_warmup:])
+        self.n_iter_ = chain.log_likelihoods.shape[1]
+        self.rhat_ = _mcmc.warn_unless_mixed(chain.log_likelihoods[:, self.n_warmup:])
         if self.keep_draws:
-            self.draws_ = tuple(d[None] for d in chain.draws)
+            self.draws_ = chain.draws
         if evidence == "ais":
             start = posterior_start(self.model_, chain.mean_factors,
                                     [np.exp(m) for m in chain.mean_log_factors])
@@ -310,8 +328,9 @@ class GibbsNTF(BaseFactorization):
         entries = EntryList(self.model_, check_entry_indices(indices, self.model_.observed_shape).T)
         if not hasattr(self, "draws_"):
             return entries.xhat(self.factors_)
-        n_draws = self.draws_[0].shape[1]
-        return sum(entries.xhat([d[0, k] for d in self.draws_]) for k in range(n_draws)) / n_draws
+        n_chains, n_draws = self.draws_[0].shape[:2]
+        return sum(entries.xhat([d[c, k] for d in self.draws_])
+                   for c in range(n_chains) for k in range(n_draws)) / (n_chains * n_draws)
 
     def score(self, X, y=None, mask=None):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
@@ -336,8 +355,5 @@ class GibbsNTF(BaseFactorization):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.input_tags.sparse = True
-        tags.input_tags.three_d_array = True
-        tags.non_deterministic = False
         return tags
 

@@ -43,6 +43,7 @@ from scipy.special import digamma, gammaln, logsumexp
 from threadpoolctl import threadpool_limits
 
 from .. import _kernels
+from .._progress import progress_or_none
 
 __all__ = [
     "AllocationData", "allocation_data", "log_total_prior",
@@ -189,7 +190,7 @@ def smc_step(rng, state, data, cells, resample_threshold):
     return state._replace(n_done=state.n_done + cells.shape[0])
 
 
-def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5):
+def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5, verbose=0):
     """Estimate log p(X) by sequential importance sampling over the tokens
     with the urn proposal and adaptive resampling.
 
@@ -198,6 +199,8 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5)
     product of mean incremental weights, Ẑ_k, is an unbiased estimate of
     p(X) for any fixed order, so their mean is too, and the spread of the
     Ẑ_k gives the standard error (by the delta method on the log scale).
+    With ``verbose``, progress lines count the tokens placed and give the
+    time left.
 
     Returns
     -------
@@ -206,8 +209,12 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5)
     order = token_order(rng, data)
     state = smc_init(data, n_particles, n_islands)
     chunk = max(1, _UNIFORMS_PER_CALL // n_particles)
+    progress = progress_or_none(verbose, "SMC", order.shape[0], unit="tokens")
     for start in range(0, order.shape[0], chunk):
-        state = smc_step(rng, state, data, order[start:start + chunk], resample_threshold)
+        cells = order[start:start + chunk]
+        state = smc_step(rng, state, data, cells, resample_threshold)
+        if progress is not None:
+            progress(cells.shape[0])
     constant = log_total_prior(data) + _log_multinomial(data)
     islands = state.log_evidence + constant
     log_evidence = float(logsumexp(islands) - np.log(n_islands))
@@ -364,15 +371,19 @@ class VBResult(NamedTuple):
     converged: bool
 
 
-def run_vb(rng, data, *, max_iter=500, tol=1e-8):
-    """Coordinate ascent until the bound's relative change is below ``tol``."""
+def run_vb(rng, data, *, max_iter=500, tol=1e-8, verbose=0):
+    """Coordinate ascent until the bound's relative change is below ``tol``
+    (with ``verbose``, progress lines give the time left to ``max_iter``)."""
     selectors = _selectors(data)
     state = vb_init(rng, data, selectors)
     bounds = []
     converged = False
+    progress = progress_or_none(verbose, "Allocation VB", max_iter, unit="iterations")
     for _ in range(max_iter):
         state, bound = vb_step(state, data, selectors)
         bounds.append(bound)
+        if progress is not None:
+            progress()
         if len(bounds) > 1 and abs(bounds[-1] - bounds[-2]) <= tol * abs(bounds[-1]):
             converged = True
             break
