@@ -448,7 +448,7 @@ def _sgld_seconds_per_step(X, rank, batch_size, n_steps):
                                 batch_size=batch_size)
     rng = np.random.default_rng(0)
     state = sgld.init(rng, target, 1.0)
-    target.anchor(state.params)
+    state = state._replace(anchor=target.anchor(state.params))
     step_size = 0.01
     state, _ = sgld.step(rng, state, target, 1.0, step_size, target.draw_batch(rng))
     start = time.perf_counter()

@@ -13,7 +13,7 @@ N(R μθ, R σθ²), so x ~ N(R μθ 1, σx² I + R σθ² 1 1ᵀ).
 
 import numpy as np
 
-from sklearn_pltf.inference._batches import RandomBatches, subsampling_variance
+from sklearn_pltf.inference._batches import RandomBatches, TargetGradient, subsampling_variance
 
 MU, PRIOR_VAR, NOISE_VAR = 5.0, 3.0, 5.0
 
@@ -47,7 +47,6 @@ class GaussianAdditiveTarget:
     def __init__(self, x, n_components, batch_size=250):
         self.x, self.n_components = np.asarray(x, dtype=np.float64), n_components
         self.batches = RandomBatches(self.x.size, batch_size)
-        self._reference_sum, self._reference_total, self._reference_gradient = 0.0, 0.0, None
 
     def init(self, rng):
         return (rng.normal(MU, np.sqrt(PRIOR_VAR), size=self.n_components),)
@@ -58,29 +57,32 @@ class GaussianAdditiveTarget:
     def _log_densities(self, x, s):
         return -0.5 * np.log(2 * np.pi * NOISE_VAR) - (x - s) ** 2 / (2 * NOISE_VAR)
 
-    def gradient(self, params, batch, temperature):
+    def gradient(self, params, batch, temperature, anchor=None):
         (theta,) = params
         index, scale = batch
         xb, s = self.x[index], theta.sum()
+        reference_sum, reference_total, reference_gradient = anchor or (0.0, 0.0, None)
         # With the control variate around s₀ the gradient is exact: it is
         # linear in s (Baker et al. 2019).
-        if self._reference_gradient is None:
+        if reference_gradient is None:
             likelihood = scale * np.sum(xb - s) / NOISE_VAR
         else:
-            likelihood = self._reference_gradient + scale * xb.size * (self._reference_sum - s) / NOISE_VAR
+            likelihood = reference_gradient + scale * xb.size * (reference_sum - s) / NOISE_VAR
         gradient = -(theta - MU) / PRIOR_VAR + temperature * likelihood
-        differences = self._log_densities(xb, s) - self._log_densities(xb, self._reference_sum)
-        log_likelihood = self._reference_total + scale * np.sum(differences)
-        return (gradient,), float(log_likelihood), subsampling_variance(differences, scale)
+        differences = self._log_densities(xb, s) - self._log_densities(xb, reference_sum)
+        log_likelihood = reference_total + scale * np.sum(differences)
+        return TargetGradient((gradient,), float(log_likelihood),
+                              subsampling_variance(differences, scale), None)
 
-    def curvature(self, params, temperature):
+    def curvature(self, params, temperature, allocated):
         """The Hessian's diagonal: 1/σθ² + t N / σx²."""
         return (np.full(self.n_components, 1.0 / PRIOR_VAR + temperature * self.x.size / NOISE_VAR),)
 
     def anchor(self, params):
-        self._reference_sum = float(params[0].sum())
-        self._reference_total = float(np.sum(self._log_densities(self.x, self._reference_sum)))
-        self._reference_gradient = float(np.sum(self.x - self._reference_sum)) / NOISE_VAR
+        """(s₀, the log-likelihood at s₀, its gradient in s at s₀)."""
+        reference_sum = float(params[0].sum())
+        return (reference_sum, float(np.sum(self._log_densities(self.x, reference_sum))),
+                float(np.sum(self.x - reference_sum)) / NOISE_VAR)
 
 
 def variance_log_likelihood(x, n_components, t):

@@ -38,8 +38,8 @@ def test_gradient_is_that_of_the_log_power_posterior(likelihood):
                     for q, phi in zip(target.positions, p))
         return temperature * target.log_likelihood(p) + prior
 
-    gradient, log_likelihood, noise = target.gradient(params, (np.arange(target.data.x.size), 1.0),
-                                                      temperature)
+    gradient, log_likelihood, noise, _ = target.gradient(
+        params, (np.arange(target.data.x.size), 1.0), temperature)
     assert log_likelihood == pytest.approx(target.log_likelihood(params), rel=1e-12)
     assert noise == 0.0
     for block, analytic in enumerate(gradient):
@@ -57,8 +57,8 @@ def test_control_variates_are_exact_at_the_reference_point():
     the full data's whatever the batch (the batch terms cancel)."""
     target, _, params = _target("bernoulli")
     full = target.gradient(params, (np.arange(target.data.x.size), 1.0), 1.0)
-    target.anchor(params)
-    batch = target.gradient(params, (np.array([0, 2, 5]), target.data.x.size / 3), 1.0)
+    anchor = target.anchor(params)
+    batch = target.gradient(params, (np.array([0, 2, 5]), target.data.x.size / 3), 1.0, anchor)
     for a, b in zip(batch[0], full[0]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert batch[1] == pytest.approx(full[1], rel=1e-12)

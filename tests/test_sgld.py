@@ -7,7 +7,7 @@ import sparse
 from sklearn_pltf._contract import make_contractor
 from sklearn_pltf._data import as_observed_tensor
 from sklearn_pltf.inference import sgld
-from sklearn_pltf.inference._batches import BlockBatches
+from sklearn_pltf.inference._batches import BlockBatches, TargetGradient
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model import Model
 
@@ -24,14 +24,14 @@ class _StandardGaussian:
     def draw_batch(self, rng):
         return None
 
-    def gradient(self, params, batch, temperature):
-        return (-self.lam * params[0],), 0.0, 0.0
+    def gradient(self, params, batch, temperature, anchor=None):
+        return TargetGradient((-self.lam * params[0],), 0.0, 0.0, None)
 
-    def curvature(self, params, temperature):
+    def curvature(self, params, temperature, allocated):
         return (np.full(1, self.lam),)
 
     def anchor(self, params):
-        pass
+        return None
 
 
 def test_step_sizes_decay_from_one_to_the_final_size():
@@ -88,7 +88,7 @@ def test_full_batch_gradient_is_the_log_posterior_gradient(sparse_input, likelih
     target = sgld.PoissonTarget(model, contractor, priors)
     params = target.init(np.random.default_rng(1))
     full = (np.arange(contractor.nonzeros.n_entries), 1.0)
-    gradient, log_likelihood, noise = target.gradient(params, full, 0.7)
+    gradient, log_likelihood, noise, _ = target.gradient(params, full, 0.7)
     assert log_likelihood == pytest.approx(target.log_likelihood(params))
     assert noise == 0.0
     h = 1e-6
@@ -109,10 +109,11 @@ def test_minibatch_gradient_and_log_likelihood_are_unbiased(anchored, likelihood
     target = sgld.PoissonTarget(model, contractor, priors, batch_size=10)
     rng = np.random.default_rng(2)
     params = target.init(rng)
+    anchor = None
     if anchored:  # control variates around another point
-        target.anchor(tuple(p + 0.3 * rng.standard_normal(p.shape) for p in params))
-    full = target.gradient(params, (np.arange(contractor.nonzeros.n_entries), 1.0), 1.0)
-    samples = [target.gradient(params, target.draw_batch(rng), 1.0) for _ in range(4000)]
+        anchor = target.anchor(tuple(p + 0.3 * rng.standard_normal(p.shape) for p in params))
+    full = target.gradient(params, (np.arange(contractor.nonzeros.n_entries), 1.0), 1.0, anchor)
+    samples = [target.gradient(params, target.draw_batch(rng), 1.0, anchor) for _ in range(4000)]
     for block in range(2):
         draws = np.array([s[0][block] for s in samples])
         error = draws.std(axis=0) / np.sqrt(len(samples))

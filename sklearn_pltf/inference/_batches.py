@@ -1,12 +1,41 @@
 """Minibatches of listed entries for stochastic-gradient samplers
-(:mod:`.sgld`, :mod:`.rescal_sgld`), and the variance that subsampling adds
-to an estimated sum."""
+(:mod:`.sgld`, :mod:`.rescal_sgld`), the variance that subsampling adds
+to an estimated sum, and what their targets return and keep."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-__all__ = ["RandomBatches", "BlockBatches", "subsampling_variance"]
+__all__ = [
+    "RandomBatches", "BlockBatches", "subsampling_variance", "TargetGradient", "ControlVariates",
+]
+
+
+class TargetGradient(NamedTuple):
+    """What a target's ``gradient`` returns: the stochastic gradient ĝ per
+    parameter block, the unbiased estimate ℓ̂ of log p(X | θ), its variance
+    over minibatches, and the estimated expected allocation of each block
+    (what the target's ``curvature`` reads; None if it reads nothing)."""
+
+    gradient: tuple
+    log_likelihood: float
+    log_likelihood_noise: float
+    allocated: tuple | None
+
+
+class ControlVariates(NamedTuple):
+    """A target's reference point θ₀ and what its control variates need
+    there: the factors (model order, or the target's own tuple), the
+    expected allocation of each parameter block, and each listed entry's
+    log-likelihood term and E[N] / X̂; ``total`` is the sum of the terms."""
+
+    reference: tuple
+    allocation: tuple
+    terms: np.ndarray
+    ratios: np.ndarray
+    total: float
 
 
 class RandomBatches:

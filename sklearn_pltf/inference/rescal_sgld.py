@@ -19,7 +19,7 @@ for Poisson data), and :math:`E_A = \\partial_A \\sum_{\\text{observed}}
 among them); for G the same with :math:`S_G(a, b, k) = G(a, b, k) \\sum_e
 r_e A(i_e, a) A(j_e, b)` over relation k's entries. Minibatches sample the
 non-zeros, with the control variates of ``PoissonTarget`` around a
-reference point set by :meth:`RescalTarget.anchor`.
+reference point computed by :meth:`RescalTarget.anchor`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from .._kernels import TINY
 from . import _relational as relational
-from ._batches import RandomBatches, subsampling_variance
+from ._batches import ControlVariates, RandomBatches, TargetGradient, subsampling_variance
 
 __all__ = ["RescalTarget"]
 
@@ -56,12 +56,6 @@ class RescalTarget:
         self.data, self.priors, self.n_components = data, priors, n_components
         n = data.x.size
         self.batches = RandomBatches(n, n if batch_size is None else batch_size)
-        self._reference = None
-        self._allocated = (0.0, 0.0)
-        self._reference_allocation = (0.0, 0.0)
-        self._terms_reference = np.zeros(n)
-        self._ratio_reference = None
-        self._reference_total = 0.0
 
     def init(self, rng):
         entity, core = relational.initial_means(rng, self.data, self.n_components)
@@ -91,31 +85,36 @@ class RescalTarget:
         return (relational.entity_exposure(self.data, entity, core),
                 relational.core_exposure(self.data, entity))
 
-    def gradient(self, params, batch, temperature):
+    def gradient(self, params, batch, temperature, anchor=None):
+        """The :class:`~._batches.TargetGradient` at ``params`` from ``batch``,
+        with the control variates of ``anchor`` (None: none)."""
         index, scale = batch
         d = self.data
         entity, _, core = self.factors(params)
         likelihood = d.likelihood
         xhat = np.maximum(relational.entry_rates(d.i[index], d.j[index], d.k[index], entity,
                                                  relational.by_relation(core)), TINY)
-        differences = likelihood.entry_log_terms(d.x[index], xhat) - self._terms_reference[index]
-        log_likelihood = (self._reference_total + scale * float(np.sum(differences))
+        differences = likelihood.entry_log_terms(d.x[index], xhat)
+        if anchor is not None:
+            differences = differences - anchor.terms[index]
+        log_likelihood = ((anchor.total if anchor is not None else 0.0)
+                          + scale * float(np.sum(differences))
                           - relational.observed_total(d, entity, core) + d.log_base_measure)
         allocated = self._allocation(index, likelihood.count_ratio(d.x[index], xhat), entity, core)
         allocated = tuple(reference + scale * part for reference, part in
-                          zip(self._reference_allocation, allocated))
-        if self._reference is not None and index.size:
-            cancel = self._allocation(index, self._ratio_reference[index], *self._reference)
+                          zip(anchor.allocation if anchor is not None else (0.0, 0.0), allocated))
+        if anchor is not None and index.size:
+            cancel = self._allocation(index, anchor.ratios[index], *anchor.reference)
             allocated = tuple(a - scale * c for a, c in zip(allocated, cancel))
-        self._allocated = allocated
         exposures = self._exposures(entity, core)
         gradient = tuple(
             temperature * (s - z * e) + self.priors.shape[p] - self.priors.rate[p] * z
             for s, z, e, p in zip(allocated, (entity, core), exposures, self.positions)
         )
-        return gradient, float(log_likelihood), subsampling_variance(differences, scale)
+        return TargetGradient(gradient, float(log_likelihood),
+                              subsampling_variance(differences, scale), allocated)
 
-    def curvature(self, params, temperature):
+    def curvature(self, params, temperature, allocated):
         """As ``PoissonTarget.curvature``: the larger of the conditional's
         shape with the expected allocation, and its curvature at the point."""
         entity, _, core = self.factors(params)
@@ -123,20 +122,20 @@ class RescalTarget:
         return tuple(
             np.maximum(self.priors.shape[p] + temperature * np.maximum(s, 0.0),
                        z * (self.priors.rate[p] + temperature * e))
-            for s, z, e, p in zip(self._allocated, (entity, core), exposures, self.positions)
+            for s, z, e, p in zip(allocated, (entity, core), exposures, self.positions)
         )
 
     def anchor(self, params):
-        """Set the control variates' reference point (one pass over the non-zeros)."""
+        """The control variates' reference point at ``params``, a
+        :class:`~._batches.ControlVariates` with (A, G) as its reference
+        (one pass over the non-zeros)."""
         d = self.data
         entity, _, core = self.factors(params)
-        self._reference = (entity, core)
         xhat = np.maximum(relational.rates_at_nonzeros(d, entity, core), TINY)
-        self._terms_reference = d.likelihood.entry_log_terms(d.x, xhat)
-        self._ratio_reference = d.likelihood.count_ratio(d.x, xhat)
-        self._reference_allocation = self._allocation(np.arange(d.x.size), self._ratio_reference,
-                                                      entity, core)
-        self._reference_total = float(np.sum(self._terms_reference))
+        terms = d.likelihood.entry_log_terms(d.x, xhat)
+        ratios = d.likelihood.count_ratio(d.x, xhat)
+        allocation = self._allocation(np.arange(d.x.size), ratios, entity, core)
+        return ControlVariates((entity, core), allocation, terms, ratios, float(np.sum(terms)))
 
     def log_likelihood(self, params):
         entity, _, core = self.factors(params)

@@ -38,19 +38,23 @@ A target is any object with
 
 - ``init(rng)``: a first point, a tuple of arrays (unconstrained coordinates);
 - ``draw_batch(rng)``: a minibatch;
-- ``gradient(params, batch, temperature)``: ``(ĝ, ℓ̂, v̂)``, the stochastic
-  gradient above, an unbiased estimate ℓ̂ of log p(X | θ) and an estimate v̂
-  of ℓ̂'s variance over minibatches (:func:`~._batches.subsampling_variance`);
-- ``curvature(params, temperature)``: the preconditioner's inverse, one
-  positive array per block;
-- ``anchor(params)``: a reference point for the control variates of ĝ and ℓ̂
-  (:class:`PoissonTarget`);
+- ``gradient(params, batch, temperature, anchor)``: a
+  :class:`~._batches.TargetGradient`, the stochastic gradient above, an
+  unbiased estimate ℓ̂ of log p(X | θ), an estimate of ℓ̂'s variance over
+  minibatches (:func:`~._batches.subsampling_variance`) and what
+  ``curvature`` reads, with the control variates of ``anchor`` (None:
+  none);
+- ``curvature(params, temperature, allocated)``: the preconditioner's
+  inverse, one positive array per block, from the ``allocated`` of the
+  last gradient;
+- ``anchor(params)``: the control variates' reference point at ``params``
+  (:class:`~._batches.ControlVariates` for :class:`PoissonTarget`);
 - ``factors(params)``: every factor of the model, in model order;
   ``positions``: the model position of each parameter block; ``tied``:
   ``{position: source position}`` of factors that are another factor.
 
-A target keeps its reference point (and may cache what ``curvature`` reads
-from the last ``gradient``); the chain's own state is the ``SGLDState``.
+A target holds the data and the model only; the chain's state, its
+reference point included, is the ``SGLDState``.
 :class:`PoissonTarget` is the Poisson–Gamma PLTF model on any model string,
 with uniform (:class:`~._batches.RandomBatches`) or parallel-block
 (:class:`~._batches.BlockBatches`) minibatches.
@@ -63,7 +67,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .._kernels import TINY
-from ._batches import BlockBatches, RandomBatches, subsampling_variance
+from ._batches import (
+    BlockBatches, ControlVariates, RandomBatches, TargetGradient, subsampling_variance,
+)
 from ._common import initial_factors
 
 __all__ = [
@@ -73,33 +79,39 @@ __all__ = [
 
 class SGLDState(NamedTuple):
     """The current point (unconstrained coordinates, one array per block of
-    parameters), the diagonal preconditioner of each block, and the standard
-    normal noise of the last step (the next step reuses it)."""
+    parameters), the diagonal preconditioner of each block, the standard
+    normal noise of the last step (the next step reuses it), and the
+    target's control variates (None until the first warm-up ends)."""
 
     params: tuple
     preconditioner: tuple
     noise: tuple
+    anchor: object = None
 
 
 class SGLDInfo(NamedTuple):
     """What a step reports, at the point it started from: the unbiased
     estimate of log p(X | θ), an estimate of that estimate's variance over
-    minibatches (0 for the full data), and the stochastic gradient."""
+    minibatches (0 for the full data), the stochastic gradient, and the
+    target's estimated allocation (what its ``curvature`` reads)."""
 
     log_likelihood: float
     log_likelihood_noise: float
     gradient: tuple
+    allocated: tuple | None = None
 
 
 def step(rng, state, target, temperature, step_size, batch):
     """One SGLD step on ``target``'s power posterior at ``temperature``."""
-    gradient, log_likelihood, noise = target.gradient(state.params, batch, temperature)
+    estimate = target.gradient(state.params, batch, temperature, state.anchor)
     fresh = tuple(rng.standard_normal(p.shape) for p in state.params)
     params = tuple(
         p + 0.5 * step_size * pre * g + np.sqrt(step_size * pre) * 0.5 * (old + new)
-        for p, g, pre, old, new in zip(state.params, gradient, state.preconditioner, state.noise, fresh)
+        for p, g, pre, old, new in zip(state.params, estimate.gradient, state.preconditioner,
+                                       state.noise, fresh)
     )
-    return SGLDState(params, state.preconditioner, fresh), SGLDInfo(log_likelihood, noise, gradient)
+    return state._replace(params=params, noise=fresh), SGLDInfo(
+        estimate.log_likelihood, estimate.log_likelihood_noise, estimate.gradient, estimate.allocated)
 
 
 def step_sizes(step_size, n_warmup, first=1.0):
@@ -147,7 +159,8 @@ class AdaptiveSGLD:
         state, info = step(rng, state, target, temperature, self._warmup_sizes[self._taken - 1],
                            target.draw_batch(rng))
         self._curvature = [c + (new - c) / (self._taken + 1) for c, new in
-                           zip(curvature, target.curvature(state.params, temperature))]
+                           zip(curvature, target.curvature(state.params, temperature,
+                                                           info.allocated))]
         return state, info
 
     def settle(self, state):
@@ -156,10 +169,9 @@ class AdaptiveSGLD:
         if self._settled:
             return state
         curvature = self._curvature_of(state)
-        state = state._replace(preconditioner=tuple(1.0 / c for c in curvature))
-        self.target.anchor(state.params)
         self._settled = True
-        return state
+        return state._replace(preconditioner=tuple(1.0 / c for c in curvature),
+                              anchor=self.target.anchor(state.params))
 
     def _curvature_of(self, state):
         if self._curvature is None:
@@ -188,9 +200,9 @@ def init(rng, target, temperature=0.0):
     """The target's first point, preconditioned by its curvature there at
     ``temperature`` (``run``'s warm-up re-estimates it)."""
     params = target.init(rng)
-    target.gradient(params, target.draw_batch(rng), temperature)  # the curvature may use it
+    estimate = target.gradient(params, target.draw_batch(rng), temperature, None)
     return SGLDState(
-        params, tuple(1.0 / c for c in target.curvature(params, temperature)),
+        params, tuple(1.0 / c for c in target.curvature(params, temperature, estimate.allocated)),
         tuple(rng.standard_normal(p.shape) for p in params),
     )
 
@@ -219,8 +231,9 @@ class PoissonTarget:
     non-zeros.
 
     Both the gradient and the log-likelihood use control variates around a
-    reference point Z₀ set by :meth:`anchor` (one pass over the non-zeros,
-    after each temperature's warm-up). The gradient's data term is the
+    reference point Z₀ that :meth:`anchor` computes (one pass over the
+    non-zeros, after each temperature's warm-up) and the chain's state
+    carries. The gradient's data term is the
     expected allocation :math:`S_\\alpha(Z) = Z_\\alpha \\circ
     \\Delta_\\alpha(X/\\hat X)(Z)`, estimated as (Baker, Fearnhead, Fox &
     Nemeth 2019)
@@ -279,13 +292,6 @@ class PoissonTarget:
             self.batches = BlockBatches(self.entries.coords, model.observed_shape, n_blocks)
         else:
             self.batches = RandomBatches(n, n if batch_size is None else batch_size)
-        # Control variates, off until anchor() sets a reference point.
-        self._reference = None
-        self._allocated = {a: 0.0 for a in self.free}
-        self._reference_allocation = {a: 0.0 for a in self.free}
-        self._terms_reference = np.zeros(n)  # each entry's log-likelihood term at Z₀
-        self._ratio_reference = None  # each entry's E[N] / X̂ at Z₀
-        self._reference_total = 0.0
 
     def init(self, rng):
         """Log of a start drawn around the data's scale (as the samplers and VB start)."""
@@ -302,7 +308,9 @@ class PoissonTarget:
     def draw_batch(self, rng):
         return self.batches.draw(rng)
 
-    def gradient(self, params, batch, temperature):
+    def gradient(self, params, batch, temperature, anchor=None):
+        """The :class:`~._batches.TargetGradient` at ``params`` from ``batch``,
+        with the control variates of ``anchor`` (None: none)."""
         index, scale = batch
         factors = self.factors(params)
         if index.size == self.entries.n_entries:
@@ -310,9 +318,11 @@ class PoissonTarget:
         sub = self.entries.subset(index)
         likelihood = self.contractor.likelihood
         xhat = np.maximum(sub.xhat(factors), TINY) if sub.n_entries else np.ones(0)
-        differences = likelihood.entry_log_terms(sub.values, xhat) - self._terms_reference[index]
+        differences = likelihood.entry_log_terms(sub.values, xhat)
+        if anchor is not None:
+            differences = differences - anchor.terms[index]
         log_likelihood = (
-            self._reference_total + scale * float(np.sum(differences))
+            (anchor.total if anchor is not None else 0.0) + scale * float(np.sum(differences))
             - self.contractor.masked_total(factors) + self.contractor.log_base_measure
         )
         # E[N] / X̂ (X / X̂ for Poisson data) at the batch, at the point and at
@@ -320,18 +330,21 @@ class PoissonTarget:
         # would recompute X̂ per factor).
         ratio = self.entries.subset(index, likelihood.count_ratio(sub.values, xhat))
         cancel = None
-        if self._reference is not None and sub.n_entries:
-            cancel = self.entries.subset(index, self._ratio_reference[index])
-        gradient = []
-        for alpha in self.free:
+        if anchor is not None and sub.n_entries:
+            cancel = self.entries.subset(index, anchor.ratios[index])
+        gradient, allocations = [], []
+        for i, alpha in enumerate(self.free):
             z = factors[alpha]
-            allocated = self._reference_allocation[alpha]
+            allocated = anchor.allocation[i] if anchor is not None else 0.0
             if sub.n_entries:
                 allocated = allocated + scale * z * ratio.delta(alpha, factors)
             if cancel is not None:
-                allocated = allocated - scale * self._reference[alpha] * cancel.delta(alpha, self._reference)
+                reference = anchor.reference
+                allocated = allocated - scale * reference[alpha] * cancel.delta(alpha, reference)
             gradient.append(self._factor_gradient(alpha, factors, allocated, temperature))
-        return tuple(gradient), float(log_likelihood), subsampling_variance(differences, scale)
+            allocations.append(allocated)
+        return TargetGradient(tuple(gradient), float(log_likelihood),
+                              subsampling_variance(differences, scale), tuple(allocations))
 
     def _full_gradient(self, factors, temperature):
         """The exact gradient and log-likelihood, for a batch of every non-zero:
@@ -339,27 +352,25 @@ class PoissonTarget:
         contractor's compiled kernels where the model allows them."""
         entries, c = self.entries, self.contractor
         log_likelihood = c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
-        gradient = tuple(
-            self._factor_gradient(alpha, factors, factors[alpha] * entries.delta(alpha, factors, ratio=True),
-                                  temperature)
-            for alpha in self.free
-        )
-        return gradient, float(log_likelihood), 0.0
+        allocations = tuple(factors[alpha] * entries.delta(alpha, factors, ratio=True)
+                            for alpha in self.free)
+        gradient = tuple(self._factor_gradient(alpha, factors, allocated, temperature)
+                         for alpha, allocated in zip(self.free, allocations))
+        return TargetGradient(gradient, float(log_likelihood), 0.0, allocations)
 
     def _factor_gradient(self, alpha, factors, allocated, temperature):
         """∂/∂φ_α of the log power posterior, given the (estimated) expected
-        allocation ``allocated`` = Z_α ∘ Δ_α(X / X̂); keeps it for :meth:`curvature`."""
+        allocation ``allocated`` = Z_α ∘ Δ_α(X / X̂)."""
         z = factors[alpha]
-        self._allocated[alpha] = allocated
         likelihood = allocated - z * self.contractor.masked_delta(alpha, factors)
         return temperature * likelihood + self.priors.shape[alpha] - self.priors.rate[alpha] * z
 
-    def curvature(self, params, temperature):
+    def curvature(self, params, temperature, allocated):
         """The larger of two curvature scales of Z_α's Gamma conditional
         (``inference.gibbs``) in φ = log Z: its shape :math:`A + t\\,\\hat S_\\alpha`
         with the allocation at its expectation
-        :math:`\\hat S_\\alpha = Z \\circ \\Delta_\\alpha(X / \\hat X)` (as estimated by
-        the last :meth:`gradient`), and its curvature at the current point,
+        :math:`\\hat S_\\alpha = Z \\circ \\Delta_\\alpha(X / \\hat X)` (``allocated``,
+        as the last :meth:`gradient` estimated it), and its curvature at the current point,
         :math:`(R + t\\,\\Delta_\\alpha(M)) Z` (closed form). Both equal the shape
         at the conditional's mode. The first never falls below A, which keeps
         steps bounded in the flat left tail of log Z; the second is exact
@@ -368,23 +379,22 @@ class PoissonTarget:
         factors = self.factors(params)
         return tuple(
             np.maximum(
-                self.priors.shape[a] + temperature * np.maximum(self._allocated[a], 0.0),
+                self.priors.shape[a] + temperature * np.maximum(s, 0.0),
                 factors[a] * (self.priors.rate[a] + temperature * self.contractor.masked_delta(a, factors)),
             )
-            for a in self.free
+            for a, s in zip(self.free, allocated)
         )
 
     def anchor(self, params):
-        """Set the control variates' reference point Z₀ (one pass over the non-zeros)."""
-        self._reference = self.factors(params)
-        self._reference_allocation = {
-            a: self._reference[a] * self.contractor.ratio_delta(a, self._reference) for a in self.free
-        }
+        """The control variates' reference point Z₀ at ``params``, a
+        :class:`~._batches.ControlVariates` (one pass over the non-zeros)."""
+        reference = self.factors(params)
+        allocation = tuple(reference[a] * self.contractor.ratio_delta(a, reference) for a in self.free)
         likelihood, values = self.contractor.likelihood, self.entries.values
-        xhat = np.maximum(self.entries.xhat(self._reference), TINY)
-        self._terms_reference = likelihood.entry_log_terms(values, xhat)
-        self._ratio_reference = likelihood.count_ratio(values, xhat)
-        self._reference_total = float(np.sum(self._terms_reference))
+        xhat = np.maximum(self.entries.xhat(reference), TINY)
+        terms = likelihood.entry_log_terms(values, xhat)
+        return ControlVariates(reference, allocation, terms, likelihood.count_ratio(values, xhat),
+                               float(np.sum(terms)))
 
     def log_likelihood(self, params):
         """log p(X | Z) over the whole data (for checks; one pass over the non-zeros)."""
