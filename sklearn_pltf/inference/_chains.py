@@ -30,7 +30,7 @@ class ChainResult(NamedTuple):
     mean_log: tuple
     draws: tuple  # (n_draws, *factor shape) per free factor; None if held or not kept
     log_likelihoods: np.ndarray  # log p(X | Z) after every sweep, warm-up included
-    best: tuple  # the factors of the kept draw of highest log p(X, Z)
+    best: tuple  # the factors of the kept draw of highest log p(X, Z) (the last, if none ranked)
     best_log_joint: float
     best_state: tuple | None = None  # that draw's whole state
     collected: tuple | None = None  # means over the kept draws of what ``collect`` returned

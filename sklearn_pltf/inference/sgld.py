@@ -131,8 +131,9 @@ class AdaptiveSGLD:
     first ``n_warmup`` calls take decreasing steps and re-estimate the
     preconditioner as the mean curvature over the warm-up (the start of a
     temperature counts as much as its end: both are the posterior's scale);
-    the first call after them freezes it and anchors the target's control
-    variates; every later call takes a step of ``step_size``.
+    the first call after them freezes it and puts the target's control
+    variates at that point into the state (its ``anchor``); every later call
+    takes a step of ``step_size``.
 
     ``adaptive(rng, state) -> (state, info)`` is the ``step`` a chain driver
     takes (:func:`~._chains.drive_chain`); ``info.log_likelihood`` is the
@@ -164,8 +165,8 @@ class AdaptiveSGLD:
         return state, info
 
     def settle(self, state):
-        """``state`` with the warm-up's preconditioner frozen and the target
-        anchored there; done once, after the warm-up."""
+        """``state`` with the warm-up's preconditioner frozen and the control
+        variates anchored there; done once, after the warm-up."""
         if self._settled:
             return state
         curvature = self._curvature_of(state)
