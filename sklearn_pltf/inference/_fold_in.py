@@ -13,15 +13,15 @@ The update is any optimiser's ``step(state, contractor, priors,
 with_objective=False)`` (:mod:`~sklearn_pltf.inference.vb`,
 :mod:`~sklearn_pltf.inference.em`), passed in, so this helper imports no
 algorithm. With every other factor held, a step is a fixed-point map
-:math:`F` of the free factor's coordinates :math:`\theta` (VB's Gamma
+:math:`F` of the free factor's coordinates :math:`\\theta` (VB's Gamma
 shapes: the optimiser's ``free_parameter``), and a linearly convergent
 one. For an optimiser that names its coordinates, each cycle accelerates
 it by SQUAREM (Varadhan & Roland
-2008, scheme S3), per sample: with :math:`r = F(\theta) - \theta` and
-:math:`v = F(F(\theta)) - 2F(\theta) + \theta` over the sample's
-coordinates, the step length :math:`s = -\lVert r \rVert / \lVert v \rVert`
-(at most -1; -1 gives :math:`F(F(\theta))`) extrapolates to
-:math:`\theta' = \theta - 2 s r + s^2 v`, projected onto the coordinates'
+2008, scheme S3), per sample: with :math:`r = F(\\theta) - \\theta` and
+:math:`v = F(F(\\theta)) - 2F(\\theta) + \\theta` over the sample's
+coordinates, the step length :math:`s = -\\lVert r \\rVert / \\lVert v \\rVert`
+(at most -1; -1 gives :math:`F(F(\\theta))`) extrapolates to
+:math:`\\theta' = \\theta - 2 s r + s^2 v`, projected onto the coordinates'
 domain (``with_free_parameter``), and one plain step from there ends the
 cycle. Its change is what the stopping rule reads, so a sample stops only
 where a plain step moves it by less than ``tol``: near the fixed point of
