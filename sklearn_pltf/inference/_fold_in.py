@@ -73,9 +73,9 @@ def _squarem_cycle(kernel, state, contractor, priors, alpha, others):
     Returns the new state and each sample's change in its last, plain step."""
     first, _ = kernel.step(state, contractor, priors, with_objective=False)
     second, _ = kernel.step(first, contractor, priors, with_objective=False)
-    theta = kernel.free_parameter(state, alpha)
-    r = kernel.free_parameter(first, alpha) - theta
-    v = kernel.free_parameter(second, alpha) - kernel.free_parameter(first, alpha) - r
+    theta, theta_first = kernel.free_parameter(state, alpha), kernel.free_parameter(first, alpha)
+    r = theta_first - theta
+    v = kernel.free_parameter(second, alpha) - theta_first - r
     r_norm = np.sqrt(np.sum(r * r, axis=others, keepdims=True))
     v_norm = np.sqrt(np.sum(v * v, axis=others, keepdims=True))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -89,16 +89,11 @@ class SGLDState(NamedTuple):
     anchor: object = None
 
 
-class SGLDInfo(NamedTuple):
-    """What a step reports, at the point it started from: the unbiased
-    estimate of log p(X | θ), an estimate of that estimate's variance over
-    minibatches (0 for the full data), the stochastic gradient, and the
-    target's estimated allocation (what its ``curvature`` reads)."""
-
-    log_likelihood: float
-    log_likelihood_noise: float
-    gradient: tuple
-    allocated: tuple | None = None
+#: What a step reports: its target's :class:`~._batches.TargetGradient` at
+#: the point the step started from (the unbiased estimate of log p(X | θ),
+#: its variance over minibatches, 0 for the full data, the stochastic
+#: gradient, and what the target's ``curvature`` reads).
+SGLDInfo = TargetGradient
 
 
 def step(rng, state, target, temperature, step_size, batch):
@@ -110,8 +105,7 @@ def step(rng, state, target, temperature, step_size, batch):
         for p, g, pre, old, new in zip(state.params, estimate.gradient, state.preconditioner,
                                        state.noise, fresh)
     )
-    return state._replace(params=params, noise=fresh), SGLDInfo(
-        estimate.log_likelihood, estimate.log_likelihood_noise, estimate.gradient, estimate.allocated)
+    return state._replace(params=params, noise=fresh), estimate
 
 
 def step_sizes(step_size, n_warmup, first=1.0):
