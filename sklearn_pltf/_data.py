@@ -15,6 +15,7 @@ the missing ones). The user's arrays are never modified.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,7 +24,18 @@ import scipy.sparse as sp
 import sparse
 from scipy.special import gammaln
 
-__all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input"]
+__all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input", "MAX_COUNT"]
+
+#: The largest count a sampler that allocates counts accepts (it holds them as int64).
+MAX_COUNT = 2.0**62
+
+
+def physical_memory():
+    """Bytes of physical memory, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,18 +106,34 @@ class ObservedTensor:
 
     @cached_property
     def fingerprint(self):
-        """A hash of shape, values and missing entries, to recognise the same data."""
+        """A hash of shape, observed non-zeros and missing entries, to recognise
+        the same data whatever its container (dense, pydata sparse, scipy.sparse)
+        or storage order."""
         h = hashlib.blake2b(digest_size=16)
-        h.update(repr(self.shape).encode())
-        parts = (
-            (self.coords, self.values, self.missing)
-            if self.is_sparse
-            else (self.dense, self.mask if self.mask is not None else np.empty(0))
-        )
-        for part in parts:
+        h.update(repr(tuple(int(n) for n in self.shape)).encode())
+        for part in self._canonical_entries():
             h.update(np.ascontiguousarray(part).tobytes())
             h.update(b"|")
         return h.hexdigest()
+
+    def _canonical_entries(self):
+        """``(coords, values, missing)`` in one layout-free form: the observed
+        non-zeros and the missing entries, each in C order of their coordinates
+        (int64, float64)."""
+        if not self.is_sparse:  # np.nonzero lists entries in C order
+            coords = np.array(np.nonzero(self.dense), dtype=np.int64).reshape(self.ndim, -1)
+            missing = (np.empty((self.ndim, 0), dtype=np.int64) if self.mask is None
+                       else np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1))
+            return coords, self.dense[tuple(coords)].astype(np.float64), missing
+
+        def c_order(entries):
+            return np.lexsort(entries[::-1]) if entries.shape[1] else np.empty(0, dtype=np.intp)
+
+        nonzero = self.values != 0
+        coords, values = self.coords[:, nonzero], self.values[nonzero]
+        order = c_order(coords)
+        return (coords[:, order].astype(np.int64), values[order].astype(np.float64),
+                self.missing[:, c_order(self.missing)].astype(np.int64))
 
     def take_samples(self, rows):
         """The data of the samples ``rows`` (increasing positions along axis 0),
@@ -129,12 +157,31 @@ class ObservedTensor:
         missing, _ = restrict(self.missing)
         return ObservedTensor(shape=shape, coords=coords, values=self.values[kept], missing=missing)
 
-    def require_integer(self, who="This sampler"):
-        """Raise unless every observed value is a non-negative integer count."""
+    def require_integer(self, who="This sampler", remedy="use a variational method"):
+        """Raise unless every observed value is a non-negative integer count
+        of at most :data:`MAX_COUNT`; the message ends with ``remedy``."""
         if not self.is_integer:
             raise ValueError(
                 f"{who} allocates integer counts, but the data contain non-integer "
-                "values; round them or use a variational method."
+                f"values; round them or {remedy}."
+            )
+        largest = float(self.observed_values.max(initial=0.0))
+        if largest > MAX_COUNT:
+            raise ValueError(
+                f"{who} allocates integer counts, and the data hold a count of {largest:.3g}, "
+                f"above the {MAX_COUNT:.3g} it can hold; scale the counts down or {remedy}."
+            )
+
+    def require_tokens_in_memory(self, who, bytes_per_token, remedy):
+        """Raise before allocating unless the tokens (the sum of the counts),
+        at ``bytes_per_token`` each, fit in half the physical memory."""
+        memory = physical_memory()
+        needed = self.total * bytes_per_token
+        if memory is not None and needed > memory / 2:
+            raise ValueError(
+                f"{who} handles each of the data's {self.total:.4g} counts (tokens) on its own "
+                f"and would need {needed / 2**30:.3g} GiB for them at once, more than half of "
+                f"this machine's {memory / 2**30:.3g} GiB. {remedy}"
             )
 
 

@@ -249,6 +249,13 @@ class Model:
                         f"Fixed factor {alpha} ({factor!r}) has shape {shape}: index "
                         f"{c!r} has size {s} there but {sizes[c]} in {where}."
                     )
+        if isinstance(latent_sizes, dict):
+            unknown = sorted(set(latent_sizes) - set(self.latent), key=str)
+            if unknown:
+                raise ValueError(
+                    f"Model {self.string!r} has latent indices {', '.join(self.latent)}; "
+                    f"n_components names {', '.join(map(repr, unknown))}, which it has not."
+                )
         for c in self.latent:
             if isinstance(latent_sizes, dict):
                 if c in latent_sizes:

@@ -113,6 +113,31 @@ def test_fingerprint_tells_data_apart():
     assert a.fingerprint != as_observed_tensor(X, mask=np.array([[True, False], [True, True]])).fingerprint
 
 
+def test_fingerprint_does_not_depend_on_the_container_or_entry_order(rng):
+    """The same data as dense (NaN or mask for missing), pydata COO in any
+    entry order, GCXS or scipy CSR/CSC is recognised as the same data."""
+    X = rng.poisson(0.8, size=(7, 5)).astype(float)
+    X[0, 0] = 0.0
+    mask = rng.random(X.shape) > 0.2
+    with_nan = np.where(mask, X, np.nan)
+    coo = sparse.COO.from_numpy(X)
+    shuffled = rng.permutation(coo.nnz)
+    reordered = sparse.COO(coo.coords[:, shuffled], coo.data[shuffled], shape=X.shape,
+                           sorted=False, has_duplicates=False)
+    explicit_zero = sparse.COO(np.c_[coo.coords, [[0], [0]]], np.r_[coo.data, 0.0], shape=X.shape)
+    prints = {
+        as_observed_tensor(with_nan).fingerprint,
+        as_observed_tensor(X, mask).fingerprint,
+        as_observed_tensor(reordered, mask).fingerprint,
+        as_observed_tensor(sparse.GCXS.from_numpy(X), mask).fingerprint,
+        as_observed_tensor(sp.csr_matrix(X), mask).fingerprint,
+        as_observed_tensor(sp.csc_matrix(X), mask).fingerprint,
+        as_observed_tensor(explicit_zero, mask).fingerprint,
+    }
+    assert len(prints) == 1
+    assert as_observed_tensor(X).fingerprint not in prints
+
+
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_take_samples_is_the_data_of_those_samples(layout, rng):
     X = rng.poisson(0.7, size=(9, 4, 3)).astype(float)

@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._contract import full_xhat, make_contractor
+from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
 from .._likelihood import LIKELIHOODS, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
@@ -79,6 +79,32 @@ def check_entry_indices(indices, shape):
     if (coords < 0).any() or (coords >= np.asarray(shape)).any():
         raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
     return coords
+
+
+def check_fixed_factors_reach_the_data(model, data, fixed):
+    """Raise unless X̂ can be positive at every observed non-zero entry.
+
+    Whatever the free factors' (positive) values, X̂ is zero exactly where
+    every latent configuration meets a zero of a fixed factor, so X̂ with
+    the free factors at one shows where: a count there has probability zero
+    under the model.
+    """
+    if not fixed:
+        return
+    coords = data.coords if data.is_sparse else np.array(np.nonzero(data.dense))
+    if coords.shape[1] == 0:
+        return
+    factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))
+               for a in range(model.n_factors)]
+    unreachable = EntryList(model, coords).xhat(factors) <= 0
+    if unreachable.any():
+        first = tuple(int(c) for c in coords[:, np.argmax(unreachable)])
+        raise ValueError(
+            f"The fixed factors make the model's mean X̂ zero at {int(unreachable.sum())} "
+            f"observed non-zero entries (the first at {first}), where the data then have "
+            "probability zero. Give the fixed factors positive values there, or mark those "
+            "entries missing."
+        )
 
 
 def with_n_samples(model, n_samples):
@@ -203,6 +229,7 @@ class BasePoissonPLTF(BaseFactorization):
         evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
+        check_fixed_factors_reach_the_data(model, data, fixed)
         priors = self._gamma_priors(model)
         if (self.evidence == "auto" and evidence == "ais"
                 and not has_posterior_start(model, priors.free, tuple(fixed))):
@@ -311,9 +338,21 @@ class BasePoissonPLTF(BaseFactorization):
             )
         return state, objectives, converged
 
+    def _token_by_token_methods(self, model):
+        """The samplers that draw a uniform for every token (count) in each sweep."""
+        return ("gibbs",)
+
     def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
         """Gibbs, SADA or SGLD: ``n_init`` chains, their pooled posterior
         means, and Chib's or STI's evidence."""
+        per_token = self._token_by_token_methods(model)
+        if self.method in per_token and self.likelihood == "poisson":
+            data.require_integer(f"method={self.method!r}")
+            others = [repr(m) for m in ("vb", "sgld", "sada") if m not in per_token]
+            data.require_tokens_in_memory(
+                f"method={self.method!r}", bytes_per_token=8,
+                remedy=(f"Use method={', '.join(others[:-1])} or {others[-1]}, or scale the "
+                        "counts down."))
         posterior = self._sample_posterior(data, model, priors, fixed, rng, evidence)
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self._keep_sample_start(model, posterior.state)

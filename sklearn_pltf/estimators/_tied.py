@@ -231,6 +231,11 @@ class TiedFactorMixin:
         return (relational_data(with_relation_axis(data), self.likelihood),
                 structure.priors_to_canonical(priors))
 
+    def _token_by_token_methods(self, model):
+        if self._structure(model) is None:
+            return super()._token_by_token_methods(model)
+        return tuple(rescal_gibbs.SWEEPS)
+
     def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
         """Gibbs or SADA chains with the rows of A drawn in turn
         (:mod:`sklearn_pltf.inference.rescal_gibbs`) and Chib's evidence, or

@@ -153,11 +153,8 @@ class AllocationSMC(BaseFactorization):
                 "AllocationSMC needs every entry observed; X has "
                 f"{data.n_missing} missing entries."
             )
-        if not data.is_integer:
-            raise ValueError(
-                "AllocationSMC models counts of tokens, but X contains non-integer values; "
-                "round them or use a Poisson estimator such as PoissonCP."
-            )
+        data.require_integer("AllocationSMC",
+                             remedy="use a Poisson estimator such as PoissonCP")
         return data
 
     def fit(self, X, y=None, mask=None):
@@ -186,6 +183,10 @@ class AllocationSMC(BaseFactorization):
         self.model_ = Model.parse(cp_model_string(observed.ndim)).bind(
             observed.shape, {"z": self.n_components})
         if self.method == "smc":
+            # The tokens' cells, listed in a random order, as int64 coordinates.
+            observed.require_tokens_in_memory(
+                "AllocationSMC(method='smc')", bytes_per_token=8 * (observed.ndim + 1),
+                remedy="Use method='vb', or scale the counts down.")
             result = allocation.run_smc(rng, data, n_particles=self.n_particles,
                                         n_islands=self.n_islands,
                                         resample_threshold=self.resample_threshold,

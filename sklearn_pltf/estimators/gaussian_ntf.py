@@ -211,7 +211,16 @@ class GibbsNTF(BaseFactorization):
                                        self.hyper_shape, self.hyper_scale, bool(self.nonnegative))
 
     def _observed(self, X, mask, reset):
-        return validate_tensor(self, X, mask, reset=reset, allow_negative=True)
+        data = validate_tensor(self, X, mask, reset=reset, allow_negative=True)
+        with np.errstate(over="ignore"):
+            sum_of_squares = float(np.sum(np.square(data.observed_values)))
+        if not np.isfinite(sum_of_squares):
+            raise ValueError(
+                "The Gaussian likelihood sums the squares of the data, and those of X "
+                f"(values up to {np.abs(data.observed_values).max():.3g}) overflow; scale X "
+                "down, e.g. divide it by its standard deviation."
+            )
+        return data
 
     def fit(self, X, y=None, mask=None):
         """Sample the posterior of the factors and estimate the evidence.
@@ -257,6 +266,12 @@ class GibbsNTF(BaseFactorization):
             )
             for k, child in enumerate(chain_rng.spawn(self.n_init))
         ))
+        if not (np.isfinite(chain.mean_noise_variance)
+                and all(np.isfinite(f).all() for f in chain.mean_factors)):
+            raise FloatingPointError(
+                "The chain's factors or noise variance became non-finite; scale X to unit "
+                "standard deviation, or check noise_shape and noise_scale."
+            )
         self.factors_ = chain.mean_factors
         self.noise_variance_ = float(chain.mean_noise_variance)
         self._sample_hyper = (chain.mean_hyper_means[0], chain.mean_hyper_variances[0])

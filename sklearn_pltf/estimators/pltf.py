@@ -154,24 +154,42 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
 
 
 def _fixed_by_position(model, fixed_factors):
-    """``{position: float array}`` from keys given as positions or index strings."""
+    """``{position: float array}`` from keys given as positions or index
+    strings; each array a copy, so the fit never shares memory with the user's."""
     fixed = {}
     for key, value in (fixed_factors or {}).items():
-        if isinstance(key, str):
-            matches = [a for a, f in enumerate(model.factors) if f == key]
-            if len(matches) != 1:
-                raise ValueError(
-                    f"fixed_factors key {key!r} must name exactly one factor of "
-                    f"{model.string!r} (factors: {', '.join(model.factors)})."
-                )
-            key = matches[0]
-        elif not isinstance(key, Integral) or not 0 <= key < model.n_factors:
+        position = _factor_position(model, key)
+        if position in fixed:
             raise ValueError(
-                f"fixed_factors key {key!r} is neither a factor position 0..{model.n_factors - 1} "
-                "nor a factor's index string."
+                f"fixed_factors gives factor {position} ({model.factors[position]!r}) twice; "
+                "give each factor once."
             )
-        array = np.asarray(value, dtype=np.float64)
+        given = np.asarray(value)
+        if np.iscomplexobj(given) or not (np.issubdtype(given.dtype, np.number)
+                                          or given.dtype == bool):
+            raise ValueError(
+                f"Fixed factor {key!r} must be real numbers, got dtype {given.dtype}."
+            )
+        array = np.array(given, dtype=np.float64, copy=True)
         if not np.all(np.isfinite(array)) or (array < 0).any():
-            raise ValueError(f"Fixed factor {key} must be finite and non-negative.")
-        fixed[int(key)] = array
+            raise ValueError(f"Fixed factor {key!r} must be finite and non-negative.")
+        fixed[position] = array
     return fixed
+
+
+def _factor_position(model, key):
+    """The position of the factor ``key`` names: a position, or an index string."""
+    if isinstance(key, str):
+        matches = [a for a, f in enumerate(model.factors) if f == key]
+        if len(matches) != 1:
+            raise ValueError(
+                f"fixed_factors key {key!r} must name exactly one factor of "
+                f"{model.string!r} (factors: {', '.join(model.factors)})."
+            )
+        return matches[0]
+    if isinstance(key, bool) or not isinstance(key, Integral) or not 0 <= key < model.n_factors:
+        raise ValueError(
+            f"fixed_factors key {key!r} is neither a factor position 0..{model.n_factors - 1} "
+            "nor a factor's index string."
+        )
+    return int(key)

@@ -81,6 +81,8 @@ def data_scale(model, contractor, factors, free):
     data = contractor.data
     mean_model = contractor.masked_total(ones) / data.n_observed
     mean_data = (data.total + 1.0) / data.n_observed
+    if mean_model <= 0:  # fixed factors zero wherever observed: the data say nothing of s
+        return 1.0
     return (mean_data / mean_model) ** (1.0 / max(len(free), 1))
 
 
