@@ -441,16 +441,6 @@ class BasePoissonPLTF(BaseFactorization):
         return report
 
     # ------------------------------------------------------------- fold-in
-    def _sample_factor(self):
-        alpha = self.model_.sample_factor()
-        if alpha is None:
-            raise ValueError(
-                f"Model {self.model_.string!r} has no sample-mode factor (one free factor "
-                "carrying axis 0 and no other observed index), so new samples cannot be "
-                "folded in."
-            )
-        return alpha
-
     def _resized_model(self, n_samples):
         """The fitted model with axis 0 of size ``n_samples``."""
         return with_n_samples(self.model_, n_samples)

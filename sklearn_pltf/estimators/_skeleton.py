@@ -23,7 +23,9 @@ from __future__ import annotations
 import functools
 from abc import ABCMeta, abstractmethod
 
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+import numpy as np
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                          _fit_context)
 from sklearn.utils.validation import check_is_fitted
 
 from .._random import as_generator
@@ -48,7 +50,8 @@ def restore_on_failure(fit):
     return guarded_fit
 
 
-class BaseFactorization(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
+class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator,
+                        metaclass=ABCMeta):
     """Base class of every estimator in the package (not for direct use)."""
 
     #: Fitted attributes that only some fits set (see the module docstring).
@@ -151,6 +154,26 @@ class BaseFactorization(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         """:meth:`transform` of the training data right after the fit (a
         subclass returns what its fit already computed)."""
         return self._transform_data(data)
+
+    def _sample_factor(self):
+        """Position of the fitted model's sample-mode factor, which
+        :meth:`transform` returns; a ValueError if the model has none."""
+        alpha = self.model_.sample_factor()
+        if alpha is None:
+            raise ValueError(
+                f"Model {self.model_.string!r} has no sample-mode factor (one free factor "
+                "carrying axis 0 and no other observed index), so new samples cannot be "
+                "folded in."
+            )
+        return alpha
+
+    @property
+    def _n_features_out(self):
+        """Columns of :meth:`transform`'s output: the sample-mode factor's
+        latent sizes multiplied (``get_feature_names_out`` names them)."""
+        model = self.model_
+        own = model.factors[self._sample_factor()]
+        return int(np.prod([model.sizes[c] for c in own if c != model.output[0]]))
 
     def _is_training_data(self, data):
         return data.fingerprint == self._fingerprint

@@ -69,8 +69,9 @@ def _per_factor(value, alpha, model, name):
         ) from None
     if not np.all(np.isfinite(array)) or np.any(array <= 0):
         raise ValueError(f"{name} must be finite and > 0 for factor {alpha}.")
-    # Contiguous (not a broadcast view): the compiled kernels read it flat.
-    return np.ascontiguousarray(array)
+    # A contiguous copy (not a view of the user's array or a broadcast): the
+    # compiled kernels read it flat, and the fit never aliases the user's data.
+    return np.array(array, order="C", copy=True)
 
 
 def data_scale(model, contractor, factors, free):
