@@ -1,106 +1,297 @@
-"""``python -m sklearn_pltf``: structure and rank by the evidence, and link
-prediction, on Nations.
+"""``python -m sklearn_pltf``: choose the structure, rank and prior by the
+evidence, then predict held-out entries, on shipped data or your own.
 
-The shipped Nations tensor (14 countries x 14 countries x 55 relations,
-binary; :func:`~sklearn_pltf.datasets.load_nations`), under the
-Bernoulli–Poisson likelihood (a link where a latent Poisson count with mean X̂
-is positive, P(link) = 1 − exp(−X̂)). A country has no relation to itself
-(the diagonal x(i, i, k) is empty), so every model leaves the diagonal out:
-it is missing in every fit and in no fold, and all evidences are of the same
-entries.
+Run with no options, it does this on the shipped Nations tensor (14 countries
+x 14 countries x 55 relations, binary; :func:`~sklearn_pltf.datasets.load_nations`)
+under the Bernoulli–Poisson likelihood. A country has no relation to itself,
+so the diagonal x(i, i, k) is left out: missing in every fit and in no fold,
+and all evidences are of the same entries.
 
-1. fit CP (``PoissonCP``, ranks 1..10), Tucker (``TuckerVB``, cores 2³..4³)
-   and RESCAL (``BayesianRESCAL``, one factor for the countries on both
-   axes, 1..6 clusters) by variational Bayes, each with two prior shapes
-   (0.3, a sparse prior, and 1, an Exponential), three restarts each run to
-   a relative change of the bound below 1e-5, and print the log evidence
-   (the VB bound) of each; the structure, rank and prior shape with the
-   highest are chosen. Each prior's mean is set so that the prior mean of
-   every entry of X̂ is the data's mean (rank x mean^3 = mean of X for CP);
-2. with that model, 10-fold cross-validation over the off-diagonal entries
-   (zeros included, :class:`~sklearn_pltf.model_selection.EntryKFold`): each fold is
+1. Fit every candidate structure (CP, Tucker, RESCAL for a square relational
+   tensor; NMF for a matrix) at every rank, with each prior shape (0.3, a
+   sparse prior, and 1, an Exponential), by variational Bayes with three
+   restarts run to a relative change of the bound below 1e-5, and print the
+   log evidence (the VB bound) of each. The structure, rank and prior shape
+   with the highest are chosen. Each prior's mean is set so that the prior
+   mean of every entry of X̂ is the data's mean (rank x mean^3 = mean of X
+   for CP).
+2. With that model, k-fold cross-validation over the observed entries (zeros
+   included, :class:`~sklearn_pltf.model_selection.EntryKFold`): each fold is
    held out as missing, the rest fitted, the held-out entries ranked by their
-   posterior probability of a link; print AUC-ROC and AUC-PR per fold and
-   their mean.
+   posterior probability of a link (the posterior mean for counts); print
+   AUC-ROC and AUC-PR per fold and their mean.
+
+``python -m sklearn_pltf --help`` lists the options: the data (a shipped
+name, or a ``.npy``/``.npz`` file of your own, NaN marking missing entries),
+the structures, ranks and prior shapes to compare, the number of folds,
+``--n-jobs``, the seed, and ``--plot FILE`` for the evidence-against-rank
+figure.
 """
 
+from __future__ import annotations
+
+import argparse
 import sys
 import time
 import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 
-from . import BayesianRESCAL, PoissonCP, TuckerVB
-from .datasets import load_nations, off_diagonal_mask
+from . import BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
+from ._cli_data import load_data
 from .metrics import link_prediction_auc
 from .model_selection import EntryKFold
 
 PRIOR_SHAPES = (0.3, 1.0)
 
+#: ``name: (estimator, default ranks)`` of the structures the command compares.
+STRUCTURES = {
+    "CP": (PoissonCP, range(1, 11)),
+    "Tucker": (TuckerVB, range(2, 5)),
+    "RESCAL": (BayesianRESCAL, range(1, 7)),
+    "NMF": (BayesianNMF, range(1, 11)),
+}
 
-def scaled_prior_model(X, structure, rank, prior_shape, seed):
-    """A Bernoulli–Poisson CP, Tucker or RESCAL model whose prior mean of
-    each X̂ entry is the data's mean."""
-    if structure == "CP":
-        mean = (X.mean() / rank) ** (1.0 / X.ndim)
-        estimator = PoissonCP
+
+def scaled_prior_model(X, structure, rank, prior_shape, seed, likelihood="bernoulli",
+                       mean=None, n_init=3):
+    """The ``structure`` model at ``rank`` whose prior mean of each X̂ entry
+    is the data's mean (``mean``, else ``X.mean()``)."""
+    mean = float(np.mean(X)) if mean is None else mean
+    ndim = X.ndim
+    if structure in ("CP", "NMF"):
+        factor_mean = (mean / rank) ** (1.0 / ndim)
     elif structure == "RESCAL":  # A(i, a) A(j, b) G(a, b, k): three factors, rank² terms
-        mean = (X.mean() / rank**2) ** (1.0 / 3)
-        estimator = BayesianRESCAL
-    else:
-        mean = (X.mean() / rank**X.ndim) ** (1.0 / (X.ndim + 1))
-        estimator = TuckerVB
-    return estimator(rank, likelihood="bernoulli", prior_shape=prior_shape,
-                     prior_rate=prior_shape / mean, n_init=3, tol=1e-5, random_state=seed)
+        factor_mean = (mean / rank**2) ** (1.0 / 3)
+    else:  # Tucker: one factor per axis and the core, rank^ndim terms
+        factor_mean = (mean / rank**ndim) ** (1.0 / (ndim + 1))
+    estimator = STRUCTURES[structure][0]
+    return estimator(rank, likelihood=likelihood, prior_shape=prior_shape,
+                     prior_rate=prior_shape / factor_mean, n_init=n_init, tol=1e-5,
+                     random_state=seed)
 
 
-def main(candidates=None, n_splits=10, seed=0):
-    candidates = candidates or ([("CP", r) for r in range(1, 11)]
-                                + [("Tucker", r) for r in range(2, 5)]
-                                + [("RESCAL", r) for r in range(1, 7)])
-    start = time.perf_counter()
-    nations = load_nations()
-    X = nations.data
-    observed = off_diagonal_mask(X.shape)
-    share = X[observed].mean()
-    print(f"Nations: {X.shape[0]} x {X.shape[1]} entities x {X.shape[2]} relations, "
-          f"{int(X.sum())} links ({share:.1%} of the entries off the diagonal)")
-    print("Step 1: structure, rank and prior shape by the log evidence (variational bound,\n"
-          "        Bernoulli-Poisson likelihood, 3 restarts, prior scaled to the data's mean)")
+def structures_for(X):
+    """The structures that describe data of ``X``'s shape (RESCAL: relations
+    among one set of entities, square in its first two axes)."""
+    names = ["NMF", "CP"] if X.ndim == 2 else ["CP", "Tucker"]
+    if X.ndim <= 3 and X.shape[0] == X.shape[1]:
+        names.append("RESCAL")
+    return names
+
+
+def default_structures(X):
+    """The structures compared unless ``--models`` names others: NMF for a
+    matrix; CP, Tucker and (if square) RESCAL for a tensor."""
+    return ["NMF"] if X.ndim == 2 else structures_for(X)
+
+
+def _fit_one(X, mask, structure, rank, shape, settings):
+    tic = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a slowly converging restart still gives a bound
+        fitted = scaled_prior_model(X, structure, rank, shape, **settings).fit(X, mask=mask)
+    return fitted.log_evidence_, time.perf_counter() - tic
+
+
+def _time_left(done, total, elapsed):
+    return f"~{elapsed / done * (total - done):.0f} s left" if done < total else "done"
+
+
+def select_model(X, mask, candidates, prior_shapes, settings, n_jobs=None):
+    """Step 1: the log evidence of every (structure, rank, prior shape),
+    printed as each fit ends; returns ``{(structure, rank, shape): evidence}``."""
     print(f"{'model':>10}  {'rank':>4}  {'shape':>5}  {'log evidence':>13}  {'seconds':>7}")
-    evidence = {}
-    for structure, rank in candidates:
-        for shape in PRIOR_SHAPES:
-            tic = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a slowly converging restart still gives a bound
-                fitted = scaled_prior_model(X, structure, rank, shape, seed).fit(X, mask=observed)
-            evidence[structure, rank, shape] = fitted.log_evidence_
-            print(f"{structure:>10}  {rank:>4}  {shape:>5}  {fitted.log_evidence_:>13.1f}  "
-                  f"{time.perf_counter() - tic:>7.2f}", flush=True)
-    best = max(evidence, key=evidence.get)
-    structure, rank, shape = best
-    print(f"Chosen by the evidence: {structure}, rank {rank}, prior shape {shape}")
+    jobs = [(structure, rank, shape) for structure, rank in candidates for shape in prior_shapes]
+    results = Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(_fit_one)(X, mask, *job, settings) for job in jobs)
+    evidence, start = {}, time.perf_counter()
+    for done, (job, (value, seconds)) in enumerate(zip(jobs, results), 1):
+        evidence[job] = value
+        structure, rank, shape = job
+        print(f"{structure:>10}  {rank:>4}  {shape:>5}  {value:>13.1f}  {seconds:>7.2f}"
+              f"   ({_time_left(done, len(jobs), time.perf_counter() - start)})", flush=True)
+    return evidence
 
-    print(f"Step 2: {n_splits}-fold link prediction over the off-diagonal entries with that model")
+
+def _score_fold(estimator, X, train, test):
+    tic = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, mask=train)
+    return link_prediction_auc(estimator, X, test), time.perf_counter() - tic
+
+
+def cross_validate(X, mask, estimator, n_splits, seed, n_jobs=None):
+    """Step 2: AUC-ROC and AUC-PR of ``estimator`` on each of ``n_splits``
+    folds of the observed entries, printed as each fold ends."""
     print(f"{'fold':>6}  {'held out':>8}  {'AUC-ROC':>7}  {'AUC-PR':>7}  {'seconds':>7}")
-    scores = []
-    estimator = scaled_prior_model(X, structure, rank, shape, seed)
-    folds = EntryKFold(n_splits, random_state=seed).split(X, mask=observed)
-    for fold, (train, test) in enumerate(folds, 1):
-        tic = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            estimator.fit(X, mask=train)
-        scores.append(link_prediction_auc(estimator, X, test))
-        print(f"{fold:>6}  {len(test):>8}  {scores[-1].roc_auc:>7.3f}  {scores[-1].pr_auc:>7.3f}  "
-              f"{time.perf_counter() - tic:>7.2f}", flush=True)
-    roc, pr = np.array(scores).T
-    print(f"Mean over the folds: AUC-ROC {roc.mean():.3f} (SD {roc.std(ddof=1):.3f}), "
-          f"AUC-PR {pr.mean():.3f} (SD {pr.std(ddof=1):.3f}); links are "
-          f"{share:.1%} of the entries, the AUC-PR of a random ranking")
+    folds = list(EntryKFold(n_splits, random_state=seed).split(X, mask=mask))
+    results = Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(_score_fold)(estimator, X, train, test) for train, test in folds)
+    scores, start = [], time.perf_counter()
+    for fold, ((_, test), (auc, seconds)) in enumerate(zip(folds, results), 1):
+        scores.append(auc)
+        print(f"{fold:>6}  {len(test):>8}  {auc.roc_auc:>7.3f}  {auc.pr_auc:>7.3f}  "
+              f"{seconds:>7.2f}   ({_time_left(fold, len(folds), time.perf_counter() - start)})",
+              flush=True)
+    return np.array(scores)
+
+
+def plot_evidence_by_rank(evidence, path):
+    """Save the evidence against the rank, a curve per structure and prior shape."""
+    from .plotting import _pyplot, plot_evidence
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    best = max(evidence, key=evidence.get)
+    for structure, shape in dict.fromkeys((s, a) for s, _, a in evidence):
+        ranks = [r for s, r, a in evidence if (s, a) == (structure, shape)]
+        values = [evidence[structure, r, shape] for r in ranks]
+        plot_evidence(ranks, values, ax=ax, label=f"{structure}, prior shape {shape}",
+                      mark_best=(structure, shape) == best[::2])
+    ax.set_xticks(sorted({r for _, r, _ in evidence}))
+    ax.set_title(f"Chosen: {best[0]}, rank {best[1]}, prior shape {best[2]}")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m sklearn_pltf",
+        description="Choose a factorization's structure, rank and prior by the log evidence, "
+                    "then predict held-out entries by k-fold cross-validation.",
+        epilog="Example: python -m sklearn_pltf --data counts.npz --models CP,Tucker "
+               "--ranks 1-6 --folds 5 --n-jobs 2 --plot evidence.png")
+    parser.add_argument("--data", default="nations", metavar="NAME|FILE",
+                        help="'nations' or 'kinships' (shipped, binary relations), or a .npy "
+                             "or .npz file of non-negative counts or 0/1 links with at least "
+                             "2 axes; NaN marks a missing entry (default: nations)")
+    parser.add_argument("--key", help="the array's name inside a .npz file holding several")
+    parser.add_argument("--exclude-diagonal", action="store_true",
+                        help="treat the entries x(i, i, ...) as missing (self-relations); "
+                             "always on for the shipped relational data")
+    parser.add_argument("--models", help="comma-separated structures among CP, Tucker, RESCAL, "
+                                         "NMF (default: those that fit the data's shape)")
+    parser.add_argument("--ranks", type=_ranks, metavar="RANKS",
+                        help="ranks to compare, as 1-10 or 2,4,8 (default: CP and NMF 1-10, "
+                             "Tucker 2-4, RESCAL 1-6)")
+    parser.add_argument("--prior-shapes", type=_floats, default=PRIOR_SHAPES, metavar="SHAPES",
+                        help="comma-separated Gamma prior shapes to compare (default: 0.3,1)")
+    parser.add_argument("--likelihood", choices=("auto", "bernoulli", "poisson"), default="auto",
+                        help="auto: bernoulli for 0/1 data, else poisson")
+    parser.add_argument("--restarts", type=_positive_int, default=3,
+                        help="VB restarts per fit (default: 3)")
+    parser.add_argument("--folds", type=_non_negative_int, default=10,
+                        help="folds of the link prediction; 0 skips it (default: 10)")
+    parser.add_argument("--n-jobs", type=int, default=None,
+                        help="fits run in parallel (joblib; -1: every core)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--plot", metavar="FILE",
+                        help="save the evidence-against-rank figure to FILE (needs matplotlib)")
+    return parser
+
+
+def main(argv=None, *, candidates=None):
+    """Run the command with arguments ``argv`` (default: the command line).
+    ``candidates``, a list of ``(structure, rank)``, replaces ``--models``
+    and ``--ranks``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        data = load_data(args.data, key=args.key, exclude_diagonal=args.exclude_diagonal)
+    except (OSError, ValueError, KeyError) as exc:
+        parser.error(str(exc))
+    X, observed = data.X, data.observed
+    if candidates is None:
+        candidates = _candidates(parser, args, X)
+    binary = bool(np.isin(X[observed], (0, 1)).all())
+    likelihood = args.likelihood if args.likelihood != "auto" else (
+        "bernoulli" if binary else "poisson")
+    if likelihood == "bernoulli" and not binary:
+        parser.error("--likelihood bernoulli needs 0/1 data; these hold other values.")
+    settings = dict(seed=args.seed, likelihood=likelihood, mean=float(X[observed].mean()),
+                    n_init=args.restarts)
+    print(data.summary)
+    print(f"Step 1: structure, rank and prior shape by the log evidence (variational bound,\n"
+          f"        {likelihood} likelihood, {args.restarts} restarts, prior scaled to the "
+          "data's mean)")
+    evidence = select_model(X, observed, candidates, args.prior_shapes, settings, args.n_jobs)
+    structure, rank, shape = max(evidence, key=evidence.get)
+    print(f"Chosen by the evidence: {structure}, rank {rank}, prior shape {shape}")
+    if args.plot:
+        plot_evidence_by_rank(evidence, args.plot)
+        print(f"Evidence against rank saved to {args.plot}")
+    if args.folds:
+        print(f"Step 2: {args.folds}-fold link prediction over the observed entries with that "
+              "model")
+        estimator = scaled_prior_model(X, structure, rank, shape, **settings)
+        roc, pr = cross_validate(X, observed, estimator, args.folds, args.seed, args.n_jobs).T
+        share = float((X[observed] != 0).mean())
+        print(f"Mean over the folds: AUC-ROC {roc.mean():.3f} (SD {roc.std(ddof=1):.3f}), "
+              f"AUC-PR {pr.mean():.3f} (SD {pr.std(ddof=1):.3f}); links are "
+              f"{share:.1%} of the entries, the AUC-PR of a random ranking")
     print(f"Done in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _candidates(parser, args, X):
+    names = default_structures(X)
+    if args.models:
+        by_lower = {name.lower(): name for name in STRUCTURES}
+        wanted = [m.strip().lower() for m in args.models.split(",") if m.strip()]
+        unknown = [m for m in wanted if m not in by_lower]
+        if unknown:
+            parser.error(f"--models: unknown {', '.join(unknown)}; choose among "
+                         f"{', '.join(STRUCTURES)}.")
+        names = [by_lower[m] for m in wanted]
+        misfit = [n for n in names if n not in structures_for(X)]
+        if misfit:
+            parser.error(f"--models: {', '.join(misfit)} does not describe data of shape "
+                         f"{X.shape}; these do: {', '.join(structures_for(X))}.")
+    return [(name, rank) for name in names
+            for rank in (args.ranks or STRUCTURES[name][1])]
+
+
+def _ranks(text):
+    try:
+        if "-" in text:
+            low, high = (int(part) for part in text.split("-"))
+            ranks = list(range(low, high + 1))
+        else:
+            ranks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-10 or a list like 2,4,8")
+    if not ranks or min(ranks) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: ranks must be positive integers")
+    return ranks
+
+
+def _floats(text):
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers")
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: prior shapes must be positive")
+    return values
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0 or value == 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 (no link prediction) or 2 or more")
+    return value
 
 
 if __name__ == "__main__":

@@ -1,22 +1,96 @@
-"""``python -m sklearn_pltf``: the README's demo runs and reports what it promises."""
+"""``python -m sklearn_pltf``: the README's demo runs and reports what it
+promises, and the command works on a user's own file."""
 
 import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from joblib import parallel_config
 
 from sklearn_pltf.__main__ import PRIOR_SHAPES, main
+
+ROW = r"^\s+(CP|Tucker|RESCAL|NMF)\s+(\d+)\s+(\d\.\d)\s+(-\d+\.\d)\s+\d+\.\d+\s+\((?:~\d+ s left|done)\)$"
+
+
+def _evidence(out):
+    return {(s, int(r), float(a)): float(e) for s, r, a, e in re.findall(ROW, out, re.M)}
+
+
+def _chosen(out):
+    structure, rank, shape = re.search(
+        r"Chosen by the evidence: (CP|Tucker|RESCAL|NMF), rank (\d+), prior shape (\d\.\d)",
+        out).groups()
+    return structure, int(rank), float(shape)
 
 
 def test_demo_chooses_a_model_and_predicts_links(capsys):
     candidates = [("CP", 2), ("CP", 5), ("Tucker", 2), ("RESCAL", 2)]
-    assert main(candidates=candidates, n_splits=3) == 0
+    assert main(["--folds", "3"], candidates=candidates) == 0
     out = capsys.readouterr().out
-    rows = re.findall(r"^\s+(CP|Tucker|RESCAL)\s+(\d+)\s+(\d\.\d)\s+(-\d+\.\d)\s+\d+\.\d+$", out, re.M)
-    assert len(rows) == len(candidates) * len(PRIOR_SHAPES)  # a progress line per fit
-    evidence = {(s, int(r), float(a)): float(e) for s, r, a, e in rows}
-    structure, rank, shape = re.search(
-        r"Chosen by the evidence: (CP|Tucker|RESCAL), rank (\d+), prior shape (\d\.\d)", out).groups()
-    assert evidence[structure, int(rank), float(shape)] == max(evidence.values())
+    evidence = _evidence(out)
+    assert len(evidence) == len(candidates) * len(PRIOR_SHAPES)  # a progress line per fit
+    assert evidence[_chosen(out)] == max(evidence.values())
     roc, pr = map(float, re.search(r"AUC-ROC (\d\.\d+) .*AUC-PR (\d\.\d+)", out).groups())
     # Off its diagonal Nations is 19.9% links: a random ranking has AUC-ROC 0.5 and AUC-PR 0.199;
     # the full demo (10 folds, every candidate) reaches about 0.91 and 0.80
     assert roc > 0.85 and pr > 0.6
     assert len(re.findall(r"^\s+[123]\s+333[67]\s+0\.\d{3}\s+0\.\d{3}", out, re.M)) == 3
+
+
+def test_help_prints_usage_and_runs_nothing():
+    result = subprocess.run([sys.executable, "-m", "sklearn_pltf", "--help"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: python -m sklearn_pltf")
+    for option in ("--data", "--models", "--ranks", "--folds", "--n-jobs", "--seed", "--plot"):
+        assert option in result.stdout
+    assert "Step 1" not in result.stdout
+
+
+@pytest.fixture
+def user_counts(tmp_path):
+    """A user's rank-2 count matrix with one missing entry, saved as .npz."""
+    rng = np.random.default_rng(0)
+    X = rng.poisson(rng.gamma(1.0, 1.0, (30, 2)) @ rng.gamma(1.0, 1.0, (2, 20))).astype(float)
+    X[0, 0] = np.nan
+    path = tmp_path / "counts.npz"
+    np.savez(path, X=X)
+    return path
+
+
+def test_the_command_runs_on_a_users_npz_file(user_counts, tmp_path, capsys):
+    figure = tmp_path / "evidence.png"
+    argv = ["--data", str(user_counts), "--ranks", "1-4", "--folds", "3", "--plot", str(figure)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "shape 30 x 20" in out and "1 missing" in out
+    evidence = _evidence(out)
+    assert {s for s, _, _ in evidence} == {"NMF"} and len(evidence) == 4 * len(PRIOR_SHAPES)
+    assert _chosen(out)[1] == 2  # the rank the data were drawn with
+    assert "poisson likelihood" in out
+    assert figure.stat().st_size > 0
+    # Fits in parallel give the same numbers, printed in the same order.
+    with parallel_config(backend="threading"):
+        assert main(argv[:-2] + ["--n-jobs", "2"]) == 0
+    assert _evidence(capsys.readouterr().out) == evidence
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--data", "nowhere.npz"], "No such file"),
+    (["--data", "data.csv"], "give a shipped name"),
+    (["--models", "Tucker"], "Tucker does not describe data of shape"),
+    (["--models", "PCA"], "unknown pca"),
+    (["--ranks", "0-3"], "ranks must be positive"),
+    (["--folds", "1"], "give 0 .* or 2 or more"),
+    (["--likelihood", "bernoulli"], "needs 0/1 data"),
+    (["--key", "Y"], "has no array 'Y'"),
+])
+def test_bad_arguments_exit_with_a_message(user_counts, argv, message, capsys):
+    if "--data" not in argv:
+        argv = ["--data", str(user_counts)] + argv
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
