@@ -71,6 +71,11 @@ class PoissonLikelihood:
         return float(np.sum(np.multiply(x, terms, out=terms)))
 
     @staticmethod
+    def entry_log_likelihood(x, xhat):
+        """log Poisson(x | X̂) at each entry: x log X̂ − X̂ − log Γ(x + 1)."""
+        return xlogy(x, xhat) - xhat - gammaln(x + 1.0)
+
+    @staticmethod
     def log_base_measure(data):
         """−Σ log Γ(X + 1): the part of the log-likelihood free of the factors."""
         return -data.log_factorial_total
@@ -122,6 +127,10 @@ class BernoulliPoissonLikelihood:
         """X log(e^{X̂} − 1) at each entry, computed as X̂ + log(1 − e^{−X̂}) (no
         overflow; X̂ > 0, zeros of X give 0)."""
         return x * (xhat + np.log(-np.expm1(-xhat)))
+
+    def entry_log_likelihood(self, x, xhat):
+        """log P(x | X̂) at each entry: log(1 − e^{−X̂}) at a one, −X̂ at a zero."""
+        return self.entry_log_terms(x, xhat) - xhat
 
     def log_terms(self, x, xhat, out=None):
         """Σ X log(e^{X̂} − 1) (:meth:`entry_log_terms`, summed): over the ones.

@@ -104,7 +104,8 @@ def test_draws_export_to_arviz():
     X, _, _ = _data(shape=(6, 5, 4))
     est = GibbsNTF(2, evidence=None, n_warmup=20, n_draws=30, random_state=0).fit(X)
     data = est.to_inference_data()
-    assert data.posterior["Z0_az"].shape == (1, 30, 6, 2)
+    assert data.posterior["A"].shape == (1, 30, 6, 2)
+    assert data.posterior["noise_variance"].shape == (1, 30)
     assert data.sample_stats["total_log_likelihood"].shape == (1, 30)
 
 

@@ -23,7 +23,7 @@ LAYERS = {
     "evidence": 5,
     "estimators": 6,
     "metrics": 7, "model_selection": 7, "plotting": 7, "datasets": 7,
-    "__init__": 8, "__main__": 8,
+    "__init__": 8, "__main__": 8, "_cli_data": 8,
 }
 ESTIMATORS = LAYERS["estimators"]
 #: pyproject's ``dependencies`` (joblib and threadpoolctl come with scikit-learn too).

@@ -148,14 +148,14 @@ def test_transform_score_pickle_and_clone_after_sampling(counts):
 def test_inference_data_has_chains_draws_and_diagnostics(counts):
     est = BayesianNMF(1, method="gibbs", n_init=2, thin=3, evidence=None, **SHORT).fit(counts)
     idata = est.to_inference_data()
-    assert idata.posterior["Z0_ik"].shape == (2, 200, 12, 1)
-    assert idata.posterior["Z1_kj"].dims == ("chain", "draw", "k", "j")
+    assert idata.posterior["W"].shape == (2, 200, 12, 1)
+    assert idata.posterior["H"].dims == ("chain", "draw", "k", "j")
     np.testing.assert_array_equal(idata.sample_stats["total_log_likelihood"].values,
                                   est.log_likelihoods_[:, 52::3])
     # Rank one has no labels to switch; X̂ = W H is identified, and so, under
     # the Gamma priors, are W and H well enough for two chains to agree.
     rhat = arviz.rhat(idata)
-    assert float(rhat["Z0_ik"].max()) < 1.1
+    assert float(rhat["W"].max()) < 1.1
 
 
 @pytest.mark.slow(minutes=0.25)

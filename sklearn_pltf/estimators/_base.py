@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor
+from .._kernels import TINY
 from .._likelihood import LIKELIHOODS, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
@@ -34,6 +35,7 @@ from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
 from ..model import Model
 from . import _mcmc
+from ._inference_data import export_inference_data, factor_names_of, observed_entries
 from ._predictive import predictive_at_entries
 from ._skeleton import BaseFactorization
 
@@ -403,28 +405,73 @@ class BasePoissonPLTF(BaseFactorization):
         self._sample_start = state.mean[alpha].mean(axis=axis, keepdims=True)
         return True
 
-    def to_inference_data(self):
-        """The kept draws as an ArviZ ``InferenceData`` (needs the ``diagnostics``
-        extra), for R-hat, effective sample sizes and trace plots.
+    def to_inference_data(self, X=None, *, mask=None, factor_names=None):
+        """The kept draws as an ArviZ ``InferenceData`` (needs the
+        ``diagnostics`` extra), for R-hat, effective sample sizes, trace plots
+        and, given the training data, ``az.loo`` and ``az.waic``.
 
-        Each free factor is a variable ``Z<position>_<indices>`` with one
-        dimension per model index (chains are aligned to a common labelling
-        first); ``sample_stats`` holds the log-likelihood of each kept draw
-        (``total_log_likelihood``).
+        Parameters
+        ----------
+        X : array-like, pydata sparse or scipy.sparse, default=None
+            The training data. Adds ``observed_data`` and ``log_likelihood``:
+            variable ``x``, log p(x_e | Z) of every observed entry e (zeros
+            included, C order; dimension ``entry``) at every draw, and
+            ``constant_data.entry_index``, each entry's coordinates. Memory
+            is chains x draws x observed entries.
+        mask : array-like of bool, default=None
+            The training mask, as given to :meth:`fit`.
+        factor_names : sequence of str or dict, default=None
+            A variable name per factor in model order, or ``{position: name}``
+            for some. Default: the estimator's (``W`` and ``H`` for
+            :class:`BayesianNMF`; ``A``, ``B``, ``C``, ... for the modes of CP
+            and Tucker, ``G`` for the core; ``Z<position>_<indices>`` for
+            :class:`PLTF`).
+
+        Returns
+        -------
+        idata : arviz.InferenceData
+            ``posterior``: each free factor's draws, ``(chain, draw, *indices)``
+            with one dimension per model index (named by its letter); the
+            training data's feature names are the coordinates of axis 1's
+            index. Chains are aligned to a common labelling first.
+            ``sample_stats.total_log_likelihood``: log p(X | Z) of each draw.
 
         Raises
         ------
         ValueError
-            Unless the estimator was fitted by a sampler with ``keep_draws=True``.
+            Unless the estimator was fitted by a sampler with
+            ``keep_draws=True``, or when ``X`` is not the training data.
         """
         check_is_fitted(self)
         if not hasattr(self, "draws_"):
             raise ValueError(
                 "No draws to export: fit with method='gibbs', 'sada' or 'sgld' and keep_draws=True."
             )
-        return _mcmc.to_inference_data(
-            self.model_, self.draws_, self.log_likelihoods_, self.n_warmup, self.thin
-        )
+        model, draws, tied = self.model_, self.draws_, self._tied_factors
+        names = factor_names_of(model, factor_names, self._default_factor_names())
+        likelihood = get_likelihood(self.likelihood)
+
+        def factors_at(chain, draw):
+            own = [None if d is None else d[chain, draw] for d in draws]
+            return [own[a] if own[a] is not None else own[tied[a]] if a in tied
+                    else self._state.mean[a] for a in range(model.n_factors)]
+
+        return export_inference_data(
+            model, tuple(None if a in tied else d for a, d in enumerate(draws)), names,
+            sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
+                self.log_likelihoods_, self.n_warmup, self.thin)},
+            coords=self._index_coords(),
+            entries=None if X is None else self._modelled_entries(self._training_data(X, mask)),
+            factors_at=factors_at,
+            entry_log_likelihood=lambda x, xhat, chain, draw: likelihood.entry_log_likelihood(
+                x, np.maximum(xhat, TINY)))
+
+    def _default_factor_names(self):
+        return [f"Z{a}_{f}" for a, f in enumerate(self.model_.factors)]
+
+    def _modelled_entries(self, data):
+        """Coordinates and values of the entries of ``data`` the fit modelled."""
+        return observed_entries(data)
 
     def _reporter(self, init):
         start = time.perf_counter()

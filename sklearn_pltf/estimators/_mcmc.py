@@ -18,7 +18,7 @@ from ..inference._chains import align_labels, drive_chain
 from ..inference._diagnostics import RHAT_LIMIT, split_rhat
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
-           "sgld_posterior", "to_inference_data", "warn_if_chains_disagree", "warn_if_unsettled",
+           "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree", "warn_if_unsettled",
            "warn_unless_mixed"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
@@ -272,24 +272,7 @@ def combine_chain_estimates(values, errors):
     return float(values.mean()), error
 
 
-def to_inference_data(model, draws, log_likelihoods, n_warmup, thin):
-    """An ArviZ ``InferenceData``: each free factor's draws under the name
-    ``Z<position>_<indices>`` (dimensions named by the model's indices), and
-    the log-likelihood of each kept draw as ``total_log_likelihood`` in
-    ``sample_stats``."""
-    try:
-        import arviz
-    except ImportError as error:
-        raise ImportError(
-            "to_inference_data needs ArviZ: pip install 'sklearn-pltf[diagnostics]'."
-        ) from error
-    posterior, dims = {}, {}
-    for a, factor_draws in enumerate(draws):
-        if factor_draws is None:
-            continue
-        name = f"Z{a}_{model.factors[a]}"
-        posterior[name] = factor_draws
-        dims[name] = list(model.factors[a])
-    # the sweeps whose draws were kept (inference/_chains.run_chain)
-    sample_stats = {"total_log_likelihood": log_likelihoods[:, n_warmup + thin - 1::thin]}
-    return arviz.from_dict(posterior=posterior, sample_stats=sample_stats, dims=dims)
+def kept_sweeps(log_likelihoods, n_warmup, thin):
+    """The log-likelihoods of the sweeps whose draws were kept
+    (:func:`~sklearn_pltf.inference._chains.drive_chain`), a row per chain."""
+    return log_likelihoods[:, n_warmup + thin - 1::thin]

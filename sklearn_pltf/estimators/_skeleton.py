@@ -175,6 +175,20 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         own = model.factors[self._sample_factor()]
         return int(np.prod([model.sizes[c] for c in own if c != model.output[0]]))
 
+    def _training_data(self, X, mask):
+        """``X`` (and ``mask``) validated, or a ValueError unless they are the
+        training data."""
+        data = self._observed(X, mask, reset=False)
+        if not self._is_training_data(data):
+            raise ValueError("X (with mask) must be the data the estimator was fitted to.")
+        return data
+
+    def _index_coords(self):
+        """``{index letter: labels}``: the training data's feature names
+        (``feature_names_in_``, from a DataFrame) label axis 1's index."""
+        names = getattr(self, "feature_names_in_", None)
+        return {} if names is None else {self.model_.output[1]: list(names)}
+
     def _is_training_data(self, data):
         return data.fingerprint == self._fingerprint
 

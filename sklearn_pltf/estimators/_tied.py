@@ -231,6 +231,15 @@ class TiedFactorMixin:
         return (relational_data(with_relation_axis(data), self.likelihood),
                 structure.priors_to_canonical(priors))
 
+    def _modelled_entries(self, data):
+        """The base's, without the entries where the tied factor meets itself
+        (x(i, i, ...), missing in every fit)."""
+        coords, values = super()._modelled_entries(data)
+        if self._structure(self.model_) is None:
+            return coords, values
+        off_diagonal = coords[0] != coords[1]
+        return coords[:, off_diagonal], values[off_diagonal]
+
     def _token_by_token_methods(self, model):
         if self._structure(model) is None:
             return super()._token_by_token_methods(model)

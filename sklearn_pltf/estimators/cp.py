@@ -1,6 +1,7 @@
 """PoissonCP: Poisson–Gamma CP (PARAFAC) factorization of N-way count tensors."""
 
 from ..model import cp_model_string
+from ._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
 
 
@@ -34,3 +35,6 @@ class PoissonCP(NamedPoissonPLTF):
 
     def _model_spec(self, ndim):
         return cp_model_string(ndim), self.n_components, {}
+
+    def _default_factor_names(self):
+        return mode_factor_names(self.model_)

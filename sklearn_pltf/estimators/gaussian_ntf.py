@@ -20,6 +20,8 @@ from ..inference._cp_stats import CPStatistics
 from ..model import Model, cp_model_string
 from . import _mcmc
 from ._base import check_entry_indices, cp_reconstruction, validate_tensor
+from ._inference_data import (export_inference_data, factor_names_of, mode_factor_names,
+                              observed_entries)
 from ._skeleton import BaseFactorization
 
 __all__ = ["GibbsNTF"]
@@ -282,6 +284,7 @@ class GibbsNTF(BaseFactorization):
         self.rhat_ = _mcmc.warn_unless_mixed(chain.log_likelihoods[:, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = chain.draws
+            self._noise_variance_draws = chain.noise_variance_draws
         if evidence == "ais":
             start = posterior_start(self.model_, chain.mean_factors,
                                     [np.exp(m) for m in chain.mean_log_factors])
@@ -357,15 +360,48 @@ class GibbsNTF(BaseFactorization):
         factors = [self._transform_data(data), *self.factors_[1:]]
         return gaussian.log_likelihood(CPStatistics(data), factors, self.noise_variance_)
 
-    def to_inference_data(self):
-        """The kept draws as an ArviZ ``InferenceData`` (``diagnostics`` extra):
-        factor n as ``Z<n>_<indices>``, the log-likelihood of each kept draw
-        as ``total_log_likelihood``."""
+    def to_inference_data(self, X=None, *, mask=None, factor_names=None):
+        """The kept draws as an ArviZ ``InferenceData`` (``diagnostics``
+        extra), for R-hat, effective sample sizes and, given the training
+        data, ``az.loo`` and ``az.waic``.
+
+        Parameters
+        ----------
+        X : array-like, pydata sparse or scipy.sparse, default=None
+            The training data: adds ``observed_data`` and ``log_likelihood``
+            (variable ``x``: log N(x_e | X̂_e, σ²) of every observed entry at
+            every draw, dimension ``entry``; ``constant_data.entry_index``
+            gives each entry's coordinates).
+        mask : array-like of bool, default=None
+            The training mask, as given to :meth:`fit`.
+        factor_names : sequence of str or dict, default=None
+            A variable name per factor, or ``{position: name}`` for some;
+            default ``A``, ``B``, ``C``, ... (one per mode).
+
+        Returns
+        -------
+        idata : arviz.InferenceData
+            ``posterior``: each factor's draws (chains aligned to the first)
+            and ``noise_variance``; ``sample_stats.total_log_likelihood``.
+        """
         check_is_fitted(self)
         if not hasattr(self, "draws_"):
             raise ValueError("No draws to export: fit with keep_draws=True.")
-        return _mcmc.to_inference_data(self.model_, self.draws_, self.log_likelihoods_,
-                                       self.n_warmup, self.thin)
+        model, draws, variances = self.model_, self.draws_, self._noise_variance_draws
+
+        def entry_log_likelihood(x, xhat, chain, draw):
+            variance = variances[chain, draw]
+            return -0.5 * (np.log(2 * np.pi * variance) + (x - xhat) ** 2 / variance)
+
+        return export_inference_data(
+            model, draws, factor_names_of(model, factor_names, mode_factor_names(model)),
+            sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
+                self.log_likelihoods_, self.n_warmup, self.thin)},
+            coords=self._index_coords(),
+            entries=None if X is None else observed_entries(self._training_data(X, mask)),
+            factors_at=lambda chain, draw: [d[chain, draw] for d in draws],
+            entry_log_likelihood=entry_log_likelihood,
+            extra_posterior={"noise_variance": variances})
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -40,6 +40,9 @@ class BayesianNMF(NamedPoissonPLTF):
     def _accepts_tensors(self):
         return False
 
+    def _default_factor_names(self):
+        return ["W", "H"]
+
     @property
     def components_(self):
         return self.factors_[1]

@@ -223,6 +223,9 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     def _accepts_tensors(self):
         return True
 
+    def _default_factor_names(self):
+        return ["A", "A", "R"]  # the entities' factor on both axes, the relations' core
+
     def _tied_positions(self, model):
         return dict(TIED)
 

@@ -5,6 +5,7 @@ from numbers import Integral
 from sklearn.utils._param_validation import Interval
 
 from ..model import tucker_model
+from ._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
 
 
@@ -45,6 +46,9 @@ class TuckerVB(NamedPoissonPLTF):
     def _model_spec(self, ndim):
         spec, sizes = tucker_model(ndim, self.n_components)
         return spec, sizes, {}
+
+    def _default_factor_names(self):
+        return mode_factor_names(self.model_) + ["G"]
 
     @property
     def core_(self):

@@ -34,11 +34,12 @@ class ChainResult(NamedTuple):
     best_log_joint: float
     best_state: tuple | None = None  # that draw's whole state
     collected: tuple | None = None  # means over the kept draws of what ``collect`` returned
+    recorded: np.ndarray | None = None  # ``record(state)`` at each kept draw (with the draws)
 
 
 def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1, keep_draws=True,
                 verbose=0, label="Gibbs chain", unit="sweeps", log_summaries=True, collect=None,
-                factors_of=None):
+                factors_of=None, record=None):
     """Run a chain from ``state`` with ``step(rng, state) -> (state, info)``
     (``info.log_likelihood`` the log p(X | Z) the step reports), summarising
     the factors at positions ``free``; ``log_prior(state)`` ranks the kept
@@ -49,7 +50,8 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
     ``state.factors``); ``log_summaries=False`` skips E[log Z] (signed
     factors have no log); ``collect(state, info)``, if given, returns a
     tuple of arrays or floats whose means over the kept draws come back as
-    ``ChainResult.collected``.
+    ``ChainResult.collected``; ``record(state)``, if given, a float kept
+    with every kept draw (``keep_draws``) in ``ChainResult.recorded``.
     """
     factors_of = _own_factors if factors_of is None else factors_of
     first = factors_of(state)
@@ -57,6 +59,7 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
     log_sums = {a: np.zeros(first[a].shape) for a in free} if log_summaries else None
     kept = {a: [] for a in free} if keep_draws else None
     collected = None
+    recorded = [] if record is not None and keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
     best, best_value = state, -np.inf
     progress = progress_or_none(verbose, label, trace.size, unit=unit)
@@ -75,6 +78,8 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
                     log_sums[a] += np.log(factors[a])
             if kept is not None:
                 kept[a].append(factors[a])
+        if recorded is not None:
+            recorded.append(record(state))
         if collect is not None:
             values = collect(state, info)
             collected = values if collected is None else tuple(c + v for c, v in zip(collected, values))
@@ -83,8 +88,10 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
             if value > best_value:
                 best, best_value = state, value
     best_state = best if log_prior is not None else None
-    return _chain_result(factors_of, state, sums, log_sums, kept, collected, n_draws, trace,
-                         factors_of(state if best_state is None else best_state), best_value, best_state)
+    result = _chain_result(factors_of, state, sums, log_sums, kept, collected, n_draws, trace,
+                           factors_of(state if best_state is None else best_state), best_value,
+                           best_state)
+    return result if recorded is None else result._replace(recorded=np.array(recorded))
 
 
 def _own_factors(state):

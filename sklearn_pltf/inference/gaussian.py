@@ -484,6 +484,7 @@ class GaussianChain(NamedTuple):
     best_log_joint: float
     acceptance: float
     step_size: float | None
+    noise_variance_draws: np.ndarray | None = None  # σ² at each kept draw, with ``draws``
 
 
 class DualAveraging:
@@ -563,13 +564,14 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
         n_warmup=n_warmup, n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
         label=label or f"{sampler} chain", unit="iterations", log_summaries=priors.nonnegative,
         collect=lambda state, info: (*state.means, *state.variances, state.noise_variance,
-                                     info.acceptance))
+                                     info.acceptance),
+        record=lambda state: state.noise_variance)
     hyper = chain.collected
     return GaussianChain(
         chain.mean, chain.mean_log if priors.nonnegative else None, hyper[:n], hyper[n:2 * n],
         hyper[2 * n], chain.draws if keep_draws else None, chain.log_likelihoods, chain.best_state,
         chain.best_log_joint, float(hyper[2 * n + 1]),
-        transition.adaptation.final if sampler == "hmc" else None,
+        transition.adaptation.final if sampler == "hmc" else None, chain.recorded,
     )
 
 
@@ -605,6 +607,8 @@ def pool_chains(chains):
         np.stack([c.log_likelihoods for c in aligned]), best.best, best.best_log_joint,
         float(np.mean([c.acceptance for c in aligned])),
         None if step_sizes[0] is None else float(np.mean(step_sizes)),
+        None if reference.noise_variance_draws is None else np.stack(
+            [c.noise_variance_draws for c in aligned]),
     )
 
 
