@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 import sparse
 
-from sklearn_pltf import PLTF, BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP, TuckerVB
+from sklearn_pltf import (PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP,
+                          TuckerVB)
 
 arviz = pytest.importorskip("arviz")
 
@@ -102,3 +103,25 @@ def test_default_names_of_each_structure(counts, rng):
     _pointwise_sums_are_the_trace(exported)
     pltf = _fit(PLTF("ik,kj->ij", 2, method="gibbs", **SHORT), counts).to_inference_data()
     assert set(pltf.posterior.data_vars) == {"Z0_ik", "Z1_kj"}
+
+
+@pytest.mark.parametrize("method", ["smc", "vb"])
+def test_allocation_export_draws_the_factors_posterior(method):
+    X = np.random.default_rng(0).poisson(1.0, size=(8, 6, 5))
+    est = _fit(AllocationSMC(2, method=method, n_particles=2000, random_state=0), X)
+    idata = est.to_inference_data(X)
+    assert set(idata.posterior.data_vars) == {"A", "B", "C"}
+    assert idata.posterior["A"].shape == (1, 1000, 8, 2)
+    _pointwise_sums_are_the_trace(idata)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isfinite(arviz.loo(idata).elpd_loo)
+    again = est.to_inference_data()
+    np.testing.assert_array_equal(again.posterior["B"].values, idata.posterior["B"].values)
+    if method == "vb":
+        # 1000 independent draws from q: their mean is the fitted mean within
+        # 4 standard errors, element by element.
+        for name, fitted in zip("ABC", est.factors_):
+            draws = idata.posterior[name].values[0]
+            error = draws.std(axis=0) / np.sqrt(draws.shape[0])
+            assert np.all(np.abs(draws.mean(axis=0) - fitted) <= 4 * error)

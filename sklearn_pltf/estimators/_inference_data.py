@@ -81,8 +81,9 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, ent
         None (fixed or tied factors: not exported).
     names : list of str
         The variable name of each factor.
-    sample_stats : dict
-        Per-draw statistics, each ``(n_chains, n_draws)``.
+    sample_stats : dict or None
+        Per-draw statistics, each ``(n_chains, n_draws)``; None: with
+        ``entries``, the sum of the pointwise log-likelihood of each draw.
     coords : dict, default=None
         ``{index letter: labels}``.
     entries : tuple, default=None
@@ -111,7 +112,7 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, ent
         posterior[names[a]] = factor_draws
         dims[names[a]] = [dim(c) for c in model.factors[a]]
     coords = {dim(c): labels for c, labels in (coords or {}).items()}
-    groups = dict(posterior=posterior, sample_stats=sample_stats)
+    groups = dict(posterior=posterior)
     if entries is not None:
         entries, values = entries
         n_chains, n_draws = next(d for d in draws if d is not None).shape[:2]
@@ -129,5 +130,9 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, ent
                 pointwise[chain, draw] = entry_log_likelihood(values, xhat, chain, draw)
         groups.update(observed_data={"x": values}, log_likelihood={"x": pointwise},
                       constant_data={"entry_index": entries.T})
+        if sample_stats is None:
+            sample_stats = {"total_log_likelihood": pointwise.sum(axis=-1)}
+    if sample_stats is not None:
+        groups["sample_stats"] = sample_stats
         dims.update(x=["entry"], entry_index=["entry", "axis"])
     return arviz.from_dict(**groups, dims=dims, coords=coords)

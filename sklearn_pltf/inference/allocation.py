@@ -48,7 +48,8 @@ from .._progress import progress_or_none
 __all__ = [
     "AllocationData", "allocation_data", "log_total_prior",
     "SMCState", "SMCResult", "smc_init", "token_order", "smc_step", "run_smc",
-    "particle_weights", "particle_factor_means",
+    "particle_weights", "ParticleSample", "resample_particles", "particle_factor_means",
+    "particle_dirichlet_parameters", "total_posterior", "draw_factors",
     "VBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_factor_means",
     "fold_in", "sample_bam",
 ]
@@ -234,17 +235,53 @@ def particle_weights(result):
     return np.exp(within + island[:, None]).ravel()
 
 
-def particle_factor_means(rng, result, data, n_summary=1000):
-    """Posterior means of the CP factors from the particle system.
+class ParticleSample(NamedTuple):
+    """Equally weighted particles resampled from the final system:
+    their urn tables (particles, columns, R) and component totals
+    (particles, R), and ``match`` (particles, R, R), 1 / particles where a
+    particle's label r is the reference particle's label s."""
+
+    tables: np.ndarray
+    totals: np.ndarray
+    match: np.ndarray
+
+
+def resample_particles(rng, result, n_summary=1000):
+    """The weighted particle system thinned to ``n_summary`` equally weighted
+    particles by systematic resampling (its Monte Carlo error is that of
+    ``n_summary`` posterior draws). Components carry arbitrary labels in each
+    particle, so every one is matched to the heaviest particle (Hungarian
+    assignment maximising Σ_c s_p(r, c) s_ref(r', c), the co-occurrence of
+    their tokens' indices over all modes)."""
+    # These products are small; BLAS threads started right after the urn
+    # kernel compete with numba's, which doubled their time on 2 cores.
+    with threadpool_limits(limits=1, user_api="blas"):
+        state = result.state
+        weights = particle_weights(result)
+        n_summary = min(n_summary, weights.size)
+        positions = (rng.random() + np.arange(n_summary)) / n_summary
+        chosen = np.minimum(np.searchsorted(np.cumsum(weights), positions * weights.sum()),
+                            weights.size - 1)
+        tables = state.tables[chosen]
+        n_chosen, columns, R = tables.shape
+        reference = state.tables[np.argmax(weights)].astype(np.float64)
+        # similarity[p, r, s]: particle p's component r against the reference's s
+        by_component = tables.astype(np.float64).transpose(0, 2, 1).reshape(n_chosen * R, columns)
+        similarity = (by_component @ reference).reshape(n_chosen, R, R)
+        match = np.zeros((n_chosen, R, R))
+        for p in range(n_chosen):
+            rows, cols = linear_sum_assignment(similarity[p], maximize=True)
+            match[p, rows, cols] = 1.0 / n_chosen
+        return ParticleSample(tables, state.totals[chosen], match)
+
+
+def particle_factor_means(sample, data):
+    """Posterior means of the CP factors from resampled particles
+    (:func:`resample_particles`).
 
     Given a particle's allocation, E[λ θ0(r) θ1(r, i)] and E[θn(r, j)] are
-    products of Gamma and Dirichlet posterior means. The weighted particle
-    system is first thinned to ``n_summary`` equally weighted particles by
-    systematic resampling (its Monte Carlo error is that of ``n_summary``
-    posterior draws). Components carry arbitrary labels in each particle, so
-    every one is matched to the heaviest particle (Hungarian assignment
-    maximising Σ_c s_p(r, c) s_ref(r', c), the co-occurrence of their tokens'
-    indices over all modes) before the means are taken.
+    products of Gamma and Dirichlet posterior means; each particle's labels
+    are matched to the reference's before the means are taken.
 
     Returns
     -------
@@ -252,44 +289,64 @@ def particle_factor_means(rng, result, data, n_summary=1000):
         ``factors[0]`` (I_1, R) holds λθ0θ1, ``factors[n]`` (I_n, R) θn, so
         X̂ = Σ_r factors[0][i_1, r] Π_n factors[n][i_n, r] is λ p(i).
     """
-    # These products are small; BLAS threads started right after the urn
-    # kernel compete with numba's, which doubled their time on 2 cores.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _particle_factor_means(rng, result, data, n_summary)
+        tables = sample.tables.astype(np.float64)  # (particles, columns, R)
+        n_chosen, _, R = tables.shape
+        totals = sample.totals.astype(np.float64)
+        a = data.concentration
+        lam = (a + data.total) / (data.rate + 1.0)
+        theta0 = (data.component_alpha + totals) / (a + data.total)
+        row_totals = data.component_alpha + totals
+        factors = []
+        for n, (start, size) in enumerate(zip(data.offsets, data.shape)):
+            theta = (data.cell_alpha[n] + tables[:, start:start + size, :]) / row_totals[:, None, :]
+            if n == 0:
+                theta *= lam * theta0[:, None, :]
+            # Σ_p Σ_r θ_p[j, r] match[p, r, s]: relabel and average in one product.
+            factors.append(theta.transpose(1, 0, 2).reshape(size, n_chosen * R)
+                           @ sample.match.reshape(n_chosen * R, R))
+        return factors
 
 
-def _particle_factor_means(rng, result, data, n_summary):
-    """:func:`particle_factor_means`, BLAS limited to one thread by the caller."""
-    state = result.state
-    weights = particle_weights(result)
-    n_summary = min(n_summary, weights.size)
-    positions = (rng.random() + np.arange(n_summary)) / n_summary
-    chosen = np.minimum(np.searchsorted(np.cumsum(weights), positions * weights.sum()),
-                        weights.size - 1)
-    tables = state.tables[chosen].astype(np.float64)  # (particles, columns, R)
-    n_chosen, columns, R = tables.shape
-    reference = state.tables[np.argmax(weights)].astype(np.float64)
-    # similarity[p, r, s]: particle p's component r against the reference's s
-    by_component = tables.transpose(0, 2, 1).reshape(n_chosen * R, columns)
-    similarity = (by_component @ reference).reshape(n_chosen, R, R)
-    # match[p, r, s] = 1 / n_chosen where particle p's label r is the reference's s
-    match = np.zeros((n_chosen, R, R))
-    for p in range(n_chosen):
-        rows, cols = linear_sum_assignment(similarity[p], maximize=True)
-        match[p, rows, cols] = 1.0 / n_chosen
-    totals = state.totals[chosen].astype(np.float64)
-    a = data.concentration
-    lam = (a + data.total) / (data.rate + 1.0)
-    theta0 = (data.component_alpha + totals) / (a + data.total)
-    row_totals = data.component_alpha + totals
+def particle_dirichlet_parameters(sample, data):
+    """Per particle, the Dirichlet parameters of θ0 (particles, R) and of each
+    mode's θn (particles, I_n, R) given its allocation, labels matched to
+    the reference's (the posterior of the factors given an allocation)."""
+    relabel = np.argsort(sample.match.argmax(axis=2), axis=1)  # reference label -> own
+
+    def matched(array):
+        return np.take_along_axis(array, relabel.reshape(relabel.shape[:1] + (1,) * (array.ndim - 2)
+                                                         + relabel.shape[1:]), axis=-1)
+
+    component = data.component_alpha + matched(sample.totals.astype(np.float64))
+    tables = matched(sample.tables.astype(np.float64))
+    modes = [data.cell_alpha[n] + tables[:, start:start + size, :]
+             for n, (start, size) in enumerate(zip(data.offsets, data.shape))]
+    return component, modes
+
+
+def total_posterior(data):
+    """Shape and rate of λ's Gamma posterior, (a + T, b + 1)."""
+    return data.concentration + data.total, data.rate + 1.0
+
+
+def draw_factors(rng, component, modes, total_posterior):
+    """Posterior draws of the CP factors, one per row of the Dirichlet
+    parameters ``component`` (draws, R) and ``modes`` (draws, I_n, R each):
+    λ ~ Gamma(``total_posterior``), θ0 ~ Dir(component),
+    θn(r, :) ~ Dir(modes[n][:, :, r]), returned as ``factors[0]`` = λ θ0 θ1
+    and ``factors[n]`` = θn, each (draws, I_n, R), as
+    :func:`particle_factor_means` orders them."""
+    n_draws = component.shape[0]
+    shape, rate = total_posterior
+    lam = rng.standard_gamma(shape, size=n_draws) / rate
+    theta0 = rng.standard_gamma(component)
+    theta0 /= theta0.sum(axis=1, keepdims=True)
     factors = []
-    for n, (start, size) in enumerate(zip(data.offsets, data.shape)):
-        theta = (data.cell_alpha[n] + tables[:, start:start + size, :]) / row_totals[:, None, :]
-        if n == 0:
-            theta *= lam * theta0[:, None, :]
-        # Σ_p Σ_r θ_p[j, r] match[p, r, s]: relabel and average in one product.
-        factors.append(theta.transpose(1, 0, 2).reshape(size, n_chosen * R)
-                       @ match.reshape(n_chosen * R, R))
+    for params in modes:
+        theta = rng.standard_gamma(params)
+        factors.append(theta / theta.sum(axis=1, keepdims=True))
+    factors[0] = factors[0] * (lam[:, None] * theta0)[:, None, :]
     return factors
 
 
