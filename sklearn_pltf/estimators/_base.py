@@ -33,6 +33,7 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
+from ..inference._svd_start import svd_start
 from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of, observed_entries
@@ -109,6 +110,53 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
         )
 
 
+def given_start(model, init):
+    """``{position: array}`` from ``init`` given as ``{position or index
+    string: array}`` or a sequence with an array (or None) per factor; each
+    array finite, positive and of its free factor's shape (a copy)."""
+    items = (init.items() if isinstance(init, dict) else enumerate(init))
+    if not isinstance(init, dict) and len(init) != model.n_factors:
+        raise ValueError(f"init as a sequence needs one entry per factor of {model.string!r} "
+                         f"({model.n_factors}), got {len(init)}.")
+    start = {}
+    for key, value in items:
+        if value is None:
+            continue
+        position = factor_position(model, key, "init")
+        if position in model.fixed:
+            raise ValueError(f"init gives factor {position} ({model.factors[position]!r}), "
+                             "which is fixed; give only free factors.")
+        array = np.array(value, dtype=np.float64, copy=True)
+        if array.shape != model.factor_shape(position):
+            raise ValueError(
+                f"init for factor {position} ({model.factors[position]!r}) has shape "
+                f"{array.shape}; the model needs {model.factor_shape(position)}.")
+        if not np.all(np.isfinite(array)) or np.any(array <= 0):
+            raise ValueError(f"init for factor {position} must be finite and > 0 (a factor "
+                             "started at zero stays there).")
+        start[position] = array
+    return start
+
+
+def factor_position(model, key, name):
+    """The position of the factor ``key`` names in parameter ``name``: a
+    position, or a factor's index string."""
+    if isinstance(key, str):
+        matches = [a for a, f in enumerate(model.factors) if f == key]
+        if len(matches) != 1:
+            raise ValueError(
+                f"{name} key {key!r} must name exactly one factor of {model.string!r} "
+                f"(factors: {', '.join(model.factors)})."
+            )
+        return matches[0]
+    if isinstance(key, bool) or not isinstance(key, Integral) or not 0 <= key < model.n_factors:
+        raise ValueError(
+            f"{name} key {key!r} is neither a factor position 0..{model.n_factors - 1} "
+            "nor a factor's index string."
+        )
+    return int(key)
+
+
 def with_n_samples(model, n_samples):
     """The bound ``model`` with its sample axis (axis 0) of size ``n_samples``."""
     return replace(model, sizes={**model.sizes, model.output[0]: n_samples})
@@ -150,11 +198,11 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
 
 
 def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report,
-                 contractor=None):
+                 contractor=None, start=None):
     kernel = _KERNELS[method]
     if contractor is None:
         contractor = make_contractor(model, data, likelihood)
-    state = kernel.init(rng, model, contractor, priors, given)
+    state = kernel.init(rng, model, contractor, priors, given, start)
     return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
 
 
@@ -239,12 +287,13 @@ class BasePoissonPLTF(BaseFactorization):
             evidence = "chib"
         if self.method == "em":
             em.check_priors(priors)
+        first_start = self._first_start(model, data, fixed)
         self.model_ = model
         self._folded_in_fit = False
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
         else:
-            state = self._fit_optimizer(data, model, priors, fixed, rng, evidence)
+            state = self._fit_optimizer(data, model, priors, fixed, rng, evidence, first_start)
         if evidence == "ais":
             # The path starts from a Gamma fit to the fitted posterior marginals
             # (EM has none: from the prior). Its own stream, spawned after the
@@ -263,6 +312,25 @@ class BasePoissonPLTF(BaseFactorization):
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self.factors_ = tuple(np.array(m) for m in state.mean)
+
+    def _first_start(self, model, data, fixed):
+        """Where the first restart starts, ``{position: array}``, or None
+        (at random): the previous fit's factors with ``warm_start`` (same
+        model and sizes), else ``init``: an SVD-based start or given factors."""
+        init = getattr(self, "init", "random")
+        warm = getattr(self, "warm_start", False) and getattr(self, "model_", None) == model
+        if not warm and (isinstance(init, str) and init == "random"):
+            return None
+        if self.method not in _KERNELS:
+            raise ValueError(
+                f"init and warm_start set where VB and EM start; method={self.method!r} "
+                "starts its chains at random and forgets the start in the warm-up: leave "
+                "init='random' and warm_start=False.")
+        if warm:
+            return {a: np.array(self.factors_[a]) for a in model.free}
+        if isinstance(init, str):  # "svd"
+            return svd_start(model, data, model.free, fixed)
+        return given_start(model, init)
 
     def _evidence_method(self, data_is_sparse=False):
         """The evidence estimator ``evidence`` asks for, checked against ``method``."""
@@ -292,8 +360,9 @@ class BasePoissonPLTF(BaseFactorization):
             )
         return self.evidence
 
-    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
-        """VB or EM: restarts to convergence, the best kept, the final fold-in."""
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start=None):
+        """VB or EM: restarts to convergence (the first from ``first_start``,
+        ``{position: array}``, if given), the best kept, the final fold-in."""
         given = {a: (f, f) for a, f in fixed.items()}
         # One contractor serves every restart run here and the final fold-in;
         # restarts in other processes build their own.
@@ -303,6 +372,7 @@ class BasePoissonPLTF(BaseFactorization):
             delayed(_fit_restart)(
                 self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
                 self._reporter(init) if self.verbose else None, contractor=shared,
+                start=first_start if init == 0 else None,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )

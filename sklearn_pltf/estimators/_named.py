@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BasePoissonPLTF
 
@@ -114,6 +114,25 @@ SHARED_PARAMETERS = """\
         SGLD: the step after warm-up, in units of each element's posterior
         width; smaller is less biased and mixes more slowly."""
 
+START_PARAMETERS = """\
+    init : {"random", "svd"}, dict or sequence of arrays, default="random"
+        Where VB and EM start: ``"random"``, every initialisation around the
+        data's scale at random; ``"svd"``, the first deterministically from
+        the data's leading singular vectors (non-negative parts, NNDSVDa
+        style; Boutsidis & Gallopoulos 2008), each mode's factor from its
+        unfolding as in TensorLy's ``init="svd"``, a core at ones; given
+        factors, ``{position or index string: array}`` or one array (or
+        None) per factor in model order, positive and of the factor's
+        shape: the first initialisation starts at them (factors not given
+        are drawn). Any further initialisations (``n_init``) start at
+        random. The samplers start at random (their warm-up forgets the
+        start): with them, leave ``"random"``.
+    warm_start : bool, default=False
+        Start the first initialisation of the next :meth:`fit` from this
+        fit's factors when the model and sizes are unchanged (e.g. after
+        ``set_params(tol=...)`` or on updated data of the same shape);
+        otherwise ``init`` applies. VB and EM only."""
+
 SHARED_ATTRIBUTES = """\
     model_ : Model
         The parsed model string with every index size.
@@ -161,9 +180,9 @@ SHARED_ATTRIBUTES = """\
 
 def fill_doc(cls):
     """Put the shared parameter and attribute text into ``cls.__doc__``."""
-    cls.__doc__ = cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS).replace(
-        "%(shared_attributes)s", SHARED_ATTRIBUTES
-    )
+    cls.__doc__ = (cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS)
+                   .replace("%(start_parameters)s", START_PARAMETERS)
+                   .replace("%(shared_attributes)s", SHARED_ATTRIBUTES))
     return cls
 
 
@@ -174,6 +193,8 @@ class NamedPoissonPLTF(BasePoissonPLTF):
     _parameter_constraints: dict = {
         **BasePoissonPLTF._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"random", "svd"}), dict, list, tuple],
+        "warm_start": ["boolean"],
     }
 
     def __init__(
@@ -201,6 +222,8 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         n_temperatures=40,
         steps_per_temperature="auto",
         step_size=0.1,
+        init="random",
+        warm_start=False,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -224,3 +247,5 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         self.n_temperatures = n_temperatures
         self.steps_per_temperature = steps_per_temperature
         self.step_size = step_size
+        self.init = init
+        self.warm_start = warm_start

@@ -276,11 +276,14 @@ class TiedFactorMixin:
         state = type(state)(*(structure.to_model_order(field) for field in state))
         return posterior._replace(state=state, draws=structure.to_model_order(draws, lead=2))
 
-    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence):
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start=None):
         """VB or EM: restarts to convergence, the best kept."""
         structure = self._structure(model)
         if structure is None:
-            return super()._fit_optimizer(data, model, priors, fixed, rng, evidence)
+            return super()._fit_optimizer(data, model, priors, fixed, rng, evidence, first_start)
+        if first_start is not None:
+            raise ValueError("init and warm_start are not supported with tied factors; leave "
+                             "init='random' and warm_start=False.")
         relational, canonical_priors = self._relational(data, structure, priors)
         r = structure.canonical.sizes["a"]
         results = Parallel(n_jobs=self.n_jobs)(

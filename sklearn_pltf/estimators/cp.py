@@ -19,6 +19,7 @@ class PoissonCP(NamedPoissonPLTF):
     n_components : int, default=2
         The CP rank.
 %(shared_parameters)s
+%(start_parameters)s
 
     Attributes
     ----------

@@ -17,6 +17,7 @@ class BayesianNMF(NamedPoissonPLTF):
     n_components : int, default=2
         The rank ``K``.
 %(shared_parameters)s
+%(start_parameters)s
 
     Attributes
     ----------

@@ -5,10 +5,10 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..model import Model
-from ._base import BasePoissonPLTF
+from ._base import BasePoissonPLTF, factor_position
 from ._named import fill_doc
 from ._tied import TiedFactorMixin, tied_by_position
 
@@ -54,6 +54,7 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         ``init="auto"``), ``"em"``, ``"gibbs"``, ``"sada"`` and ``"sgld"``
         (not ``n_blocks``); evidence by the bound, Chib's estimate or STI.
 %(shared_parameters)s
+%(start_parameters)s
 
     Attributes
     ----------
@@ -82,6 +83,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         "n_components": [Interval(Integral, 1, None, closed="left"), dict, None],
         "fixed_factors": [dict, None],
         "tied_factors": [dict, None],
+        "init": [StrOptions({"random", "svd"}), dict, list, tuple],
+        "warm_start": ["boolean"],
     }
 
     def __init__(
@@ -112,6 +115,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         n_temperatures=40,
         steps_per_temperature="auto",
         step_size=0.1,
+        init="random",
+        warm_start=False,
     ):
         self.model = model
         self.n_components = n_components
@@ -138,6 +143,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         self.n_temperatures = n_temperatures
         self.steps_per_temperature = steps_per_temperature
         self.step_size = step_size
+        self.init = init
+        self.warm_start = warm_start
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)
@@ -158,7 +165,7 @@ def _fixed_by_position(model, fixed_factors):
     strings; each array a copy, so the fit never shares memory with the user's."""
     fixed = {}
     for key, value in (fixed_factors or {}).items():
-        position = _factor_position(model, key)
+        position = factor_position(model, key, "fixed_factors")
         if position in fixed:
             raise ValueError(
                 f"fixed_factors gives factor {position} ({model.factors[position]!r}) twice; "
@@ -175,21 +182,3 @@ def _fixed_by_position(model, fixed_factors):
             raise ValueError(f"Fixed factor {key!r} must be finite and non-negative.")
         fixed[position] = array
     return fixed
-
-
-def _factor_position(model, key):
-    """The position of the factor ``key`` names: a position, or an index string."""
-    if isinstance(key, str):
-        matches = [a for a, f in enumerate(model.factors) if f == key]
-        if len(matches) != 1:
-            raise ValueError(
-                f"fixed_factors key {key!r} must name exactly one factor of "
-                f"{model.string!r} (factors: {', '.join(model.factors)})."
-            )
-        return matches[0]
-    if isinstance(key, bool) or not isinstance(key, Integral) or not 0 <= key < model.n_factors:
-        raise ValueError(
-            f"fixed_factors key {key!r} is neither a factor position 0..{model.n_factors - 1} "
-            "nor a factor's index string."
-        )
-    return int(key)

@@ -229,6 +229,9 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     def _tied_positions(self, model):
         return dict(TIED)
 
+    def _first_start(self, model, data, fixed):
+        return None  # init here chooses between EM's mode and random (_vb_start)
+
     def _vb_start(self, restart):
         return super()._vb_start(restart) if self.init == "auto" else self.init
 

@@ -22,6 +22,7 @@ class TuckerVB(NamedPoissonPLTF):
     n_components : int or tuple of int, default=2
         The core's size: one rank for every mode, or one per mode.
 %(shared_parameters)s
+%(start_parameters)s
 
     Attributes
     ----------

@@ -87,12 +87,19 @@ def data_scale(model, contractor, factors, free):
     return (mean_data / mean_model) ** (1.0 / max(len(free), 1))
 
 
-def initial_factors(rng, model, contractor, given, free):
-    """Random free factors around the data's scale; ``given`` ({position: array})
-    as they are. Free factors are ``s * Gamma(1, 1)`` draws (exponential: broad
-    enough to break the symmetry between components)."""
-    factors = [given.get(a) for a in range(model.n_factors)]
-    scale = data_scale(model, contractor, factors, free)
-    for alpha in free:
+def initial_factors(rng, model, contractor, given, free, start=None):
+    """Free factors to start from; ``given`` ({position: array}) as they are.
+
+    Free factors in ``start`` ({position: array}) start there; the others are
+    ``s * Gamma(1, 1)`` draws (exponential: broad enough to break the
+    symmetry between components), ``s`` the scale (:func:`data_scale`) with
+    the started factors held."""
+    start = dict(start or {})
+    factors = [given.get(a, start.get(a)) for a in range(model.n_factors)]
+    drawn = [a for a in free if a not in start]
+    if not drawn:
+        return factors
+    scale = data_scale(model, contractor, factors, drawn)
+    for alpha in drawn:
         factors[alpha] = scale * rng.standard_gamma(1.0, size=model.factor_shape(alpha))
     return factors

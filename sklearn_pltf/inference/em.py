@@ -48,8 +48,8 @@ def check_priors(priors):
             )
 
 
-def init(rng, model, contractor, priors, given=None):
-    """Random initial free factors.
+def init(rng, model, contractor, priors, given=None, start=None):
+    """Initial free factors: ``start`` ({position: value}) where given, else random.
 
     ``given`` is ``{position: (value, value)}`` for held factors, the same form
     as for :func:`sklearn_pltf.inference.vb.init` (EM reads the first).
@@ -57,7 +57,8 @@ def init(rng, model, contractor, priors, given=None):
     check_priors(priors)
     given = dict(given or {})
     held = {a: value for a, (value, _) in given.items()}
-    return state_from_means(initial_factors(rng, model, contractor, held, priors.free), priors, given)
+    return state_from_means(initial_factors(rng, model, contractor, held, priors.free, start),
+                            priors, given)
 
 
 def state_from_means(means, priors, given):

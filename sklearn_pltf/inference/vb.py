@@ -40,7 +40,7 @@ from ._states import INITIAL_SHAPE, VBInfo, VBState
 
 __all__ = ["VBState", "VBInfo", "init", "step", "bound", "free_parameter", "with_free_parameter"]
 
-def init(rng, model, contractor, priors, given=None):
+def init(rng, model, contractor, priors, given=None, start=None):
     """Initial state: means for the free factors, ``given`` for held ones.
 
     Parameters
@@ -54,9 +54,13 @@ def init(rng, model, contractor, priors, given=None):
         ``None`` entries mark held factors.
     given : dict, default=None
         ``{position: (mean, geometric_mean)}`` for every held factor.
+    start : dict, default=None
+        ``{position: mean}``: free factors whose q starts around these means
+        (the others are drawn, :func:`~sklearn_pltf.inference._common.initial_factors`).
     """
     given = dict(given or {})
-    means = initial_factors(rng, model, contractor, {a: m for a, (m, _) in given.items()}, priors.free)
+    means = initial_factors(rng, model, contractor, {a: m for a, (m, _) in given.items()},
+                            priors.free, start)
     return state_from_means(means, priors, given)
 
 
