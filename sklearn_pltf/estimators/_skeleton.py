@@ -28,6 +28,7 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transf
                           _fit_context)
 from sklearn.utils.validation import check_is_fitted
 
+from .._contract import full_xhat
 from .._random import as_generator
 
 __all__ = ["BaseFactorization", "restore_on_failure"]
@@ -123,6 +124,18 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             return self._training_score()
         self._check_sample_shape(data)
         return float(self._predictive_score(data))
+
+    def reconstruct(self):
+        """X̂, the model's mean of every entry of the training data's shape,
+        at the fitted factors (``factors_``): dense, so memory follows the
+        data's full size.
+
+        Returns
+        -------
+        X_hat : ndarray of the training data's shape
+        """
+        check_is_fitted(self)
+        return full_xhat(self.model_, list(self.factors_))
 
     # ------------------------------------------------------------ for subclasses
     def _fit(self, X, mask):

@@ -3,10 +3,11 @@
 from ..model import cp_model_string
 from ._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
+from ._tensor_export import CPResultMixin
 
 
 @fill_doc
-class PoissonCP(NamedPoissonPLTF):
+class PoissonCP(CPResultMixin, NamedPoissonPLTF):
     """Bayesian Poisson CP (PARAFAC) factorization of N-way count tensors.
 
     ``X(i, j, k, ...) ~ Poisson(Σ_r A_ir B_jr C_kr ...)`` with Gamma priors on
@@ -23,6 +24,12 @@ class PoissonCP(NamedPoissonPLTF):
 
     Attributes
     ----------
+    weights_ : ndarray of shape (n_components,)
+        Each component's weight: the product over modes of its column's L1
+        norm, so ``X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]``
+        (:meth:`to_tensorly` exports both as a TensorLy ``CPTensor``).
+    normalized_factors_ : tuple of ndarray
+        ``factors_`` with unit-L1-norm columns.
 %(shared_attributes)s
 
     Examples

@@ -7,10 +7,11 @@ from sklearn.utils._param_validation import Interval
 from ..model import tucker_model
 from ._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
+from ._tensor_export import TuckerResultMixin
 
 
 @fill_doc
-class TuckerVB(NamedPoissonPLTF):
+class TuckerVB(TuckerResultMixin, NamedPoissonPLTF):
     """Bayesian Poisson Tucker factorization of N-way count tensors.
 
     ``X(i, j, k) ~ Poisson(Σ_pqr A_ip B_jq C_kr G_pqr)`` with Gamma priors on

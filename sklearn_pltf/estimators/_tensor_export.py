@@ -1,0 +1,57 @@
+"""What a fitted CP or Tucker model offers users of TensorLy: CP weights
+and normalised factors, and the fit as a TensorLy ``CPTensor`` or
+``TuckerTensor`` (the ``tensorly`` package, an optional dependency)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["CPResultMixin", "TuckerResultMixin"]
+
+
+def _tensorly(module):
+    try:
+        return __import__(f"tensorly.{module}", fromlist=["_"])
+    except ImportError as error:
+        raise ImportError("to_tensorly needs TensorLy: pip install tensorly.") from error
+
+
+class CPResultMixin:
+    """``weights_``, ``normalized_factors_`` and :meth:`to_tensorly` of a
+    fitted CP model, whose ``factors_`` hold one (I_n, R) matrix per mode."""
+
+    @property
+    def weights_(self):
+        """ndarray of shape (n_components,): each component's weight, the
+        product over modes of its column's L1 norm, so that
+        X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]. For count
+        models, a component's expected total count."""
+        check_is_fitted(self)
+        return np.prod([np.abs(f).sum(axis=0) for f in self.factors_], axis=0)
+
+    @property
+    def normalized_factors_(self):
+        """tuple of ndarray: ``factors_`` with every column scaled to unit L1
+        norm (for non-negative factors, a distribution over the mode's
+        indices); an all-zero column stays zero."""
+        check_is_fitted(self)
+        return tuple(f / np.where(norms > 0, norms, 1.0)
+                     for f in self.factors_ for norms in [np.abs(f).sum(axis=0)])
+
+    def to_tensorly(self):
+        """The fitted factors as a TensorLy ``CPTensor`` (``weights_``,
+        ``normalized_factors_``): ``to_tensorly().to_tensor()`` is
+        :meth:`reconstruct`'s X̂."""
+        return _tensorly("cp_tensor").CPTensor((self.weights_, list(self.normalized_factors_)))
+
+
+class TuckerResultMixin:
+    """:meth:`to_tensorly` of a fitted Tucker model (``factors_``: one
+    (I_n, R_n) matrix per mode, then the core)."""
+
+    def to_tensorly(self):
+        """The fitted core and factor matrices as a TensorLy ``TuckerTensor``:
+        ``to_tensorly().to_tensor()`` is :meth:`reconstruct`'s X̂."""
+        check_is_fitted(self)
+        return _tensorly("tucker_tensor").TuckerTensor((self.factors_[-1], list(self.factors_[:-1])))
