@@ -105,45 +105,127 @@ def plot_trace(estimator, *, ax=None, skip_warmup=False):
     return ax
 
 
-def plot_factors(factors, *, names=None, axes=None, normalize=True):
-    """Each factor matrix as lines, one per component.
+def plot_factors(factors, *, names=None, labels=None, kind="auto", axes=None, normalize=True):
+    """Each factor matrix, one curve, bar group or heatmap column per component.
+
+    Given a fitted estimator, every factor that carries one axis of the data
+    and one latent index is drawn with that axis along x (BayesianNMF's H
+    too, stored components by features), titled with the factor's name and
+    index letters (e.g. ``"H (j)"``) and its ticks labelled with the
+    training data's feature names where it had them; a core or a factor
+    over several latent indices is skipped.
 
     Parameters
     ----------
     factors : fitted estimator or sequence of 2-D arrays
-        An estimator's ``factors_`` (matrices of shape (size, n_components);
-        arrays of other dimensions, such as a Tucker core, are skipped) or
-        the estimator itself.
+        An estimator, or matrices of shape (size, n_components).
     names : sequence of str, default=None
-        A title per matrix.
+        A title per drawn matrix.
+    labels : dict, default=None
+        Tick labels per drawn matrix, ``{position among the drawn matrices:
+        sequence}``, e.g. ``{0: nations.entities}``.
+    kind : {"auto", "line", "bar", "heatmap"}, default="auto"
+        ``"line"`` for an ordered axis (time, frequency); ``"bar"`` (grouped
+        bars) or ``"heatmap"`` (rows the axis's values, columns the
+        components) for unordered categories (countries, relations, words).
+        ``"auto"``: a heatmap for an axis of at most 30 values or with tick
+        labels, lines for longer ones.
     axes : sequence of matplotlib Axes, default=None
-        One per matrix; a new row of panels when None.
+        One per drawn matrix; a new row of panels when None.
     normalize : bool, default=True
-        Scale every column to sum to one: a CP component's scale is shared
+        Scale every column to sum to one: a component's scale is shared
         between its factors, so only the shapes compare.
 
     Returns
     -------
     axes : list of matplotlib Axes
     """
-    factors = getattr(factors, "factors_", factors)
-    matrices = [np.asarray(f, dtype=np.float64) for f in factors
-                if f is not None and np.ndim(f) == 2]
-    if not matrices:
-        raise ValueError("No factor matrix (2-D array) to plot.")
+    if kind not in ("auto", "line", "bar", "heatmap"):
+        raise ValueError(f"kind must be 'auto', 'line', 'bar' or 'heatmap', got {kind!r}.")
+    panels = _factor_panels(factors)
+    if not panels:
+        raise ValueError("No factor matrix (one data axis by one latent index) to plot.")
     if axes is None:
-        _, axes = _pyplot().subplots(1, len(matrices), figsize=(3.2 * len(matrices), 3),
+        _, axes = _pyplot().subplots(1, len(panels), figsize=(3.4 * len(panels), 3.2),
                                      squeeze=False)
         axes = list(axes[0])
-    if len(axes) < len(matrices):
-        raise ValueError(f"{len(matrices)} factor matrices need as many axes, got {len(axes)}.")
-    for k, (ax, matrix) in enumerate(zip(axes, matrices)):
+    if len(axes) < len(panels):
+        raise ValueError(f"{len(panels)} factor matrices need as many axes, got {len(axes)}.")
+    for k, (ax, (matrix, title, letter, ticks)) in enumerate(zip(axes, panels)):
         if normalize:
             totals = matrix.sum(axis=0, keepdims=True)
             matrix = matrix / np.where(totals > 0, totals, 1.0)
-        for r in range(matrix.shape[1]):
-            ax.plot(matrix[:, r], lw=1, label=f"component {r}")
-        ax.set_title(names[k] if names is not None else f"factor {k}")
-        ax.set_xlabel("index")
-    axes[0].legend(fontsize="small")
+        ticks = (labels or {}).get(k, ticks)
+        if ticks is not None and len(ticks) != matrix.shape[0]:
+            raise ValueError(f"labels for matrix {k} has {len(ticks)} entries; the matrix has "
+                             f"{matrix.shape[0]} rows.")
+        drawn = kind if kind != "auto" else (
+            "heatmap" if ticks is not None or matrix.shape[0] <= 30 else "line")
+        _DRAW[drawn](ax, matrix, ticks)
+        ax.set_title(names[k] if names is not None else title)
+        value = "share" if normalize else "value"
+        if drawn == "heatmap":
+            ax.set_ylabel(letter)
+            ax.set_xlabel("component")
+        else:
+            ax.set_xlabel(letter)
+            ax.set_ylabel(value)
+    if kind != "heatmap" and any(not ax.images for ax in axes[:len(panels)]):
+        next(ax for ax in axes if not ax.images).legend(fontsize="small")
     return list(axes)
+
+
+def _factor_panels(factors):
+    """``(matrix (size, components), title, axis label, tick labels)`` per
+    drawable factor of an estimator, or of a sequence of matrices."""
+    model = getattr(factors, "model_", None)
+    if model is None:
+        matrices = [np.asarray(f, dtype=np.float64) for f in getattr(factors, "factors_", factors)
+                    if f is not None and np.ndim(f) == 2]
+        return [(m, f"factor {k}", "index", None) for k, m in enumerate(matrices)]
+    estimator = factors
+    names = estimator._default_factor_names()
+    feature_names = getattr(estimator, "feature_names_in_", None)
+    panels, seen = [], set()
+    for a, (own, value) in enumerate(zip(model.factors, estimator.factors_)):
+        observed = [c for c in own if c in model.output]
+        if len(own) != 2 or len(observed) != 1 or names[a] in seen:
+            continue  # a core, a factor over several latent indices, a tied copy
+        seen.add(names[a])
+        letter = observed[0]
+        matrix = np.asarray(value, dtype=np.float64)
+        if own.index(letter) == 1:
+            matrix = matrix.T
+        ticks = (list(feature_names) if feature_names is not None
+                 and model.output.index(letter) == 1 else None)
+        panels.append((matrix, f"{names[a]} ({letter})", f"{letter} (axis "
+                       f"{model.output.index(letter)})", ticks))
+    return panels
+
+
+def _draw_lines(ax, matrix, ticks):
+    for r in range(matrix.shape[1]):
+        ax.plot(matrix[:, r], lw=1, label=f"component {r}")
+    if ticks is not None:
+        ax.set_xticks(range(len(ticks)), ticks, rotation=90, fontsize="small")
+
+
+def _draw_bars(ax, matrix, ticks):
+    n, R = matrix.shape
+    width = 0.8 / R
+    for r in range(R):
+        ax.bar(np.arange(n) + (r - (R - 1) / 2) * width, matrix[:, r], width,
+               label=f"component {r}")
+    ax.set_xticks(range(n), ticks if ticks is not None else range(n), rotation=90,
+                  fontsize="small")
+
+
+def _draw_heatmap(ax, matrix, ticks):
+    image = ax.imshow(matrix, aspect="auto", cmap="viridis", interpolation="nearest")
+    ax.figure.colorbar(image, ax=ax, fraction=0.05)
+    ax.set_xticks(range(matrix.shape[1]))
+    if ticks is not None:
+        ax.set_yticks(range(len(ticks)), ticks, fontsize="small")
+
+
+_DRAW = {"line": _draw_lines, "bar": _draw_bars, "heatmap": _draw_heatmap}

@@ -536,9 +536,6 @@ class BasePoissonPLTF(BaseFactorization):
             entry_log_likelihood=lambda x, xhat, chain, draw: likelihood.entry_log_likelihood(
                 x, np.maximum(xhat, TINY)))
 
-    def _default_factor_names(self):
-        return [f"Z{a}_{f}" for a, f in enumerate(self.model_.factors)]
-
     def _modelled_entries(self, data):
         """Coordinates and values of the entries of ``data`` the fit modelled."""
         return observed_entries(data)

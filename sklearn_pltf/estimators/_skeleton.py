@@ -196,6 +196,11 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             raise ValueError("X (with mask) must be the data the estimator was fitted to.")
         return data
 
+    def _default_factor_names(self):
+        """A name per factor in model order (ArviZ variables, plot titles):
+        ``Z<position>_<indices>`` unless the estimator knows better."""
+        return [f"Z{a}_{f}" for a, f in enumerate(self.model_.factors)]
+
     def _index_coords(self):
         """``{index letter: labels}``: the training data's feature names
         (``feature_names_in_``, from a DataFrame) label axis 1's index."""

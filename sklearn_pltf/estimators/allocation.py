@@ -313,11 +313,14 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         entries = None if X is None else observed_entries(self._training_data(X, mask))
         return export_inference_data(
             model, tuple(d[None] for d in draws),
-            factor_names_of(model, factor_names, mode_factor_names(model)), sample_stats=None,
+            factor_names_of(model, factor_names, self._default_factor_names()), sample_stats=None,
             coords=self._index_coords(), entries=entries,
             factors_at=lambda chain, draw: [d[draw] for d in draws],
             entry_log_likelihood=lambda x, xhat, chain, draw: (
                 PoissonLikelihood.entry_log_likelihood(x, np.maximum(xhat, TINY))))
+
+    def _default_factor_names(self):
+        return mode_factor_names(self.model_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -401,7 +401,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             return -0.5 * (np.log(2 * np.pi * variance) + (x - xhat) ** 2 / variance)
 
         return export_inference_data(
-            model, draws, factor_names_of(model, factor_names, mode_factor_names(model)),
+            model, draws, factor_names_of(model, factor_names, self._default_factor_names()),
             sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
                 self.log_likelihoods_, self.n_warmup, self.thin)},
             coords=self._index_coords(),
@@ -409,6 +409,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             factors_at=lambda chain, draw: [d[chain, draw] for d in draws],
             entry_log_likelihood=entry_log_likelihood,
             extra_posterior={"noise_variance": variances})
+
+    def _default_factor_names(self):
+        return mode_factor_names(self.model_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
