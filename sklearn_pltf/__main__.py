@@ -144,7 +144,7 @@ def plot_evidence_by_rank(evidence, path):
     from .plotting import _pyplot, plot_evidence
 
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     best = max(evidence, key=evidence.get)
     for structure, shape in dict.fromkeys((s, a) for s, _, a in evidence):
         ranks = [r for s, r, a in evidence if (s, a) == (structure, shape)]
@@ -152,6 +152,7 @@ def plot_evidence_by_rank(evidence, path):
         plot_evidence(ranks, values, ax=ax, label=f"{structure}, prior shape {shape}",
                       mark_best=(structure, shape) == best[::2])
     ax.set_xticks(sorted({r for _, r, _ in evidence}))
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
     ax.set_title(f"Chosen: {best[0]}, rank {best[1]}, prior shape {best[2]}")
     fig.tight_layout()
     fig.savefig(path)

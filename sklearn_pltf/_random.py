@@ -10,7 +10,7 @@ __all__ = ["as_generator"]
 
 
 def as_generator(random_state):
-    """One ``numpy.random.Generator`` from a scikit-learn ``random_state``.
+    """One :class:`numpy.random.Generator` from a scikit-learn ``random_state``.
 
     ``None`` gives fresh entropy, an int a seeded generator, a ``Generator``
     is used as it is, and a legacy ``RandomState`` seeds a new generator from

@@ -1,7 +1,7 @@
 """Splitters for choosing a factorization: by its evidence, or by held-out entries.
 
 - :class:`FullDataSplit`: one split that fits and scores on every sample, for
-  ``GridSearchCV`` to choose the rank by the log evidence.
+  :class:`~sklearn.model_selection.GridSearchCV` to choose the rank by the log evidence.
 - :class:`EntryKFold` and :func:`cross_validate_entries`: K-fold
   cross-validation over the *entries* of a tensor (zeros included), the
   link-prediction protocol: each fold's entries are held out as missing, the

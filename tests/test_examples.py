@@ -7,7 +7,9 @@ the slow tier and the documentation build run them as the gallery shows them.
 """
 
 import pathlib
+import re
 import runpy
+import warnings
 
 import matplotlib
 import pytest
@@ -47,3 +49,15 @@ def test_example_has_small_settings_hidden_from_the_gallery(path):
     text = path.read_text(encoding="utf-8")
     start, end = text.find("# sphinx_gallery_start_ignore"), text.find("# sphinx_gallery_end_ignore")
     assert 0 < start < text.find(QUICK) < end
+
+
+@pytest.mark.slow(minutes=0.2)
+def test_the_landing_page_snippet_finds_the_rank_it_says(capsys):
+    """The documentation's front-page example runs as printed and finds the
+    rank its comment promises."""
+    text = (pathlib.Path(__file__).parents[1] / "doc" / "index.rst").read_text(encoding="utf-8")
+    block = re.search(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", text).group(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile("\n".join(line[3:] for line in block.splitlines()), "index.rst", "exec"), {})
+    assert "{'n_components': 4}" in capsys.readouterr().out

@@ -1,7 +1,7 @@
 """The shared base of the Poisson–Gamma PLTF estimators.
 
 The base class owns everything but the model: input validation, one
-``numpy.random.Generator`` per fit spawned into the restarts (or chains), the
+:class:`numpy.random.Generator` per fit spawned into the restarts (or chains), the
 convergence loop, keeping the best restart, the sampler path
 (:mod:`._mcmc`), fold-in of new samples, ``transform``,
 ``inverse_transform``, ``score`` and entry predictions. A subclass says which

@@ -3,7 +3,7 @@
 model and algorithm.
 
 The skeleton validates ``X`` once per call, turns ``random_state`` into one
-``numpy.random.Generator`` per fit (subclasses spawn it into restarts, chains
+:class:`numpy.random.Generator` per fit (subclasses spawn it into restarts, chains
 and evidence runs), clears the previous fit's attributes, leaves the
 estimator as it was when a fit raises, fingerprints the training data so that
 ``score`` returns the evidence for it, and lets ``fit_transform`` reuse what

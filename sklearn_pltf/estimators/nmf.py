@@ -9,7 +9,8 @@ class BayesianNMF(NamedPoissonPLTF):
 
     ``X ≈ W H`` with ``X_ij ~ Poisson(Σ_k W_ik H_kj)`` and Gamma priors on
     ``W`` and ``H`` (Cemgil 2009), fitted by variational Bayes. ``score``
-    returns the log evidence, so ``GridSearchCV`` over ``n_components`` with
+    returns the log evidence, so :class:`~sklearn.model_selection.GridSearchCV`
+    over ``n_components`` with
     :class:`~sklearn_pltf.model_selection.FullDataSplit` chooses the rank.
 
     Parameters
@@ -46,4 +47,7 @@ class BayesianNMF(NamedPoissonPLTF):
 
     @property
     def components_(self):
+        """ndarray of shape (n_components, n_features): the posterior mean
+        of ``H`` (``factors_[1]``), as :class:`sklearn.decomposition.NMF`'s
+        ``components_``."""
         return self.factors_[1]

@@ -33,7 +33,7 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     is one relation: ``X(i, j) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b))``.
 
     Fitted by variational Bayes (its bound is the log evidence, so
-    :meth:`score` and ``GridSearchCV`` with
+    :meth:`score` and :class:`~sklearn.model_selection.GridSearchCV` with
     :class:`~sklearn_pltf.model_selection.FullDataSplit` choose the rank), EM
     for the posterior mode (:mod:`sklearn_pltf.inference.rescal`), Gibbs
     sampling with Chib's evidence (:mod:`sklearn_pltf.inference.rescal_gibbs`;

@@ -54,4 +54,5 @@ class TuckerVB(TuckerResultMixin, NamedPoissonPLTF):
 
     @property
     def core_(self):
+        """ndarray: the posterior mean of the core tensor (``factors_[-1]``)."""
         return self.factors_[-1]
