@@ -7,6 +7,7 @@ from numbers import Integral
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BasePoissonPLTF
+from ._tensor_export import CP_ATTRIBUTES
 
 SHARED_PARAMETERS = """\
     likelihood : {"poisson", "bernoulli"}, default="poisson"
@@ -182,6 +183,7 @@ def fill_doc(cls):
     """Put the shared parameter and attribute text into ``cls.__doc__``."""
     cls.__doc__ = (cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS)
                    .replace("%(start_parameters)s", START_PARAMETERS)
+                   .replace("%(cp_attributes)s", CP_ATTRIBUTES)
                    .replace("%(shared_attributes)s", SHARED_ATTRIBUTES))
     return cls
 

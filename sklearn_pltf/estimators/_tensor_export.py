@@ -7,7 +7,22 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["CPResultMixin", "TuckerResultMixin"]
+__all__ = ["CPResultMixin", "TuckerResultMixin", "CP_ATTRIBUTES", "with_cp_attributes"]
+
+#: The Attributes entries of :class:`CPResultMixin`, for the estimators' docstrings.
+CP_ATTRIBUTES = """\
+    weights_ : ndarray of shape (n_components,)
+        Each component's weight: the product over modes of its column's L1
+        norm, so ``X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]``
+        (:meth:`to_tensorly` exports both as a TensorLy ``CPTensor``).
+    normalized_factors_ : tuple of ndarray
+        ``factors_`` with unit-L1-norm columns."""
+
+
+def with_cp_attributes(cls):
+    """Put :data:`CP_ATTRIBUTES` in place of ``%(cp_attributes)s`` in ``cls.__doc__``."""
+    cls.__doc__ = cls.__doc__.replace("%(cp_attributes)s", CP_ATTRIBUTES)
+    return cls
 
 
 def _tensorly(module):

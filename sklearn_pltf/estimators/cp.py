@@ -24,12 +24,7 @@ class PoissonCP(CPResultMixin, NamedPoissonPLTF):
 
     Attributes
     ----------
-    weights_ : ndarray of shape (n_components,)
-        Each component's weight: the product over modes of its column's L1
-        norm, so ``X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]``
-        (:meth:`to_tensorly` exports both as a TensorLy ``CPTensor``).
-    normalized_factors_ : tuple of ndarray
-        ``factors_`` with unit-L1-norm columns.
+%(cp_attributes)s
 %(shared_attributes)s
 
     Examples

@@ -23,11 +23,12 @@ from ._base import check_entry_indices, cp_reconstruction, validate_tensor
 from ._inference_data import (export_inference_data, factor_names_of, mode_factor_names,
                               observed_entries)
 from ._skeleton import BaseFactorization
-from ._tensor_export import CPResultMixin
+from ._tensor_export import CPResultMixin, with_cp_attributes
 
 __all__ = ["GibbsNTF"]
 
 
+@with_cp_attributes
 class GibbsNTF(CPResultMixin, BaseFactorization):
     """Bayesian non-negative CP (PARAFAC) of real-valued tensors with Gaussian noise.
 
@@ -117,12 +118,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
 
     Attributes
     ----------
-    weights_ : ndarray of shape (n_components,)
-        Each component's weight: the product over modes of its column's L1
-        norm, so ``X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]``
-        (:meth:`to_tensorly` exports both as a TensorLy ``CPTensor``).
-    normalized_factors_ : tuple of ndarray
-        ``factors_`` with unit-L1-norm columns.
+%(cp_attributes)s
     model_ : Model
         The CP model string bound to the data's shape, e.g. ``"az,bz,cz->abc"``.
     factors_ : tuple of ndarray
