@@ -37,6 +37,7 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn.base import clone
 
 from . import BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
 from ._cli_data import load_data
@@ -129,7 +130,7 @@ def cross_validate(X, mask, estimator, n_splits, seed, n_jobs=None):
     print(f"{'fold':>6}  {'held out':>8}  {'AUC-ROC':>7}  {'AUC-PR':>7}  {'seconds':>7}")
     folds = list(EntryKFold(n_splits, random_state=seed).split(X, mask=mask))
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(_score_fold)(estimator, X, train, test) for train, test in folds)
+        delayed(_score_fold)(clone(estimator), X, train, test) for train, test in folds)
     scores, start = [], time.perf_counter()
     for fold, ((_, test), (auc, seconds)) in enumerate(zip(folds, results), 1):
         scores.append(auc)

@@ -71,10 +71,18 @@ def test_the_command_runs_on_a_users_npz_file(user_counts, tmp_path, capsys):
     assert _chosen(out)[1] == 2  # the rank the data were drawn with
     assert "poisson likelihood" in out
     assert figure.stat().st_size > 0
-    # Fits in parallel give the same numbers, printed in the same order.
+    folds = _fold_scores(out)
+    assert len(folds) == 3
+    # Fits and folds in parallel (threads sharing nothing) give the same
+    # numbers, printed in the same order.
     with parallel_config(backend="threading"):
         assert main(argv[:-2] + ["--n-jobs", "2"]) == 0
-    assert _evidence(capsys.readouterr().out) == evidence
+    parallel = capsys.readouterr().out
+    assert _evidence(parallel) == evidence and _fold_scores(parallel) == folds
+
+
+def _fold_scores(out):
+    return re.findall(r"^\s+\d+\s+\d+\s+(0\.\d{3})\s+(0\.\d{3})\s", out, re.M)
 
 
 @pytest.mark.parametrize("argv, message", [

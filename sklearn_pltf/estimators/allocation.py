@@ -271,7 +271,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         and ``az.waic``.
 
         - ``method="smc"``: one draw per particle resampled at fit (1000,
-          equally weighted, labels matched), the factors drawn from their
+          or ``n_particles`` if fewer; equally weighted, labels matched), the factors drawn from their
           exact posterior given that particle's allocation: λ from its Gamma,
           θ0 and each θn(r, :) from their Dirichlets.
         - ``method="vb"``: 1000 draws from q.
