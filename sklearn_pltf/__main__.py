@@ -37,7 +37,6 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import clone
 
 from . import BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
 from ._cli_data import load_data
@@ -116,21 +115,23 @@ def select_model(X, mask, candidates, prior_shapes, settings, n_jobs=None):
     return evidence
 
 
-def _score_fold(estimator, X, train, test):
+def _score_fold(X, train, test, model, settings):
     tic = time.perf_counter()
+    estimator = scaled_prior_model(X, *model, **settings)  # each fold its own estimator
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         estimator.fit(X, mask=train)
     return link_prediction_auc(estimator, X, test), time.perf_counter() - tic
 
 
-def cross_validate(X, mask, estimator, n_splits, seed, n_jobs=None):
-    """Step 2: AUC-ROC and AUC-PR of ``estimator`` on each of ``n_splits``
-    folds of the observed entries, printed as each fold ends."""
+def cross_validate(X, mask, model, settings, n_splits, n_jobs=None):
+    """Step 2: AUC-ROC and AUC-PR on each of ``n_splits`` folds of the
+    observed entries of ``model`` (structure, rank, prior shape), printed as
+    each fold ends."""
     print(f"{'fold':>6}  {'held out':>8}  {'AUC-ROC':>7}  {'AUC-PR':>7}  {'seconds':>7}")
-    folds = list(EntryKFold(n_splits, random_state=seed).split(X, mask=mask))
+    folds = list(EntryKFold(n_splits, random_state=settings["seed"]).split(X, mask=mask))
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(_score_fold)(clone(estimator), X, train, test) for train, test in folds)
+        delayed(_score_fold)(X, train, test, model, settings) for train, test in folds)
     scores, start = [], time.perf_counter()
     for fold, ((_, test), (auc, seconds)) in enumerate(zip(folds, results), 1):
         scores.append(auc)
@@ -230,8 +231,8 @@ def main(argv=None, *, candidates=None):
     if args.folds:
         print(f"Step 2: {args.folds}-fold link prediction over the observed entries with that "
               "model")
-        estimator = scaled_prior_model(X, structure, rank, shape, **settings)
-        roc, pr = cross_validate(X, observed, estimator, args.folds, args.seed, args.n_jobs).T
+        roc, pr = cross_validate(X, observed, (structure, rank, shape), settings, args.folds,
+                                 args.n_jobs).T
         share = float((X[observed] != 0).mean())
         print(f"Mean over the folds: AUC-ROC {roc.mean():.3f} (SD {roc.std(ddof=1):.3f}), "
               f"AUC-PR {pr.mean():.3f} (SD {pr.std(ddof=1):.3f}); links are "
