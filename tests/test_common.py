@@ -181,5 +181,9 @@ def test_get_feature_names_out_before_fit_and_in_a_pipeline(estimator):
 def test_sklearn_output_checks(estimator, check):
     """scikit-learn's set_output and feature-name checks, which
     ``parametrize_with_checks`` leaves out, on their random data (estimators
-    that refuse such data are tested on theirs above)."""
-    check(type(estimator).__name__, clone(estimator))
+    that refuse such data are tested on theirs above). They test output
+    containers, not the evidence, so GibbsNTF skips its Chib runs."""
+    est = clone(estimator)
+    if isinstance(est, GibbsNTF):
+        est.set_params(evidence=None)
+    check(type(estimator).__name__, est)

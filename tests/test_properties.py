@@ -15,7 +15,7 @@ from sklearn.base import clone
 
 from sklearn_pltf import AllocationSMC, BayesianNMF, GibbsNTF, PoissonCP, TuckerVB
 
-PROPERTY = settings(max_examples=20, deadline=None, derandomize=True,
+PROPERTY = settings(max_examples=15, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 QUICK = dict(max_iter=40, tol=1e-4, random_state=0)
