@@ -126,3 +126,16 @@ def test_allocation_export_draws_the_factors_posterior(method):
             draws = idata.posterior[name].values[0]
             error = draws.std(axis=0) / np.sqrt(draws.shape[0])
             assert np.all(np.abs(draws.mean(axis=0) - fitted) <= 4 * error)
+
+
+def test_the_memory_guard_comes_before_the_entries_are_listed(counts, monkeypatch):
+    """A pointwise log-likelihood too large for memory is refused before the
+    observed entries are enumerated (for sparse data, a pass over the whole
+    tensor's size)."""
+    import sklearn_pltf.estimators._inference_data as export
+
+    est = _fit(BayesianNMF(2, method="gibbs", **SHORT), counts)
+    monkeypatch.setattr(export, "physical_memory", lambda: 1024)
+    monkeypatch.setattr(export, "observed_entries", lambda data: pytest.fail("listed first"))
+    with pytest.raises(ValueError, match="needs .* GiB; refit with fewer draws"):
+        est.to_inference_data(sparse.COO.from_numpy(counts))

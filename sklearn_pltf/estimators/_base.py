@@ -36,7 +36,7 @@ from ..inference._common import gamma_priors
 from ..inference._svd_start import svd_start
 from ..model import Model
 from . import _mcmc
-from ._inference_data import export_inference_data, factor_names_of, observed_entries
+from ._inference_data import export_inference_data, factor_names_of
 from ._predictive import predictive_at_entries
 from ._skeleton import BaseFactorization
 
@@ -531,14 +531,15 @@ class BasePoissonPLTF(BaseFactorization):
             sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
                 self.log_likelihoods_, self.n_warmup, self.thin)},
             coords=self._index_coords(),
-            entries=None if X is None else self._modelled_entries(self._training_data(X, mask)),
+            data=None if X is None else self._training_data(X, mask),
+            modelled=self._modelled_entries,
             factors_at=factors_at,
             entry_log_likelihood=lambda x, xhat, chain, draw: likelihood.entry_log_likelihood(
                 x, np.maximum(xhat, TINY)))
 
-    def _modelled_entries(self, data):
-        """Coordinates and values of the entries of ``data`` the fit modelled."""
-        return observed_entries(data)
+    def _modelled_entries(self, coords, values):
+        """The observed entries (coordinates, values) the fit modelled: all."""
+        return coords, values
 
     def _reporter(self, init):
         start = time.perf_counter()

@@ -68,8 +68,9 @@ def observed_entries(data):
     return coords, values
 
 
-def export_inference_data(model, draws, names, *, sample_stats, coords=None, entries=None,
-                          factors_at=None, entry_log_likelihood=None, extra_posterior=None):
+def export_inference_data(model, draws, names, *, sample_stats, coords=None, data=None,
+                          modelled=None, factors_at=None, entry_log_likelihood=None,
+                          extra_posterior=None):
     """An ``InferenceData`` of a fitted model's kept draws.
 
     Parameters
@@ -86,12 +87,15 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, ent
         ``entries``, the sum of the pointwise log-likelihood of each draw.
     coords : dict, default=None
         ``{index letter: labels}``.
-    entries : tuple, default=None
-        ``(coords, values)`` of the entries the fit modelled
-        (:func:`observed_entries` of the training data): adds
-        ``observed_data`` and ``log_likelihood`` (variable ``x``, one value
-        per entry, dimension ``entry``; ``constant_data.entry_index`` gives
-        each entry's coordinates).
+    data : ObservedTensor, default=None
+        The training data: adds ``observed_data`` and ``log_likelihood``
+        (variable ``x``, one value per modelled entry, dimension ``entry``;
+        ``constant_data.entry_index`` gives each entry's coordinates). Raises
+        before listing the entries if the result would not fit in a quarter
+        of the memory.
+    modelled : callable, default=None
+        ``modelled(coords, values)``: the observed entries the fit modelled
+        (default: all of them).
     factors_at : callable, default=None
         ``factors_at(chain, draw)``: every factor in model order at that draw.
     entry_log_likelihood : callable, default=None
@@ -113,15 +117,17 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, ent
         dims[names[a]] = [dim(c) for c in model.factors[a]]
     coords = {dim(c): labels for c, labels in (coords or {}).items()}
     groups = dict(posterior=posterior)
-    if entries is not None:
-        entries, values = entries
+    if data is not None:
         n_chains, n_draws = next(d for d in draws if d is not None).shape[:2]
-        needed, memory = 8.0 * n_chains * n_draws * values.size, physical_memory()
+        needed, memory = 8.0 * n_chains * n_draws * data.n_observed, physical_memory()
         if memory is not None and needed > memory / 4:
             raise ValueError(
-                f"The pointwise log-likelihood of {values.size} observed entries at "
+                f"The pointwise log-likelihood of {data.n_observed} observed entries at "
                 f"{n_chains * n_draws} draws needs {needed / 2**30:.3g} GiB; refit with fewer "
                 "draws (n_draws, thin) or export without X.")
+        entries, values = observed_entries(data)
+        if modelled is not None:
+            entries, values = modelled(entries, values)
         listed = EntryList(model, entries)
         pointwise = np.empty((n_chains, n_draws, values.size))
         for chain in range(n_chains):
@@ -130,9 +136,9 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, ent
                 pointwise[chain, draw] = entry_log_likelihood(values, xhat, chain, draw)
         groups.update(observed_data={"x": values}, log_likelihood={"x": pointwise},
                       constant_data={"entry_index": entries.T})
+        dims.update(x=["entry"], entry_index=["entry", "axis"])
         if sample_stats is None:
             sample_stats = {"total_log_likelihood": pointwise.sum(axis=-1)}
     if sample_stats is not None:
         groups["sample_stats"] = sample_stats
-        dims.update(x=["entry"], entry_index=["entry", "axis"])
     return arviz.from_dict(**groups, dims=dims, coords=coords)

@@ -231,10 +231,9 @@ class TiedFactorMixin:
         return (relational_data(with_relation_axis(data), self.likelihood),
                 structure.priors_to_canonical(priors))
 
-    def _modelled_entries(self, data):
-        """The base's, without the entries where the tied factor meets itself
-        (x(i, i, ...), missing in every fit)."""
-        coords, values = super()._modelled_entries(data)
+    def _modelled_entries(self, coords, values):
+        """The observed entries without those where the tied factor meets
+        itself (x(i, i, ...), missing in every fit)."""
         if self._structure(self.model_) is None:
             return coords, values
         off_diagonal = coords[0] != coords[1]

@@ -17,8 +17,7 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
 from ..model import Model, cp_model_string
 from ._base import cp_reconstruction, validate_tensor, with_n_samples
-from ._inference_data import (export_inference_data, factor_names_of, mode_factor_names,
-                              observed_entries)
+from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
 
@@ -306,11 +305,11 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             rng, np.broadcast_to(component, (n_draws,) + component.shape[1:]),
             [np.broadcast_to(m, (n_draws,) + m.shape[1:]) for m in modes], total)
         model = self.model_
-        entries = None if X is None else observed_entries(self._training_data(X, mask))
         return export_inference_data(
             model, tuple(d[None] for d in draws),
             factor_names_of(model, factor_names, self._default_factor_names()), sample_stats=None,
-            coords=self._index_coords(), entries=entries,
+            coords=self._index_coords(),
+            data=None if X is None else self._training_data(X, mask),
             factors_at=lambda chain, draw: [d[draw] for d in draws],
             entry_log_likelihood=lambda x, xhat, chain, draw: (
                 PoissonLikelihood.entry_log_likelihood(x, np.maximum(xhat, TINY))))

@@ -20,8 +20,7 @@ from ..inference._cp_stats import CPStatistics
 from ..model import Model, cp_model_string
 from . import _mcmc
 from ._base import check_entry_indices, cp_reconstruction, validate_tensor
-from ._inference_data import (export_inference_data, factor_names_of, mode_factor_names,
-                              observed_entries)
+from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
 
@@ -401,7 +400,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
                 self.log_likelihoods_, self.n_warmup, self.thin)},
             coords=self._index_coords(),
-            entries=None if X is None else observed_entries(self._training_data(X, mask)),
+            data=None if X is None else self._training_data(X, mask),
             factors_at=lambda chain, draw: [d[chain, draw] for d in draws],
             entry_log_likelihood=entry_log_likelihood,
             extra_posterior={"noise_variance": variances})
