@@ -89,6 +89,16 @@ class ObservedTensor:
         return self.dense[self.dense != 0]
 
     @cached_property
+    def nonzero_entries(self):
+        """Coordinates (ndim x n, int64) and values of the observed non-zero
+        entries, in C order for dense data, in stored order for sparse data."""
+        if self.is_sparse:
+            nonzero = self.values != 0
+            return self.coords[:, nonzero].astype(np.int64), self.values[nonzero]
+        coords = np.array(np.nonzero(self.dense), dtype=np.int64).reshape(self.ndim, -1)
+        return coords, self.dense[tuple(coords)]
+
+    @cached_property
     def total(self):
         """Sum of the observed values."""
         return float(self.observed_values.sum())
@@ -120,19 +130,17 @@ class ObservedTensor:
         """``(coords, values, missing)`` in one layout-free form: the observed
         non-zeros and the missing entries, each in C order of their coordinates
         (int64, float64)."""
+        coords, values = self.nonzero_entries
         if not self.is_sparse:  # np.nonzero lists entries in C order
-            coords = np.array(np.nonzero(self.dense), dtype=np.int64).reshape(self.ndim, -1)
             missing = (np.empty((self.ndim, 0), dtype=np.int64) if self.mask is None
                        else np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1))
-            return coords, self.dense[tuple(coords)].astype(np.float64), missing
+            return coords, values.astype(np.float64), missing
 
         def c_order(entries):
             return np.lexsort(entries[::-1]) if entries.shape[1] else np.empty(0, dtype=np.intp)
 
-        nonzero = self.values != 0
-        coords, values = self.coords[:, nonzero], self.values[nonzero]
         order = c_order(coords)
-        return (coords[:, order].astype(np.int64), values[order].astype(np.float64),
+        return (coords[:, order], values[order].astype(np.float64),
                 self.missing[:, c_order(self.missing)].astype(np.int64))
 
     def take_samples(self, rows):

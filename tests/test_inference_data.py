@@ -3,6 +3,7 @@ pointwise log-likelihood that ``az.loo`` and ``az.waic`` read."""
 
 import warnings
 
+import arviz
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +12,6 @@ import sparse
 from sklearn_pltf import (PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP,
                           TuckerVB)
 
-arviz = pytest.importorskip("arviz")
 
 SHORT = dict(evidence=None, n_warmup=50, n_draws=60, random_state=0)
 

@@ -5,10 +5,10 @@ import warnings
 
 import numpy as np
 import pytest
+import tensorly
 
 from sklearn_pltf import AllocationSMC, BayesianNMF, GibbsNTF, PoissonCP, TuckerVB
 
-tensorly = pytest.importorskip("tensorly")
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
     """
     if not fixed:
         return
-    coords = data.coords if data.is_sparse else np.array(np.nonzero(data.dense))
+    coords, _ = data.nonzero_entries
     if coords.shape[1] == 0:
         return
     factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))

@@ -325,7 +325,4 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
 def _nonzero_cells(observed):
     """The non-zero cells of a fully observed tensor: coordinates (N x nnz) and counts."""
-    if observed.is_sparse:
-        return observed.coords.astype(np.int64), observed.values
-    coords = np.array(np.nonzero(observed.dense), dtype=np.int64).reshape(observed.ndim, -1)
-    return coords, observed.dense[tuple(coords)]
+    return observed.nonzero_entries

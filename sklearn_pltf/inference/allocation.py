@@ -254,7 +254,7 @@ def resample_particles(rng, result, n_summary=1000):
     assignment maximising Σ_c s_p(r, c) s_ref(r', c), the co-occurrence of
     their tokens' indices over all modes)."""
     # These products are small; BLAS threads started right after the urn
-    # kernel compete with numba's, which doubled their time on 2 cores.
+    # kernel would compete with numba's for the cores.
     with threadpool_limits(limits=1, user_api="blas"):
         state = result.state
         weights = particle_weights(result)
