@@ -54,6 +54,10 @@ def make_contractor(model, data, likelihood="poisson"):
     the data)."""
     likelihood = get_likelihood(likelihood)
     likelihood.check(data)
+    if data.is_distributed:
+        from .distributed import DistributedContractor
+
+        return DistributedContractor(model, data, likelihood)
     if data.is_sparse:
         return SparseContractor(model, data, likelihood)
     return DenseContractor(model, data, likelihood)
@@ -605,14 +609,24 @@ class SparseContractor:
     def masked_delta(self, alpha, factors):
         delta = self._planner.all_observed_delta(alpha, factors)
         if self._missing is not None:
-            delta = delta - self._missing.delta(alpha, factors)
+            delta = delta - self.missing_delta(alpha, factors)
         return delta
 
     def masked_total(self, factors):
         total = self._planner.all_observed_total(factors)
         if self._missing is not None:
-            total -= float(self._missing.xhat(factors).sum())
+            total -= self.missing_total(factors)
         return total
+
+    def missing_delta(self, alpha, factors):
+        """Δ_α(1 − M): factor α's share of X̂ at the missing entries."""
+        if self._missing is None:
+            return np.zeros(self.model.factor_shape(alpha))
+        return self._missing.delta(alpha, factors)
+
+    def missing_total(self, factors):
+        """Σ (1 − M) ∘ X̂: X̂ summed over the missing entries."""
+        return 0.0 if self._missing is None else float(self._missing.xhat(factors).sum())
 
     def data_loglik(self, factors):
         if self._x.size == 0:

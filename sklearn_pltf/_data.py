@@ -24,7 +24,8 @@ import scipy.sparse as sp
 import sparse
 from scipy.special import gammaln
 
-__all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input", "MAX_COUNT"]
+__all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input", "is_dask_array",
+           "entry_digest", "combine_digests", "MAX_COUNT"]
 
 #: The largest count a sampler that allocates counts accepts (it holds them as int64).
 MAX_COUNT = 2.0**62
@@ -62,6 +63,10 @@ class ObservedTensor:
         """True for the sparse layout."""
         return self.dense is None
 
+    #: The data are in this process (a :class:`~sklearn_pltf.distributed.DistributedTensor`
+    #: says True).
+    is_distributed = False
+
     @property
     def ndim(self):
         return len(self.shape)
@@ -98,6 +103,22 @@ class ObservedTensor:
         coords = np.array(np.nonzero(self.dense), dtype=np.int64).reshape(self.ndim, -1)
         return coords, self.dense[tuple(coords)]
 
+    def value_sum(self, function):
+        """Σ ``function(values)`` over the observed values (``function`` maps
+        an array of values to an array of terms); distributed data sum it
+        chunk by chunk where the chunks live."""
+        return float(np.sum(function(self.observed_values)))
+
+    def sparse_layout(self):
+        """The same data in the sparse layout (itself if already sparse)."""
+        if self.is_sparse:
+            return self
+        coords, values = self.nonzero_entries
+        missing = (np.empty((self.ndim, 0), dtype=np.intp) if self.mask is None
+                   else np.array(np.nonzero(~self.mask), dtype=np.intp).reshape(self.ndim, -1))
+        return ObservedTensor(shape=self.shape, coords=coords.astype(np.intp), values=values,
+                              missing=missing)
+
     @cached_property
     def total(self):
         """Sum of the observed values."""
@@ -117,31 +138,16 @@ class ObservedTensor:
     @cached_property
     def fingerprint(self):
         """A hash of shape, observed non-zeros and missing entries, to recognise
-        the same data whatever its container (dense, pydata sparse, scipy.sparse)
-        or storage order."""
-        h = hashlib.blake2b(digest_size=16)
-        h.update(repr(tuple(int(n) for n in self.shape)).encode())
-        for part in self._canonical_entries():
-            h.update(np.ascontiguousarray(part).tobytes())
-            h.update(b"|")
-        return h.hexdigest()
-
-    def _canonical_entries(self):
-        """``(coords, values, missing)`` in one layout-free form: the observed
-        non-zeros and the missing entries, each in C order of their coordinates
-        (int64, float64)."""
+        the same data whatever its container (dense, pydata sparse, scipy.sparse,
+        or a Dask array of chunks) or storage order (:func:`entry_digest`)."""
         coords, values = self.nonzero_entries
-        if not self.is_sparse:  # np.nonzero lists entries in C order
-            missing = (np.empty((self.ndim, 0), dtype=np.int64) if self.mask is None
-                       else np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1))
-            return coords, values.astype(np.float64), missing
-
-        def c_order(entries):
-            return np.lexsort(entries[::-1]) if entries.shape[1] else np.empty(0, dtype=np.intp)
-
-        order = c_order(coords)
-        return (coords[:, order], values[order].astype(np.float64),
-                self.missing[:, c_order(self.missing)].astype(np.int64))
+        if self.is_sparse:
+            missing = self.missing
+        elif self.mask is None:
+            missing = np.empty((self.ndim, 0), dtype=np.int64)
+        else:
+            missing = np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1)
+        return combine_digests(self.shape, [entry_digest(self.shape, coords, values, missing)])
 
     def take_samples(self, rows):
         """The data of the samples ``rows`` (increasing positions along axis 0),
@@ -193,12 +199,65 @@ class ObservedTensor:
             )
 
 
+# Odd 64-bit constants of the splitmix64 finaliser (Steele, Lea & Flood 2014)
+# and two lane seeds: each entry is hashed to two 64-bit words.
+_MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_LANES = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
+
+
+def _mix(z):
+    """The splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+def _multiset_hash(flat, words):
+    """Σ over entries of a 64-bit hash of (flat index, word), per lane,
+    modulo 2**64: a sum does not depend on the entries' order, and sums of
+    disjoint parts add up to the whole's."""
+    flat, words = flat.astype(np.uint64), words.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        return tuple(int(np.sum(_mix(_mix(flat + lane) ^ words), dtype=np.uint64))
+                     for lane in _LANES)
+
+
+def entry_digest(shape, coords, values, missing):
+    """The order-free digest of some observed non-zeros (``coords``,
+    ``values``) and missing entries (``missing``) of a tensor of ``shape``:
+    counts and per-lane hash sums, which add over disjoint parts (the chunks
+    of a distributed tensor) to the whole's."""
+    def flat(entries):
+        if entries.shape[1] == 0:
+            return np.empty(0, dtype=np.int64)
+        return np.ravel_multi_index(tuple(entries), shape).astype(np.int64)
+
+    value_bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    no_value = np.zeros(missing.shape[1], dtype=np.uint64)
+    return ((coords.shape[1],) + _multiset_hash(flat(coords), value_bits)
+            + (missing.shape[1],) + _multiset_hash(flat(missing), no_value))
+
+
+def combine_digests(shape, digests):
+    """The fingerprint (hex) of a tensor of ``shape`` from the
+    :func:`entry_digest` of each of its disjoint parts."""
+    total = [sum(column) % 2**64 for column in zip(*digests)]
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((tuple(int(n) for n in shape), total)).encode())
+    return h.hexdigest()
+
+
+def is_dask_array(X):
+    """True for a ``dask.array.Array`` (checked without importing Dask)."""
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks")
+
+
 def is_sparse_input(X):
     """True for pydata sparse arrays and scipy.sparse matrices/arrays."""
     return isinstance(X, sparse.SparseArray) or sp.issparse(X)
 
 
-def as_observed_tensor(X, mask=None, allow_negative=False):
+def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True):
     """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`.
 
     Parameters
@@ -212,6 +271,8 @@ def as_observed_tensor(X, mask=None, allow_negative=False):
     allow_negative : bool, default=False
         Accept negative values (a Gaussian likelihood; Poisson models need
         non-negative data).
+    require_observed : bool, default=True
+        Raise if every entry is missing (a chunk of distributed data may be).
 
     Raises
     ------
@@ -235,7 +296,7 @@ def as_observed_tensor(X, mask=None, allow_negative=False):
             dense=np.where(observed, dense, 0.0),
             mask=None if all_observed else observed,
         )
-    if data.n_observed == 0:
+    if require_observed and data.n_observed == 0:
         raise ValueError("All entries of the data are missing; there is nothing to fit.")
     return data
 

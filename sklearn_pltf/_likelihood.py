@@ -94,8 +94,7 @@ class PoissonLikelihood:
     def saturated_log_likelihood(data):
         """The largest log-likelihood any rate gives the data: each entry at
         its own rate, Σ x log x − x − log Γ(x + 1) (0 at zeros)."""
-        x = data.observed_values
-        return float(np.sum(xlogy(x, x) - x - gammaln(x + 1.0)))
+        return data.value_sum(_saturated_terms)
 
 
 class BernoulliPoissonLikelihood:
@@ -107,12 +106,11 @@ class BernoulliPoissonLikelihood:
 
     def check(self, data):
         """Raise unless every observed value is 0 or 1."""
-        values = data.observed_values
-        bad = values[values != 1.0]
-        if bad.size:
+        n_bad = int(data.value_sum(_not_one))
+        if n_bad:
             raise ValueError(
                 f"likelihood='bernoulli' models binary data (0 = no link, 1 = link), but "
-                f"{bad.size} observed value(s) are neither 0 nor 1 (e.g. {float(bad[0]):g}); "
+                f"{n_bad} observed value(s) are neither 0 nor 1; "
                 "binarise the data (X > 0) or use likelihood='poisson' for counts."
             )
 
@@ -166,6 +164,16 @@ class BernoulliPoissonLikelihood:
     def saturated_log_likelihood(data):
         """A probability of binary data is at most 1."""
         return 0.0
+
+
+def _saturated_terms(x):
+    """x log x − x − log Γ(x + 1): an entry's log-likelihood at its own rate."""
+    return xlogy(x, x) - x - gammaln(x + 1.0)
+
+
+def _not_one(x):
+    """1 for each non-zero value other than 1 (a non-binary value)."""
+    return x != 1.0
 
 
 LIKELIHOODS = {"poisson": PoissonLikelihood(), "bernoulli": BernoulliPoissonLikelihood()}

@@ -1,7 +1,10 @@
-"""Rank search on a dask.distributed cluster through joblib's dask backend."""
+"""Rank search on a dask.distributed cluster through joblib's dask backend;
+a Dask array with no cluster to fit it on."""
 
 import warnings
 
+import dask.array as da
+import distributed
 import joblib
 import numpy as np
 import pytest
@@ -11,7 +14,6 @@ from sklearn_pltf import PoissonCP
 from sklearn_pltf.datasets import make_poisson_cp
 from sklearn_pltf.model_selection import FullDataSplit
 
-distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 
 
 @pytest.mark.slow(minutes=0.25)
@@ -37,3 +39,8 @@ def test_grid_search_on_a_local_cluster_matches_the_serial_run():
     # evidence as the serial run (up to the last bits of BLAS products)
     np.testing.assert_allclose(on_cluster.cv_results_["mean_test_score"],
                                serial.cv_results_["mean_test_score"], rtol=1e-10)
+
+
+def test_a_dask_array_without_a_client_says_how_to_start_one():
+    with pytest.raises(ValueError, match="no client is active"):
+        PoissonCP(n_components=1).fit(da.ones((4, 3, 2), chunks=2))

@@ -5,9 +5,11 @@
   their (empty) self-relations.
 - ``make_*``: data drawn from the package's models, with the parameters that
   generated them (Poisson NMF, CP and Tucker, any PLTF model string, Gaussian
-  non-negative CP, the Bayesian Allocation Model).
+  non-negative CP, the Bayesian Allocation Model); :func:`make_dask_poisson_cp`
+  draws a large sparse CP tensor chunk by chunk as a Dask array.
 """
 
+from ._dask import make_dask_poisson_cp
 from ._generators import (
     make_bam,
     make_gaussian_ntf,
@@ -20,5 +22,5 @@ from ._relational import load_kinships, load_nations, off_diagonal_mask
 
 __all__ = [
     "load_nations", "load_kinships", "off_diagonal_mask", "make_pltf", "make_poisson_nmf", "make_poisson_cp",
-    "make_poisson_tucker", "make_gaussian_ntf", "make_bam",
+    "make_poisson_tucker", "make_gaussian_ntf", "make_bam", "make_dask_poisson_cp",
 ]

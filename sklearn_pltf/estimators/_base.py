@@ -25,7 +25,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._contract import EntryList, full_xhat, make_contractor
-from .._data import as_observed_tensor
+from .._data import as_observed_tensor, is_dask_array
 from .._kernels import TINY
 from .._likelihood import LIKELIHOODS, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
@@ -34,6 +34,7 @@ from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
 from ..inference._svd_start import svd_start
+from ..distributed import as_distributed_tensor, unreachable_nonzeros
 from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of
@@ -46,29 +47,48 @@ _KERNELS = {"vb": vb, "em": em}
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
 
 
-def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False):
+def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
+                    distributed=False):
     """Validate ``X`` (and ``mask``) for ``estimator`` into an :class:`ObservedTensor`.
 
     Dense arrays and scipy.sparse matrices go through scikit-learn's
     ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
-    array is checked here, since ``validate_data`` would densify it.
+    array is checked here, since ``validate_data`` would densify it. With
+    ``distributed``, a Dask array is persisted on the active cluster as a
+    :class:`~sklearn_pltf.distributed.DistributedTensor` (checked chunk by
+    chunk on the workers); without, it is refused rather than gathered.
     """
-    if isinstance(X, sparse.SparseArray):
-        if X.ndim < min_ndim:
-            raise ValueError(f"Expected a {min_ndim}-D or larger array, got {X.ndim}-D.")
-        if reset:
-            estimator.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
-        elif X.ndim > 1 and X.shape[1] != estimator.n_features_in_:
+    if is_dask_array(X):
+        if not distributed:
             raise ValueError(
-                f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
-                f"{estimator.n_features_in_} features as input."
-            )
+                f"{type(estimator).__name__} with these parameters needs its data in one "
+                "process; a Dask array is fitted on its cluster by BayesianNMF, PoissonCP, "
+                "TuckerVB and PLTF (untied) with method='vb' or 'em' and an init other than "
+                "'svd'. Pass X.compute() if the data fit in memory.")
+        _check_n_features(estimator, X, reset, min_ndim)
+        return as_distributed_tensor(X, mask, allow_negative=allow_negative)
+    if isinstance(X, sparse.SparseArray):
+        _check_n_features(estimator, X, reset, min_ndim)
     else:
         X = validate_data(
             estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
             ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
         )
     return as_observed_tensor(X, mask, allow_negative=allow_negative)
+
+
+def _check_n_features(estimator, X, reset, min_ndim):
+    """``validate_data``'s dimension and ``n_features_in_`` checks, for arrays
+    it would densify (pydata sparse, Dask)."""
+    if X.ndim < min_ndim:
+        raise ValueError(f"Expected a {min_ndim}-D or larger array, got {X.ndim}-D.")
+    if reset:
+        estimator.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
+    elif X.ndim > 1 and X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
 
 
 def check_entry_indices(indices, shape):
@@ -94,16 +114,17 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
     """
     if not fixed:
         return
-    coords, _ = data.nonzero_entries
-    if coords.shape[1] == 0:
-        return
     factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))
                for a in range(model.n_factors)]
-    unreachable = EntryList(model, coords).xhat(factors) <= 0
-    if unreachable.any():
-        first = tuple(int(c) for c in coords[:, np.argmax(unreachable)])
+    if data.is_distributed:
+        unreachable = unreachable_nonzeros(model, data, factors)
+    else:
+        coords, _ = data.nonzero_entries
+        unreachable = coords[:, EntryList(model, coords).xhat(factors) <= 0]
+    if unreachable.shape[1]:
+        first = tuple(int(c) for c in unreachable[:, 0])
         raise ValueError(
-            f"The fixed factors make the model's mean X̂ zero at {int(unreachable.sum())} "
+            f"The fixed factors make the model's mean X̂ zero at {unreachable.shape[1]} "
             f"observed non-zero entries (the first at {first}), where the data then have "
             "probability zero. Give the fixed factors positive values there, or mark those "
             "entries missing."
@@ -268,8 +289,18 @@ class BasePoissonPLTF(BaseFactorization):
         return 2
 
     def _observed(self, X, mask, reset):
-        """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor` (:func:`validate_tensor`)."""
-        return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim())
+        """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`, or a
+        Dask array into a :class:`~sklearn_pltf.distributed.DistributedTensor`
+        (:func:`validate_tensor`)."""
+        return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim(),
+                               distributed=self._fits_distributed_data)
+
+    @property
+    def _fits_distributed_data(self):
+        """Whether a Dask array is fitted on its cluster: VB and EM run over the
+        blocks; the samplers and the SVD start need the data in one process."""
+        init = getattr(self, "init", "random")
+        return self.method in _KERNELS and not (isinstance(init, str) and init == "svd")
 
     # ------------------------------------------------------------------- fit
     def _fit_data(self, data, rng):
@@ -367,8 +398,11 @@ class BasePoissonPLTF(BaseFactorization):
         # One contractor serves every restart run here and the final fold-in;
         # restarts in other processes build their own.
         contractor = make_contractor(model, data, self.likelihood)
-        shared = contractor if effective_n_jobs(self.n_jobs) == 1 else None
-        results = Parallel(n_jobs=self.n_jobs)(
+        # Distributed data: the restarts run one after another, each over the
+        # whole cluster, on the one set of blocks.
+        in_process = effective_n_jobs(self.n_jobs) == 1 or data.is_distributed
+        shared = contractor if in_process else None
+        results = Parallel(n_jobs=1 if in_process else self.n_jobs)(
             delayed(_fit_restart)(
                 self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
                 self._reporter(init) if self.verbose else None, contractor=shared,

@@ -191,6 +191,11 @@ class TiedFactorMixin:
         return bool(self._tied_positions(Model.parse(self._model_spec(3)[0])))
 
     @property
+    def _fits_distributed_data(self):
+        """A tied factor's updates pair entries across the blocks: in memory only."""
+        return super()._fits_distributed_data and not self._has_tied_factor()
+
+    @property
     def _tied_factors(self):
         return self._tied_positions(self.model_) if hasattr(self, "model_") else {}
 

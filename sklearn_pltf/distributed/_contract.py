@@ -1,0 +1,143 @@
+"""The engine's contractions over a :class:`DistributedTensor`, block by block.
+
+Every sum over entries splits over the disjoint blocks: for a block ``b``
+covering the ranges :math:`v_0 \\in b` of the observed indices,
+
+.. math::
+
+    \\Delta_\\alpha(Q)(v_\\alpha) = \\sum_b \\Delta^{(b)}_\\alpha(Q)(v_\\alpha),
+
+where :math:`\\Delta^{(b)}_\\alpha` involves only the rows of each factor
+that fall in ``b``'s ranges (a factor's latent axes are whole). So each
+call ships every block the factor rows it touches, the worker holding the
+block computes its part with the in-memory
+:class:`~sklearn_pltf._contract.SparseContractor` (built once per block and
+kept there), and the client adds the parts, in block order, into the
+factor's rows. The all-observed terms (a product of sums, the size of the
+factors) are computed on the client as in memory; the data enter only
+through the blocks' non-zeros and missing entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .._contract import EntryList, SparseContractor, planner_for
+
+__all__ = ["DistributedContractor", "unreachable_nonzeros"]
+
+
+def block_model(model, block):
+    """``model`` with its observed indices sized to ``block``'s shape."""
+    return replace(model, sizes={**model.sizes, **dict(zip(model.output, block.shape))})
+
+
+def factor_slices(model, block):
+    """For each factor, the index that selects the rows ``block`` touches."""
+    ranges = {c: slice(start, start + n)
+              for c, start, n in zip(model.output, block.offset, block.shape)}
+    return [tuple(ranges.get(c, slice(None)) for c in indices) for indices in model.factors]
+
+
+def _worker_threads():
+    """Let the compiled kernels use the calling Dask worker's threads, not
+    every core: the workers on a machine share its cores, and kernels that
+    each spread over all of them contend (the results do not depend on it)."""
+    import numba
+    from distributed import get_worker
+
+    numba.set_num_threads(max(1, min(get_worker().state.nthreads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _build(data, model, likelihood):
+    return SparseContractor(model, data, likelihood)
+
+
+def _call(contractor, name, factors, alpha):
+    _worker_threads()
+    method = getattr(contractor, name)
+    return method(factors) if alpha is None else method(alpha, factors)
+
+
+def _unreachable(data, model, factors):
+    """On a worker: the block's non-zeros where X̂ is zero, as local coordinates."""
+    _worker_threads()
+    coords, _ = data.nonzero_entries
+    if coords.shape[1] == 0:
+        return coords
+    return coords[:, EntryList(model, coords).xhat(factors) <= 0]
+
+
+class DistributedContractor:
+    """The four contractions of :mod:`sklearn_pltf._contract` over a
+    :class:`DistributedTensor` (module docstring)."""
+
+    def __init__(self, model, data, likelihood):
+        self.model, self.data, self.likelihood = model, data, likelihood
+        self._planner = planner_for(model)
+        self._client = data.client
+        self._slices = [factor_slices(model, block) for block in data.blocks]
+        self._blocks = [
+            self._client.submit(_build, block.future, block_model(model, block), likelihood,
+                                pure=False)
+            for block in data.blocks
+        ]
+
+    @property
+    def log_base_measure(self):
+        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
+        return self.likelihood.log_base_measure(self.data)
+
+    def _gather(self, name, factors, alpha=None):
+        """Each block's ``name`` of its rows of ``factors``, in block order."""
+        futures = [
+            self._client.submit(_call, block, name, [f[s] for f, s in zip(factors, slices)],
+                                alpha, pure=False)
+            for block, slices in zip(self._blocks, self._slices)
+        ]
+        return self._client.gather(futures)
+
+    def _delta(self, name, alpha, factors):
+        total = np.zeros(self.model.factor_shape(alpha))
+        for part, slices in zip(self._gather(name, factors, alpha), self._slices):
+            total[slices[alpha]] += part
+        return total
+
+    def ratio_delta(self, alpha, factors):
+        return self._delta("ratio_delta", alpha, factors)
+
+    def masked_delta(self, alpha, factors):
+        delta = self._planner.all_observed_delta(alpha, factors)
+        if self.data.n_missing:
+            delta = delta - self._delta("missing_delta", alpha, factors)
+        return delta
+
+    def masked_total(self, factors):
+        total = self._planner.all_observed_total(factors)
+        if self.data.n_missing:
+            total -= sum(self._gather("missing_total", factors))
+        return total
+
+    def data_loglik(self, factors):
+        return float(sum(self._gather("data_loglik", factors)))
+
+    @property
+    def nonzeros(self):
+        raise ValueError("The samplers allocate counts entry by entry in one process; with a "
+                         "Dask array of data use method='vb' or 'em'.")
+
+
+def unreachable_nonzeros(model, data, factors):
+    """The observed non-zeros of a :class:`DistributedTensor` where X̂ of
+    ``factors`` is zero, as global coordinates (ndim x n)."""
+    client = data.client
+    futures = [
+        client.submit(_unreachable, block.future, block_model(model, block),
+                      [f[s] for f, s in zip(factors, factor_slices(model, block))], pure=False)
+        for block in data.blocks
+    ]
+    parts = [coords + np.asarray(block.offset)[:, None]
+             for coords, block in zip(client.gather(futures), data.blocks)]
+    return np.hstack(parts) if parts else np.empty((data.ndim, 0), dtype=np.int64)

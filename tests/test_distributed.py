@@ -1,0 +1,117 @@
+"""One fit over a Dask array of sparse chunks on a dask.distributed cluster:
+the same numbers as the fit in memory, and the data stay on the workers."""
+
+import warnings
+
+import dask.array as da
+import distributed
+import numpy as np
+import pytest
+import sparse
+
+from sklearn_pltf import BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP
+from sklearn_pltf.datasets import make_dask_poisson_cp
+
+
+@pytest.fixture(scope="module")
+def client():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cluster's own start-up notices
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+        client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture
+def gathered(monkeypatch):
+    """Everything the client receives from the cluster, as a list."""
+    received = []
+    original = distributed.Client._gather
+
+    async def recording(self, *args, **kwargs):
+        result = await original(self, *args, **kwargs)
+        received.append(result)
+        return result
+
+    monkeypatch.setattr(distributed.Client, "_gather", recording)
+    return received
+
+
+def _leaves(value):
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def test_vb_on_a_cluster_gives_the_in_memory_fit_and_never_gathers_the_data(client, gathered):
+    X, _ = make_dask_poisson_cp((30, 25, 20), 3, n_counts=3000, chunks=(12, 10, 20),
+                                random_state=0)
+    in_memory = X.compute(scheduler="synchronous")  # the reference, built without the client
+    params = dict(n_components=3, n_init=2, max_iter=6, random_state=0)
+    reference = PoissonCP(**params).fit(in_memory)
+    gathered.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)  # ConvergenceWarning at 6
+        on_cluster = PoissonCP(**params).fit(X)
+    np.testing.assert_allclose(on_cluster.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
+    for ours, theirs in zip(on_cluster.factors_, reference.factors_):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-8)
+    assert on_cluster.log_evidence_ == pytest.approx(reference.log_evidence_, rel=1e-10)
+    # transform folds new data in on the cluster; score recognises the
+    # training data in either container
+    np.testing.assert_allclose(on_cluster.transform(X), reference.transform(in_memory),
+                               rtol=1e-8)
+    assert on_cluster.score(X) == on_cluster.log_evidence_
+    assert on_cluster.score(in_memory) == on_cluster.log_evidence_
+    # the client received numbers and factor-sized arrays, never a chunk
+    largest_factor = max(f.size for f in reference.factors_)
+    leaves = list(_leaves(gathered))
+    assert leaves, "the fit gathered nothing: the patch missed the client"
+    assert not any(isinstance(leaf, (sparse.SparseArray, np.ndarray)) and leaf.size > largest_factor
+                   for leaf in leaves)
+    assert not any(type(leaf).__name__ == "ObservedTensor" for leaf in leaves)
+
+
+@pytest.mark.slow(minutes=0.3)
+def test_em_with_missing_entries_and_dense_chunks_matches_the_in_memory_fit(client):
+    rng = np.random.default_rng(1)
+    counts = rng.poisson(2.0, size=(24, 18)).astype(float)
+    observed = rng.random(counts.shape) > 0.2
+    chunked = da.from_array(sparse.COO.from_numpy(counts), chunks=(8, 9))
+    mask = da.from_array(observed, chunks=(12, 6))  # rechunked like X on the cluster
+    params = dict(n_components=2, method="em", max_iter=8, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        reference = BayesianNMF(**params).fit(np.where(observed, counts, np.nan))
+        sparse_chunks = BayesianNMF(**params).fit(chunked, mask=mask)
+        with_nan = np.where(observed, counts, np.nan)
+        dense_chunks = BayesianNMF(**params).fit(da.from_array(with_nan, chunks=(8, 9)))
+    for fitted in (sparse_chunks, dense_chunks):
+        np.testing.assert_allclose(fitted.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
+        np.testing.assert_allclose(fitted.components_, reference.components_, rtol=1e-8)
+
+
+def test_a_bad_chunk_is_reported_from_its_worker(client):
+    counts = np.ones((6, 4))
+    counts[5, 3] = -1.0
+    with pytest.raises(ValueError, match="Negative values"):
+        PoissonCP(n_components=1, max_iter=2).fit(da.from_array(counts, chunks=3))
+
+
+def test_what_needs_the_data_in_one_process_refuses_a_dask_array():
+    """Refused before anything is sent to a cluster (none is running here)."""
+    X = da.from_array(sparse.COO.from_numpy(np.ones((6, 4, 3))), chunks=3)
+    for estimator in (PoissonCP(n_components=1, method="gibbs"), GibbsNTF(n_components=1),
+                      PoissonCP(n_components=1, init="svd"), BayesianRESCAL(n_components=1)):
+        with pytest.raises(ValueError, match="needs its data in one process"):
+            estimator.fit(X)
+    with pytest.raises(ValueError, match="mask must be a Dask array"):
+        PoissonCP(n_components=1).fit(X, mask=np.ones((6, 4, 3), dtype=bool))
