@@ -19,6 +19,8 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py evidence-sandwich  # (p) every estimator against the BDMC sandwich
     python benchmarks/bench.py sti-analytic  # (s) STI against the Gaussian additive model's exact evidence
+    python benchmarks/bench.py dask         # (t) one VB fit on a 2-worker LocalCluster vs in memory
+    python benchmarks/bench.py online       # (u) partial_fit in 1000-row batches vs batch VB
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -47,6 +49,8 @@ import numpy as np
 import sparse
 
 import bench_allocation
+import bench_dask
+import bench_online
 import bench_evidence
 import bench_link_prediction
 import bench_gaussian
@@ -568,7 +572,7 @@ def main():
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
                                              "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
-                                             "sti-analytic", "whole-fit", "all"])
+                                             "sti-analytic", "whole-fit", "dask", "online", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -622,6 +626,12 @@ def main():
                         default=["vb", "ais", "sti", "chib"])
     parser.add_argument("--sandwich-temperatures", type=int, default=4000,
                         help="(p) rungs of the reference's forward and reverse AIS")
+    parser.add_argument("--dask-shape", type=int, nargs="+", default=[2000, 2000, 2000])
+    parser.add_argument("--dask-counts", type=float, default=1e8,
+                        help="(t) expected total count (about the non-zeros)")
+    parser.add_argument("--dask-chunks", type=int, default=1000)
+    parser.add_argument("--dask-iter", type=int, default=3)
+    parser.add_argument("--online-passes", type=int, default=5)
     args = parser.parse_args()
     summary = {}
     if args.workload in ("nmf", "all"):
@@ -670,6 +680,11 @@ def main():
     if args.workload in ("whole-fit", "all"):
         summary.update(bench_whole_fit.bench_whole_fit(args.repeats,
                                                        peer_threads=args.peer_numba_threads))
+    if args.workload in ("dask", "all"):
+        summary.update(bench_dask.bench_dask(tuple(args.dask_shape), args.dask_counts,
+                                             chunks=args.dask_chunks, n_iter=args.dask_iter))
+    if args.workload in ("online", "all"):
+        summary.update(bench_online.bench_online(n_passes=args.online_passes))
     if args.workload in ("oslo", "all"):
         summary.update(bench_oslo(args.oslo_rank, args.oslo_tol, args.cp_apr_outer,
                                   args.tensorly_iter, args.gcp_iter, args.peer_numba_threads))

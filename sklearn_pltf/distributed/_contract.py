@@ -41,7 +41,7 @@ def factor_slices(model, block):
     return [tuple(ranges.get(c, slice(None)) for c in indices) for indices in model.factors]
 
 
-def _worker_threads():
+def use_worker_threads():
     """Let the compiled kernels use the calling Dask worker's threads, not
     every core: the workers on a machine share its cores, and kernels that
     each spread over all of them contend (the results do not depend on it)."""
@@ -55,15 +55,15 @@ def _build(data, model, likelihood):
     return SparseContractor(model, data, likelihood)
 
 
-def _call(contractor, name, factors, alpha):
-    _worker_threads()
+def _call(contractor, factors, name, alpha):
+    use_worker_threads()
     method = getattr(contractor, name)
     return method(factors) if alpha is None else method(alpha, factors)
 
 
 def _unreachable(data, model, factors):
     """On a worker: the block's non-zeros where X̂ is zero, as local coordinates."""
-    _worker_threads()
+    use_worker_threads()
     coords, _ = data.nonzero_entries
     if coords.shape[1] == 0:
         return coords
@@ -79,25 +79,43 @@ class DistributedContractor:
         self._planner = planner_for(model)
         self._client = data.client
         self._slices = [factor_slices(model, block) for block in data.blocks]
-        self._blocks = [
-            self._client.submit(_build, block.future, block_model(model, block), likelihood,
-                                pure=False)
-            for block in data.blocks
-        ]
+        self._blocks = data.keep_on_blocks(
+            ("contractor", model, likelihood.name), _build,
+            [block_model(model, block) for block in data.blocks],
+            [likelihood] * len(data.blocks))
 
     @property
     def log_base_measure(self):
         """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
         return self.likelihood.log_base_measure(self.data)
 
+    def block_slices(self, position):
+        """Per factor, the index of the rows the block at ``position`` touches."""
+        return self._slices[position]
+
+    def submit_blocks(self, function, factor_sets, *args, per_block=None, blocks=None):
+        """Futures of ``function(block's contractor, *its rows of each factor
+        list in factor_sets, *args)`` (or ``*per_block[i]`` in place of
+        ``args`` for the i-th block) for the blocks at ``blocks`` (positions;
+        all by default), run where the blocks live."""
+        positions = range(len(self._blocks)) if blocks is None else blocks
+        futures = []
+        for i, position in enumerate(positions):
+            slices = self._slices[position]
+            rows = [[f[s] for f, s in zip(factors, slices)] for factors in factor_sets]
+            extra = args if per_block is None else per_block[i]
+            futures.append(self._client.submit(function, self._blocks[position], *rows, *extra,
+                                               pure=False))
+        return futures
+
+    def gather_blocks(self, function, factor_sets, per_block=None, blocks=None):
+        """What :meth:`submit_blocks` computes, gathered in block order."""
+        return self._client.gather(
+            self.submit_blocks(function, factor_sets, per_block=per_block, blocks=blocks))
+
     def _gather(self, name, factors, alpha=None):
         """Each block's ``name`` of its rows of ``factors``, in block order."""
-        futures = [
-            self._client.submit(_call, block, name, [f[s] for f, s in zip(factors, slices)],
-                                alpha, pure=False)
-            for block, slices in zip(self._blocks, self._slices)
-        ]
-        return self._client.gather(futures)
+        return self._client.gather(self.submit_blocks(_call, [factors], name, alpha))
 
     def _delta(self, name, alpha, factors):
         total = np.zeros(self.model.factor_shape(alpha))

@@ -168,6 +168,19 @@ class DistributedTensor:
 
     def __init__(self, shape, blocks, client):
         self.shape, self.blocks, self.client = tuple(shape), tuple(blocks), client
+        self._kept = {}
+
+    def keep_on_blocks(self, key, function, *args_per_block):
+        """Futures of ``function(block data, *args)`` per block, computed once
+        per ``key`` and kept on the workers while this tensor lives (e.g. each
+        block's contractor for one model: restarts and repeated fits of the
+        same model share them)."""
+        if key not in self._kept:
+            self._kept[key] = [
+                self.client.submit(function, block.future, *args, pure=False)
+                for block, args in zip(self.blocks, zip(*args_per_block))
+            ]
+        return self._kept[key]
 
     @property
     def ndim(self):

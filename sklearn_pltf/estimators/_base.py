@@ -34,7 +34,7 @@ from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
 from ..inference._svd_start import svd_start
-from ..distributed import as_distributed_tensor, unreachable_nonzeros
+from ..distributed import as_distributed_tensor, block_grid, unreachable_nonzeros
 from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of
@@ -48,7 +48,7 @@ _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
-                    distributed=False):
+                    distributed=False, chunks=None):
     """Validate ``X`` (and ``mask``) for ``estimator`` into an :class:`ObservedTensor`.
 
     Dense arrays and scipy.sparse matrices go through scikit-learn's
@@ -56,7 +56,8 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
     array is checked here, since ``validate_data`` would densify it. With
     ``distributed``, a Dask array is persisted on the active cluster as a
     :class:`~sklearn_pltf.distributed.DistributedTensor` (checked chunk by
-    chunk on the workers); without, it is refused rather than gathered.
+    chunk on the workers), rechunked first to ``chunks(shape)`` if given;
+    without ``distributed``, it is refused rather than gathered.
     """
     if is_dask_array(X):
         if not distributed:
@@ -64,8 +65,11 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
                 f"{type(estimator).__name__} with these parameters needs its data in one "
                 "process; a Dask array is fitted on its cluster by BayesianNMF, PoissonCP, "
                 "TuckerVB and PLTF (untied) with method='vb' or 'em' and an init other than "
-                "'svd'. Pass X.compute() if the data fit in memory.")
+                "'svd', or method='sgld' with n_blocks. Pass X.compute() if the data fit in "
+                "memory.")
         _check_n_features(estimator, X, reset, min_ndim)
+        if chunks is not None:
+            X = X.rechunk(chunks(X.shape))
         return as_distributed_tensor(X, mask, allow_negative=allow_negative)
     if isinstance(X, sparse.SparseArray):
         _check_n_features(estimator, X, reset, min_ndim)
@@ -244,7 +248,7 @@ class BasePoissonPLTF(BaseFactorization):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
     _stale_attributes = ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
-                         "log_likelihoods_", "log_evidence_error_", "rhat_")
+                         "log_likelihoods_", "log_evidence_error_", "rhat_", "n_batch_iter_")
 
     _parameter_constraints: dict = {
         "likelihood": [StrOptions(set(LIKELIHOODS))],
@@ -293,14 +297,26 @@ class BasePoissonPLTF(BaseFactorization):
         Dask array into a :class:`~sklearn_pltf.distributed.DistributedTensor`
         (:func:`validate_tensor`)."""
         return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim(),
-                               distributed=self._fits_distributed_data)
+                               distributed=self._fits_distributed_data,
+                               chunks=self._distributed_chunks)
 
     @property
     def _fits_distributed_data(self):
         """Whether a Dask array is fitted on its cluster: VB and EM run over the
-        blocks; the samplers and the SVD start need the data in one process."""
+        blocks, and SGLD over parts of parallel blocks (``n_blocks``); Gibbs,
+        SADA and the SVD start need the data in one process."""
         init = getattr(self, "init", "random")
-        return self.method in _KERNELS and not (isinstance(init, str) and init == "svd")
+        if isinstance(init, str) and init == "svd":
+            return False
+        n_blocks = getattr(self, "n_blocks", None)
+        return self.method in _KERNELS or (self.method == "sgld" and n_blocks is not None)
+
+    @property
+    def _distributed_chunks(self):
+        """For SGLD, the chunking of a Dask array into its parallel blocks."""
+        if self.method != "sgld" or getattr(self, "n_blocks", None) is None:
+            return None
+        return functools.partial(block_grid, n_blocks=self.n_blocks)
 
     # ------------------------------------------------------------------- fit
     def _fit_data(self, data, rng):
@@ -488,6 +504,8 @@ class BasePoissonPLTF(BaseFactorization):
     def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
         """The chains of ``method`` and their evidence, as a ``SampledPosterior``."""
         common = self._chain_settings()
+        if data.is_distributed:  # the chains run one after another, each over the cluster
+            common["n_jobs"] = 1
         if self.method == "sgld":
             settings = self._sgld_settings()
             make_target = functools.partial(_mcmc.poisson_target, model, data, self.likelihood,

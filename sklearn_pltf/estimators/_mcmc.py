@@ -138,6 +138,8 @@ def poisson_target(model, data, likelihood, priors, given, batch_size, n_blocks)
     """The PLTF model's SGLD target (built in each chain's worker: a target
     keeps its control variates' reference point, so chains must not share one)."""
     contractor = make_contractor(model, data, likelihood)
+    if data.is_distributed:
+        return sgld.DistributedPoissonTarget(model, contractor, priors, given, n_blocks=n_blocks)
     return sgld.PoissonTarget(model, contractor, priors, given, batch_size=batch_size,
                               n_blocks=n_blocks)
 

@@ -7,6 +7,7 @@ from numbers import Integral
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BasePoissonPLTF
+from ._online import ONLINE_CONSTRAINTS, ONLINE_PARAMETERS, OnlineVBMixin
 from ._tensor_export import CP_ATTRIBUTES
 
 SHARED_PARAMETERS = """\
@@ -134,6 +135,11 @@ START_PARAMETERS = """\
         ``set_params(tol=...)`` or on updated data of the same shape);
         otherwise ``init`` applies. VB and EM only."""
 
+ONLINE_ATTRIBUTES = """\
+    n_batch_iter_ : int
+        After :meth:`partial_fit`: the batches seen, plus one (the next
+        step's ``t``)."""
+
 SHARED_ATTRIBUTES = """\
     model_ : Model
         The parsed model string with every index size.
@@ -183,17 +189,21 @@ def fill_doc(cls):
     """Put the shared parameter and attribute text into ``cls.__doc__``."""
     cls.__doc__ = (cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS)
                    .replace("%(start_parameters)s", START_PARAMETERS)
+                   .replace("%(online_parameters)s", ONLINE_PARAMETERS)
+                   .replace("%(online_attributes)s", ONLINE_ATTRIBUTES)
                    .replace("%(cp_attributes)s", CP_ATTRIBUTES)
                    .replace("%(shared_attributes)s", SHARED_ATTRIBUTES))
     return cls
 
 
-class NamedPoissonPLTF(BasePoissonPLTF):
+class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
     """Base of the estimators whose model string follows from ``n_components``
-    and the data's number of dimensions."""
+    and the data's number of dimensions (and whose samples can arrive in
+    batches: :meth:`partial_fit`)."""
 
     _parameter_constraints: dict = {
         **BasePoissonPLTF._parameter_constraints,
+        **ONLINE_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"random", "svd"}), dict, list, tuple],
         "warm_start": ["boolean"],
@@ -226,6 +236,9 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         step_size=0.1,
         init="random",
         warm_start=False,
+        total_samples=1e6,
+        learning_offset=10.0,
+        learning_decay=0.7,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -251,3 +264,6 @@ class NamedPoissonPLTF(BasePoissonPLTF):
         self.step_size = step_size
         self.init = init
         self.warm_start = warm_start
+        self.total_samples = total_samples
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay

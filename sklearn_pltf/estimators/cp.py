@@ -21,11 +21,13 @@ class PoissonCP(CPResultMixin, NamedPoissonPLTF):
         The CP rank.
 %(shared_parameters)s
 %(start_parameters)s
+%(online_parameters)s
 
     Attributes
     ----------
 %(cp_attributes)s
 %(shared_attributes)s
+%(online_attributes)s
 
     Examples
     --------

@@ -19,12 +19,14 @@ class BayesianNMF(NamedPoissonPLTF):
         The rank ``K``.
 %(shared_parameters)s
 %(start_parameters)s
+%(online_parameters)s
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
         Posterior mean of ``H``, as in :class:`sklearn.decomposition.NMF`.
 %(shared_attributes)s
+%(online_attributes)s
 
     Examples
     --------

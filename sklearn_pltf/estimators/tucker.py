@@ -24,12 +24,14 @@ class TuckerVB(TuckerResultMixin, NamedPoissonPLTF):
         The core's size: one rank for every mode, or one per mode.
 %(shared_parameters)s
 %(start_parameters)s
+%(online_parameters)s
 
     Attributes
     ----------
     core_ : ndarray
         Posterior mean of the core tensor.
 %(shared_attributes)s
+%(online_attributes)s
 
     Examples
     --------

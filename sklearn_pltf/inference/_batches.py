@@ -9,7 +9,8 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
-    "RandomBatches", "BlockBatches", "subsampling_variance", "TargetGradient", "ControlVariates",
+    "RandomBatches", "BlockBatches", "subsampling_variance", "subsampling_variance_of",
+    "TargetGradient", "ControlVariates",
 ]
 
 
@@ -60,10 +61,16 @@ def subsampling_variance(terms, scale):
     part of :class:`BlockBatches` is treated the same way: an approximation,
     since its entries are not a simple random sample)."""
     n = terms.size
+    return subsampling_variance_of(n, np.var(terms, ddof=1) if n > 1 else 0.0, scale)
+
+
+def subsampling_variance_of(n, variance, scale):
+    """:func:`subsampling_variance` from the batch's size ``n`` and the
+    sample variance of its terms (for terms summed where they live)."""
     if n < 2 or scale <= 1.0:
         return 0.0
     total = scale * n
-    return float(total**2 * (1.0 - n / total) * np.var(terms, ddof=1) / n)
+    return float(total**2 * (1.0 - n / total) * variance / n)
 
 
 class BlockBatches:

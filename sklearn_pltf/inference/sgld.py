@@ -57,7 +57,9 @@ A target holds the data and the model only; the chain's state, its
 reference point included, is the ``SGLDState``.
 :class:`PoissonTarget` is the Poisson–Gamma PLTF model on any model string,
 with uniform (:class:`~._batches.RandomBatches`) or parallel-block
-(:class:`~._batches.BlockBatches`) minibatches.
+(:class:`~._batches.BlockBatches`) minibatches; :class:`DistributedPoissonTarget`
+is the same posterior over a Dask array's blocks, each part of the parallel
+blocks computed on the workers that hold them.
 """
 
 from __future__ import annotations
@@ -67,13 +69,16 @@ from typing import NamedTuple
 import numpy as np
 
 from .._kernels import TINY
+from ..distributed import BlockParts, anchor_blocks, part_gradient_terms
 from ._batches import (
     BlockBatches, ControlVariates, RandomBatches, TargetGradient, subsampling_variance,
+    subsampling_variance_of,
 )
 from ._common import initial_factors
 
 __all__ = [
     "SGLDState", "SGLDInfo", "step", "step_sizes", "AdaptiveSGLD", "run", "init", "PoissonTarget",
+    "DistributedPoissonTarget",
 ]
 
 
@@ -396,3 +401,72 @@ class PoissonTarget:
         factors = self.factors(params)
         c = self.contractor
         return c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
+
+
+class DistributedPoissonTarget(PoissonTarget):
+    """:class:`PoissonTarget` with parallel-block minibatches over a
+    :class:`~sklearn_pltf.distributed.DistributedTensor` chunked on the
+    block grid (:func:`~sklearn_pltf.distributed.block_grid`).
+
+    The same gradient and log-likelihood estimates, term for term: a step's
+    part is drawn as :class:`~._batches.BlockBatches` draws it, and its
+    blocks, which share no factor rows, compute their terms at once, each
+    on the worker that holds it; the control variates' per-entry terms are
+    kept there too. Closed-form terms (the zeros, the priors) are computed
+    on the client, as in memory.
+
+    Parameters
+    ----------
+    model, contractor, priors, given
+        As :class:`PoissonTarget`; ``contractor`` a
+        :class:`~sklearn_pltf.distributed.DistributedContractor`.
+    n_blocks : int
+        Ranges per axis; the data's chunks must be its grid.
+    """
+
+    def __init__(self, model, contractor, priors, given=None, n_blocks=1):
+        self.model, self.contractor, self.priors = model, contractor, priors
+        self.given = dict(given or {})
+        self.free = priors.free
+        self.positions = self.free
+        self.tied = {}
+        self.batches = BlockParts(contractor.data, n_blocks)
+
+    def gradient(self, params, batch, temperature, anchor=None):
+        part, scale = batch
+        factors = self.factors(params)
+        if self.batches.n_parts == 1:
+            return self._full_gradient(factors, temperature)
+        allocation, (n, mean, squares) = part_gradient_terms(
+            self.contractor, part, factors, None if anchor is None else anchor.terms, self.free)
+        log_likelihood = (
+            (anchor.total if anchor is not None else 0.0) + scale * n * mean
+            - self.contractor.masked_total(factors) + self.contractor.log_base_measure
+        )
+        gradient, allocations = [], []
+        for i, alpha in enumerate(self.free):
+            allocated = (anchor.allocation[i] if anchor is not None else 0.0) + scale * allocation[i]
+            gradient.append(self._factor_gradient(alpha, factors, allocated, temperature))
+            allocations.append(allocated)
+        variance = squares / (n - 1) if n > 1 else 0.0
+        return TargetGradient(tuple(gradient), float(log_likelihood),
+                              subsampling_variance_of(n, variance, scale), tuple(allocations))
+
+    def _full_gradient(self, factors, temperature):
+        c = self.contractor
+        log_likelihood = c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
+        allocations = tuple(factors[alpha] * c.ratio_delta(alpha, factors) for alpha in self.free)
+        gradient = tuple(self._factor_gradient(alpha, factors, allocated, temperature)
+                         for alpha, allocated in zip(self.free, allocations))
+        return TargetGradient(gradient, float(log_likelihood), 0.0, allocations)
+
+    def anchor(self, params):
+        """The reference point: its allocation (a pass over every block) and,
+        kept on the workers, each block's per-entry terms and allocation
+        (``terms`` holds their futures; ``ratios`` is unused)."""
+        reference = self.factors(params)
+        allocation = tuple(reference[a] * self.contractor.ratio_delta(a, reference)
+                           for a in self.free)
+        futures, total = anchor_blocks(self.contractor, reference, self.free)
+        return ControlVariates(reference, allocation, futures, None, total)
+

@@ -1,0 +1,126 @@
+"""``partial_fit``: stochastic variational inference over minibatches of samples.
+
+Each call is one step of :mod:`sklearn_pltf.inference.svi` on the samples it
+is given: their sample-mode factor is folded in exactly as :meth:`transform`
+does, then every other factor's q moves towards what the batch, standing for
+``total_samples`` samples, says of it, with weight
+``(learning_offset + n_batch_iter_) ** -learning_decay``. Memory and time per
+call follow the batch; the data seen before are not kept.
+"""
+
+from __future__ import annotations
+
+from numbers import Real
+
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval
+
+from .._contract import make_contractor
+from .._likelihood import get_likelihood
+from .._random import as_generator
+from ..inference import svi, vb
+from ..inference._fold_in import with_factor
+from ..model import Model
+from ._base import check_fixed_factors_reach_the_data, run_to_convergence
+from ._skeleton import restore_on_failure
+
+__all__ = ["OnlineVBMixin", "ONLINE_PARAMETERS", "ONLINE_CONSTRAINTS"]
+
+ONLINE_CONSTRAINTS = {
+    "total_samples": [Interval(Real, 0, None, closed="neither")],
+    "learning_offset": [Interval(Real, 0, None, closed="left")],
+    "learning_decay": [Interval(Real, 0.5, 1, closed="right")],
+}
+
+ONLINE_PARAMETERS = """\
+    total_samples : float, default=1e6
+        :meth:`partial_fit`: how many samples the whole data set has (each
+        batch stands for ``total_samples / n_batch`` copies of itself), as
+        in :class:`~sklearn.decomposition.LatentDirichletAllocation`.
+    learning_offset : float, default=10.0
+        :meth:`partial_fit`: τ₀ of the step weight ``(τ₀ + t) ** -κ``;
+        larger damps the first batches.
+    learning_decay : float, default=0.7
+        :meth:`partial_fit`: κ in (0.5, 1], how fast the step weight decays
+        (the Robbins–Monro conditions need κ > 0.5)."""
+
+
+class OnlineVBMixin:
+    """Adds :meth:`partial_fit` to a Poisson–Gamma estimator with a sample mode."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
+    def partial_fit(self, X, y=None, mask=None):
+        """Update the posterior with one minibatch of new samples (online VB).
+
+        The first call fits every factor to its batch by VB, as :meth:`fit`
+        would (from a random start or ``init``); each call folds the batch's samples
+        in with the other factors held, then moves the other factors' q
+        towards the batch's view of them (stochastic variational inference,
+        Hoffman et al. 2013), the step shrinking as
+        ``(learning_offset + n_batch_iter_) ** -learning_decay``. After a
+        :meth:`fit`, it continues from the fitted posterior. Afterwards
+        :meth:`transform` folds samples in and :meth:`score` is the
+        predictive bound of new data (there is no training evidence: the
+        past batches are not kept).
+
+        Parameters
+        ----------
+        X : ndarray, pydata sparse array or scipy.sparse matrix
+            The batch, axis 0 its samples; the other axes as in every batch.
+        y : None
+            Ignored.
+        mask : array-like of bool, default=None
+            True where an entry is observed.
+
+        Returns
+        -------
+        self : object
+        """
+        if self.method != "vb":
+            raise ValueError(
+                f"partial_fit is stochastic variational inference: it needs method='vb', got "
+                f"{self.method!r}.")
+        first = not hasattr(self, "factors_")
+        data = self._observed(X, mask, reset=first)
+        get_likelihood(self.likelihood).check(data)
+        if first:
+            self._start_online(data)
+        self._check_sample_shape(data)
+        alpha = self._sample_factor()
+        folded, contractor, _ = self._fold_in(data, self._state)
+        state = with_factor(self._state, alpha, folded, lambda batch, _: batch)
+        model = contractor.model
+        priors = self._gamma_priors(model)
+        step = getattr(self, "n_batch_iter_", 1)
+        rho = svi.learning_rate(step, self.learning_offset, self.learning_decay)
+        state = svi.global_step(state, contractor, priors,
+                                tuple(a for a in priors.free if a != alpha),
+                                self.total_samples / data.shape[0], rho)
+        if self.verbose:
+            print(f"Batch {step}: {data.shape[0]} samples, step weight {rho:.4g}")
+        for stale in self._stale_attributes + ("n_iter_",):
+            self.__dict__.pop(stale, None)
+        self.model_, self._state = model, state
+        self._keep_sample_start(model, state)
+        self._fingerprint, self._folded_in_fit = None, False
+        self.factors_ = tuple(m.copy() for m in state.mean)
+        self.n_batch_iter_ = step + 1
+        return self
+
+    def _start_online(self, data):
+        """The first batch: the model, and every factor's q fitted to the batch
+        by VB from a random start (or ``init``), as :meth:`fit` would."""
+        spec, sizes, fixed = self._model_spec(len(data.shape))
+        model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
+        check_fixed_factors_reach_the_data(model, data, fixed)
+        priors = self._gamma_priors(model)
+        rng = as_generator(self.random_state)
+        contractor = make_contractor(model, data, self.likelihood)
+        start = vb.init(rng, model, contractor, priors, {a: (f, f) for a, f in fixed.items()},
+                        self._first_start(model, data, fixed))
+        self._state, _, _ = run_to_convergence(vb, start, contractor, priors, self.max_iter,
+                                               self.tol)
+        self.model_ = model
+        self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
+        self._keep_sample_start(model, self._state)
