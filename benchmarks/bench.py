@@ -57,6 +57,7 @@ import bench_gaussian
 import bench_sti_analytic
 import bench_whole_fit
 import peers
+import timing
 import workloads
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
 
@@ -75,7 +76,7 @@ def _median_time(fn, repeats):
 
 
 def _ours_nmf_per_iteration(X, rank, n_iter):
-    return _seconds_per_iteration(BayesianNMF(rank), X, n_iter)
+    return timing.seconds_per_iteration(BayesianNMF(rank), X, n_iter)
 
 
 def _sklearn_nmf_per_iteration(X, rank, n_iter):
@@ -100,33 +101,6 @@ def _per_iteration_vs_sklearn(X, rank, n_iter, repeats):
     return statistics.median(ours), statistics.median(theirs)
 
 
-def _seconds_per_iteration(estimator, X, n_iter):
-    """Seconds per iteration of ``estimator``'s inference loop on ``X``.
-
-    Times ``n_iter`` joint updates of every factor and the bound, as peers'
-    per-iteration figures count them: input validation and planning, and the
-    final fold-in of the sample-mode factor that ``fit`` adds (which with
-    ``tol=0`` would itself run ``max_iter`` times), are left out. The kernels
-    are loaded by a first untimed iteration.
-    """
-    from sklearn_pltf.estimators._base import _fit_restart
-    from sklearn_pltf.inference._common import gamma_priors
-    from sklearn_pltf.model import Model
-
-    data = estimator._observed(X, None, reset=True)
-    spec, sizes, fixed = estimator._model_spec(len(data.shape))
-    model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
-    priors = gamma_priors(model, estimator.prior_shape, estimator.prior_rate)
-    given = {a: (f, f) for a, f in fixed.items()}
-    seconds = {}
-    for iterations in (1, 1, n_iter + 1):
-        start = time.perf_counter()
-        _fit_restart(estimator.method, np.random.default_rng(0), model, data,
-                     estimator.likelihood, priors, given, iterations, 0.0, None)
-        seconds[iterations] = time.perf_counter() - start
-    return (seconds[n_iter + 1] - seconds[1]) / n_iter
-
-
 def _fit_quietly(estimator, X, **fit_params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fixed iteration counts do not converge
@@ -143,22 +117,6 @@ def bench_nmf(repeats, n_iter):
 
 
 # ---------------------------------------------- (d) sparse NMF (issue 3)
-def _held_out_entries(X, fraction, rng):
-    """``fraction`` of the non-zeros and as many zeros, as (rows, cols, values)."""
-    nz_rows, nz_cols = X.nonzero()
-    pick = rng.choice(nz_rows.size, int(fraction * nz_rows.size), replace=False)
-    occupied = set(zip(nz_rows.tolist(), nz_cols.tolist()))
-    zeros = []
-    while len(zeros) < pick.size:
-        r, c = int(rng.integers(X.shape[0])), int(rng.integers(X.shape[1]))
-        if (r, c) not in occupied:
-            zeros.append((r, c))
-            occupied.add((r, c))
-    rows = np.concatenate([nz_rows[pick], [r for r, _ in zeros]])
-    cols = np.concatenate([nz_cols[pick], [c for _, c in zeros]])
-    return rows, cols, np.asarray(X[rows, cols]).ravel()
-
-
 def bench_sparse_nmf(repeats, n_iter, hpfrec_runs=5):
     """20000 x 5000 counts, 0.5% non-zeros, rank 20: s/iter vs scikit-learn; held-out
     log-likelihood vs hpfrec's HPF (and the generating intensity's)."""
@@ -174,7 +132,7 @@ def bench_sparse_nmf(repeats, n_iter, hpfrec_runs=5):
     _line(workload="d", what="s/iter", ours=ours_per_iteration, sklearn_kl_mu=theirs,
           ratio=ours_per_iteration / theirs)
 
-    rows, cols, values = _held_out_entries(X, 0.05, np.random.default_rng(0))
+    rows, cols, values = workloads.held_out_entries(X, 0.05, np.random.default_rng(0))
     held_out = np.vstack([rows, cols])
     missing = sparse.COO(held_out, np.zeros(rows.size, dtype=bool), shape=X.shape, fill_value=True)
     # Prior shape 0.3 as HPF's; rate 1.0, which the evidence prefers to 0.3.
@@ -214,7 +172,7 @@ def bench_sparse_nmf(repeats, n_iter, hpfrec_runs=5):
 # --------------------------------------------------------------- (b) sparse
 def _ours_sparse(X, rank, n_iter):
     """Module-level (picklable) timing for the peak-memory subprocess."""
-    return {"seconds_per_iteration": _seconds_per_iteration(PoissonCP(rank), X, n_iter)}
+    return {"seconds_per_iteration": timing.seconds_per_iteration(PoissonCP(rank), X, n_iter)}
 
 
 def bench_sparse(repeats, n_iter, peer_threads):
@@ -268,7 +226,7 @@ def bench_binary_cost(repeats, n_iter):
     for _ in range(repeats):
         for likelihood in ("poisson", "bernoulli"):
             estimator = PoissonCP(10, likelihood=likelihood, max_iter=n_iter, tol=0.0, random_state=0)
-            loop[likelihood].append(_seconds_per_iteration(estimator, X, n_iter))
+            loop[likelihood].append(timing.seconds_per_iteration(estimator, X, n_iter))
             start = time.perf_counter()
             _fit_quietly(estimator, X)
             whole[likelihood].append((time.perf_counter() - start) / n_iter)

@@ -45,10 +45,10 @@ def _tensor(shape, rank, n_counts, chunks):
 
 def _timed_fits(X, rank, n_iter):
     """Seconds per iteration (loop only, kernels loaded) and one whole fit."""
-    import bench
+    import timing
     from sklearn_pltf import PoissonCP
 
-    per_iteration = bench._seconds_per_iteration(PoissonCP(rank), X, n_iter)
+    per_iteration = timing.seconds_per_iteration(PoissonCP(rank), X, n_iter)
     # one whole fit, as a user times it (on the cluster: drawing and loading
     # the chunks included)
     start = time.perf_counter()
@@ -81,6 +81,33 @@ def _round_trip(client, data):
     return (time.perf_counter() - start) / 5
 
 
+def _block_iteration_seconds(contractor, factors):
+    """On a worker: seconds of one VB iteration's contractions on one block
+    (a Δ per factor and the bound's X̂), its second run (the first loads
+    the kernels), and the block's non-zeros."""
+    from sklearn_pltf.distributed._contract import use_worker_threads
+
+    use_worker_threads()
+    for _ in range(2):
+        start = time.perf_counter()
+        for alpha in range(len(factors)):
+            contractor.ratio_delta(alpha, factors)
+        contractor.data_loglik(factors)
+        seconds = time.perf_counter() - start
+    return seconds, contractor.nonzeros.n_entries
+
+
+def _per_block_costs(data, shape, rank):
+    """Each block's (seconds of one iteration's contractions, non-zeros)."""
+    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf.model import Model, cp_model_string
+
+    model = Model.parse(cp_model_string(len(shape))).bind(shape, rank)
+    rng = np.random.default_rng(0)
+    factors = [rng.gamma(1.0, 1.0, size=model.factor_shape(a)) for a in range(model.n_factors)]
+    return make_contractor(model, data).gather_blocks(_block_iteration_seconds, [factors])
+
+
 def _on_cluster(shape, rank, n_counts, chunks, n_iter, n_workers):
     import distributed
 
@@ -101,13 +128,13 @@ def _on_cluster(shape, rank, n_counts, chunks, n_iter, n_workers):
         nnz = sum(data.map_blocks(lambda block: block.values.size))
         draw_seconds = time.perf_counter() - start
         latency = _round_trip(client, data)
-        n_blocks = len(data.blocks)
+        block_costs = _per_block_costs(data, shape, rank)
         del data
         per_iteration, whole_fit, bounds = _timed_fits(X, rank, n_iter)
         peaks = list(client.run(_peak_rss_mib).values())
         return {"nnz": int(nnz), "draw_seconds": draw_seconds, "per_iteration": per_iteration,
                 "whole_fit": whole_fit, "bounds": bounds, "worker_peak_mib": peaks,
-                "latency": latency, "blocks": n_blocks}
+                "latency": latency, "block_costs": block_costs}
     finally:
         client.close()
         cluster.close()
@@ -119,9 +146,12 @@ def cost_model(nnz, n_workers, *, seconds_per_nonzero, latency, factor_rows, ran
 
     One iteration makes ``n_modes + 1`` rounds (an update per factor, then
     the bound), each a call on every block: the blocks' work spreads over the
-    workers (``seconds_per_nonzero`` measured for one pass of every round),
-    and each round pays the latency once. Every block receives the factor
-    rows it touches and sends back factor-sized parts.
+    workers (``seconds_per_nonzero``: one iteration's contractions on a
+    block, per non-zero, measured on a worker's one thread), and each round
+    pays the latency once. Every block receives the factor rows it touches
+    and sends back factor-sized parts. A worker holds
+    ``bytes_per_nonzero`` for each of its non-zeros (measured: a worker's
+    peak over its share).
     """
     compute = seconds_per_nonzero * nnz / n_workers
     moved = 2 * (n_modes + 1) * n_blocks * n_modes * factor_rows * rank * _FLOAT
@@ -136,27 +166,34 @@ def bench_dask(shape=(2000, 2000, 2000), n_counts=1e8, rank=10, chunks=1000, n_i
     _line(workload="t", shape=shape, n_counts=n_counts, rank=rank, chunks=chunks,
           n_workers=n_workers)
     cluster = _on_cluster(shape, rank, n_counts, chunks, n_iter, n_workers)
-    _line(workload="t", run="cluster", **{k: v for k, v in cluster.items() if k != "bounds"})
+    _line(workload="t", run="cluster",
+          **{k: v for k, v in cluster.items() if k not in ("bounds", "block_costs")})
+    _line(workload="t", what="per block: seconds of one iteration's contractions, non-zeros",
+          blocks=cluster["block_costs"])
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         memory = pool.apply(_in_memory, (shape, rank, n_counts, chunks, n_iter))
     _line(workload="t", run="in memory", **{k: v for k, v in memory.items() if k != "bounds"})
     agreement = float(np.max(np.abs(cluster["bounds"] - memory["bounds"])
                              / np.abs(memory["bounds"])))
-    # Constants of the cost model, from the in-memory run: its per-iteration
-    # time over its non-zeros (one process with every core as the workers
-    # together), and its peak memory over its non-zeros.
-    seconds_per_nonzero = memory["per_iteration"] * n_workers / memory["nnz"]
-    bytes_per_nonzero = memory["peak_mib"] * 2**20 / memory["nnz"]
-    n_chunks = int(np.prod([-(-n // chunks) for n in shape]))
+    # Constants of the cost model, measured on the cluster: the blocks'
+    # contraction seconds over their non-zeros, and a worker's peak memory
+    # over its share of the non-zeros.
+    block_seconds, block_nnz = np.array(cluster["block_costs"]).T
+    seconds_per_nonzero = block_seconds.sum() / block_nnz.sum()
+    bytes_per_nonzero = max(cluster["worker_peak_mib"]) * 2**20 * n_workers / cluster["nnz"]
+    n_chunks = len(block_nnz)
     model = dict(seconds_per_nonzero=seconds_per_nonzero, latency=cluster["latency"],
                  factor_rows=chunks, rank=rank, n_modes=len(shape),
                  bytes_per_nonzero=bytes_per_nonzero, n_blocks=n_chunks)
     predicted = cost_model(cluster["nnz"], n_workers, **model)
     _line(workload="t", what="cost model here", predicted=predicted,
           measured_seconds_per_iteration=cluster["per_iteration"], bound_agreement=agreement)
+    # 1e10 non-zeros in blocks as full as these (so as many more of them)
+    blocks_at_scale = int(np.ceil(1e10 / (cluster["nnz"] / n_chunks)))
     for workers in (10, 100, 1000):
         _line(workload="t", what="cost model, 1e10 non-zeros", n_workers=workers,
-              **cost_model(1e10, workers, **{**model, "n_blocks": max(n_chunks, workers)}))
+              n_blocks=max(blocks_at_scale, workers),
+              **cost_model(1e10, workers, **{**model, "n_blocks": max(blocks_at_scale, workers)}))
     return {
         "(t) Dask s/iter / in-memory s/iter": cluster["per_iteration"] / memory["per_iteration"],
         "(t) peak worker memory / in-memory process": max(cluster["worker_peak_mib"]) / memory["peak_mib"],

@@ -31,12 +31,11 @@ def _workload():
     import scipy.sparse as sp
     import sparse
 
-    import bench
     import workloads
 
     T = workloads.sparse_poisson_cp((20000, 5000), 20, 500_000, random_state=0)
     X = sp.csr_matrix((T.data, tuple(T.coords)), shape=T.shape)
-    rows, cols, values = bench._held_out_entries(X, 0.05, np.random.default_rng(0))
+    rows, cols, values = workloads.held_out_entries(X, 0.05, np.random.default_rng(0))
     held_out = np.vstack([rows, cols])
     mask = sparse.COO(held_out, np.zeros(rows.size, dtype=bool), shape=X.shape,
                       fill_value=True)

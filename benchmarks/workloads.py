@@ -181,3 +181,19 @@ def oslo_city_bike():
     from tlviz.data import load_oslo_city_bike
 
     return np.asarray(load_oslo_city_bike().values, dtype=np.float64)
+
+
+def held_out_entries(X, fraction, rng):
+    """``fraction`` of the non-zeros and as many zeros, as (rows, cols, values)."""
+    nz_rows, nz_cols = X.nonzero()
+    pick = rng.choice(nz_rows.size, int(fraction * nz_rows.size), replace=False)
+    occupied = set(zip(nz_rows.tolist(), nz_cols.tolist()))
+    zeros = []
+    while len(zeros) < pick.size:
+        r, c = int(rng.integers(X.shape[0])), int(rng.integers(X.shape[1]))
+        if (r, c) not in occupied:
+            zeros.append((r, c))
+            occupied.add((r, c))
+    rows = np.concatenate([nz_rows[pick], [r for r, _ in zeros]])
+    cols = np.concatenate([nz_cols[pick], [c for _, c in zeros]])
+    return rows, cols, np.asarray(X[rows, cols]).ravel()

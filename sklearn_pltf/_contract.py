@@ -54,10 +54,8 @@ def make_contractor(model, data, likelihood="poisson"):
     the data)."""
     likelihood = get_likelihood(likelihood)
     likelihood.check(data)
-    if data.is_distributed:
-        from .distributed import DistributedContractor
-
-        return DistributedContractor(model, data, likelihood)
+    if data.is_distributed:  # it brings its own, which computes where its blocks live
+        return data.contractor(model, likelihood)
     if data.is_sparse:
         return SparseContractor(model, data, likelihood)
     return DenseContractor(model, data, likelihood)

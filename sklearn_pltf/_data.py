@@ -24,7 +24,7 @@ import scipy.sparse as sp
 import sparse
 from scipy.special import gammaln
 
-__all__ = ["ObservedTensor", "as_observed_tensor", "is_sparse_input", "is_dask_array",
+__all__ = ["ObservedTensor", "TensorExtent", "as_observed_tensor", "is_sparse_input", "is_dask_array",
            "entry_digest", "combine_digests", "MAX_COUNT"]
 
 #: The largest count a sampler that allocates counts accepts (it holds them as int64).
@@ -39,8 +39,24 @@ def physical_memory():
         return None
 
 
+class TensorExtent:
+    """What follows from ``shape`` and ``n_missing``, for every data object."""
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def n_observed(self):
+        return self.size - self.n_missing
+
+
 @dataclass(frozen=True, eq=False)
-class ObservedTensor:
+class ObservedTensor(TensorExtent):
     """Observed data in one of two layouts.
 
     Dense layout: ``dense`` holds the values with 0 at missing entries and
@@ -67,24 +83,12 @@ class ObservedTensor:
     #: says True).
     is_distributed = False
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
-
     @cached_property
     def n_missing(self):
         """Number of missing entries."""
         if self.is_sparse:
             return self.missing.shape[1]
         return 0 if self.mask is None else int(self.size - np.count_nonzero(self.mask))
-
-    @property
-    def n_observed(self):
-        return self.size - self.n_missing
 
     @cached_property
     def observed_values(self):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sparse
 
-from sklearn_pltf import BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP
+from sklearn_pltf import PLTF, BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP
 from sklearn_pltf.datasets import make_dask_poisson_cp
 
 
@@ -159,3 +159,24 @@ def test_block_sgld_sti_on_a_cluster_agrees_with_the_in_process_estimate(client)
     combined = np.hypot(in_process.log_evidence_error_, on_cluster.log_evidence_error_)
     assert abs(on_cluster.log_evidence_ - in_process.log_evidence_) < 2 * combined
     assert on_cluster.log_evidence_ == pytest.approx(in_process.log_evidence_, rel=1e-8)
+
+
+def test_fixed_factors_on_a_cluster_fit_and_are_checked_as_in_memory(client):
+    rng = np.random.default_rng(2)
+    H = rng.gamma(2.0, 1.0, size=(2, 10))
+    counts = rng.poisson(rng.gamma(1.0, 1.0, size=(12, 2)) @ H).astype(float)
+    X = da.from_array(sparse.COO.from_numpy(counts), chunks=(6, 5))
+    params = dict(n_components=2, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        reference = PLTF("ik,kj->ij", fixed_factors={1: H}, **params).fit(counts)
+        on_cluster = PLTF("ik,kj->ij", fixed_factors={1: H}, **params).fit(X)
+    np.testing.assert_allclose(on_cluster.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
+    zero_column = H.copy()
+    zero_column[:, [3, 7]] = 0.0  # X̂ is zero in columns 3 and 7, where there are counts
+    messages = []
+    for data in (counts, X):
+        with pytest.raises(ValueError, match="zero at") as error:
+            PLTF("ik,kj->ij", fixed_factors={1: zero_column}, **params).fit(data)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]

@@ -81,8 +81,7 @@ class DistributedContractor:
         self._slices = [factor_slices(model, block) for block in data.blocks]
         self._blocks = data.keep_on_blocks(
             ("contractor", model, likelihood.name), _build,
-            [block_model(model, block) for block in data.blocks],
-            [likelihood] * len(data.blocks))
+            [(block_model(model, block), likelihood) for block in data.blocks])
 
     @property
     def log_base_measure(self):
@@ -149,13 +148,10 @@ class DistributedContractor:
 
 def unreachable_nonzeros(model, data, factors):
     """The observed non-zeros of a :class:`DistributedTensor` where X̂ of
-    ``factors`` is zero, as global coordinates (ndim x n)."""
-    client = data.client
-    futures = [
-        client.submit(_unreachable, block.future, block_model(model, block),
-                      [f[s] for f, s in zip(factors, factor_slices(model, block))], pure=False)
-        for block in data.blocks
-    ]
-    parts = [coords + np.asarray(block.offset)[:, None]
-             for coords, block in zip(client.gather(futures), data.blocks)]
-    return np.hstack(parts) if parts else np.empty((data.ndim, 0), dtype=np.int64)
+    ``factors`` is zero, as global coordinates (ndim x n) in C order."""
+    found = data.map_blocks(_unreachable, per_block=[
+        (block_model(model, block), [f[s] for f, s in zip(factors, factor_slices(model, block))])
+        for block in data.blocks])
+    coords = np.hstack([part + np.asarray(block.offset)[:, None]
+                        for part, block in zip(found, data.blocks)])
+    return coords[:, np.lexsort(coords[::-1])]

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._data import as_observed_tensor, combine_digests, entry_digest, is_dask_array
+from .._data import TensorExtent, as_observed_tensor, combine_digests, entry_digest, is_dask_array
+from ._contract import DistributedContractor
 
 __all__ = ["Block", "DistributedTensor", "as_distributed_tensor"]
 
@@ -75,10 +76,6 @@ def _value_sum(block, function):
 
 def _take_rows(block, rows):
     return block.take_samples(rows)
-
-
-def _not_integer(values):
-    return values != np.round(values)
 
 
 def _chunk_futures(client, array):
@@ -147,7 +144,7 @@ def as_distributed_tensor(X, mask=None, allow_negative=False):
     return data
 
 
-class DistributedTensor:
+class DistributedTensor(TensorExtent):
     """Observed data in blocks on a Dask cluster (module docstring).
 
     It offers what the variational and EM fits read of an
@@ -170,45 +167,32 @@ class DistributedTensor:
         self.shape, self.blocks, self.client = tuple(shape), tuple(blocks), client
         self._kept = {}
 
-    def keep_on_blocks(self, key, function, *args_per_block):
-        """Futures of ``function(block data, *args)`` per block, computed once
-        per ``key`` and kept on the workers while this tensor lives (e.g. each
-        block's contractor for one model: restarts and repeated fits of the
-        same model share them)."""
+    def submit_each(self, function, *args, per_block=None):
+        """Futures of ``function(block data, *per_block[i], *args)`` for each
+        block ``i``, run where the blocks live."""
+        per_block = per_block or [()] * len(self.blocks)
+        return [self.client.submit(function, block.future, *own, *args, pure=False)
+                for block, own in zip(self.blocks, per_block)]
+
+    def map_blocks(self, function, *args, per_block=None):
+        """What :meth:`submit_each` computes, gathered in block order."""
+        return self.client.gather(self.submit_each(function, *args, per_block=per_block))
+
+    def keep_on_blocks(self, key, function, per_block):
+        """:meth:`submit_each`'s futures, computed once per ``key`` and kept
+        on the workers while this tensor lives (e.g. each block's contractor
+        for one model: restarts and repeated fits of the model share them)."""
         if key not in self._kept:
-            self._kept[key] = [
-                self.client.submit(function, block.future, *args, pure=False)
-                for block, args in zip(self.blocks, zip(*args_per_block))
-            ]
+            self._kept[key] = self.submit_each(function, per_block=per_block)
         return self._kept[key]
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    def map_blocks(self, function, *args):
-        """``[function(block data, *args) for each block]``, run where the blocks live."""
-        futures = [self.client.submit(function, block.future, *args, pure=False)
-                   for block in self.blocks]
-        return self.client.gather(futures)
 
     @cached_property
     def _summary(self):
-        futures = [self.client.submit(_summarise, block.future, block.offset, self.shape,
-                                      pure=False) for block in self.blocks]
-        return self.client.gather(futures)
+        return self.map_blocks(_summarise, self.shape, per_block=[(b.offset,) for b in self.blocks])
 
     @cached_property
     def n_missing(self):
         return sum(part["n_missing"] for part in self._summary)
-
-    @property
-    def n_observed(self):
-        return self.size - self.n_missing
 
     @cached_property
     def total(self):
@@ -225,9 +209,10 @@ class DistributedTensor:
         """The same fingerprint as the data in memory would have."""
         return combine_digests(self.shape, [part["digest"] for part in self._summary])
 
-    @cached_property
-    def is_integer(self):
-        return self.value_sum(_not_integer) == 0
+    def contractor(self, model, likelihood):
+        """The :class:`~sklearn_pltf.distributed.DistributedContractor` of
+        ``model`` (bound) and a likelihood object over these blocks."""
+        return DistributedContractor(model, self, likelihood)
 
     def value_sum(self, function):
         """Σ ``function(values)`` over the observed values, block by block on the workers."""

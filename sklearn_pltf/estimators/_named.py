@@ -101,7 +101,8 @@ SHARED_PARAMETERS = """\
         SGLD: parallel-block minibatches instead, with the data cut into
         ``n_blocks`` ranges per axis; each step updates every factor row
         from one part of ``n_blocks`` blocks that share no row (Şimşekli et
-        al., ICML 2015).
+        al., ICML 2015). Needed for SGLD on a Dask array, whose chunks become
+        the blocks and compute each part on their workers.
     n_temperatures : int, default=40
         STI: temperatures of the ladder ``t_i = (i / (n - 1))^6``.
     steps_per_temperature : int or "auto", default="auto"

@@ -65,14 +65,16 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
         Parameters
         ----------
-        X : ndarray, pydata sparse array or scipy.sparse matrix
+        X : ndarray, pydata sparse array, scipy.sparse matrix or Dask array
             The data, axis 0 the samples; NaN marks missing entries of a
-            dense array.
+            dense array. A Dask array (chunks of pydata sparse arrays) is
+            fitted on its dask.distributed cluster by the estimators and
+            methods that support it (the "Large data" guide).
         y : None
             Ignored.
         mask : array-like of bool, default=None
             True where an entry is observed (for sparse input, whose missing
-            entries cannot be NaN).
+            entries cannot be NaN; a Boolean Dask array for a Dask array).
 
         Returns
         -------
