@@ -19,8 +19,8 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py bam-cost     # (l) AllocationSMC: seconds against tensor size, T = 1000
     python benchmarks/bench.py evidence-sandwich  # (p) every estimator against the BDMC sandwich
     python benchmarks/bench.py sti-analytic  # (s) STI against the Gaussian additive model's exact evidence
-    python benchmarks/bench.py dask         # (t) one VB fit on a 2-worker LocalCluster vs in memory
-    python benchmarks/bench.py online       # (u) partial_fit in 1000-row batches vs batch VB
+    python benchmarks/bench.py dask         # (u) one VB fit on a 2-worker LocalCluster vs in memory
+    python benchmarks/bench.py online       # (v) partial_fit in 1000-row batches vs batch VB
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -586,7 +586,7 @@ def main():
                         help="(p) rungs of the reference's forward and reverse AIS")
     parser.add_argument("--dask-shape", type=int, nargs="+", default=[2000, 2000, 2000])
     parser.add_argument("--dask-counts", type=float, default=1e8,
-                        help="(t) expected total count (about the non-zeros)")
+                        help="(u) expected total count (about the non-zeros)")
     parser.add_argument("--dask-chunks", type=int, default=1000)
     parser.add_argument("--dask-iter", type=int, default=3)
     parser.add_argument("--online-passes", type=int, default=5)

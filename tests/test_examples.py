@@ -61,3 +61,23 @@ def test_the_landing_page_snippet_finds_the_rank_it_says(capsys):
         warnings.simplefilter("ignore")
         exec(compile("\n".join(line[3:] for line in block.splitlines()), "index.rst", "exec"), {})
     assert "{'n_components': 4}" in capsys.readouterr().out
+
+
+@pytest.mark.slow(minutes=0.5)
+def test_the_large_data_cluster_example_runs_and_matches_the_in_memory_fit(capsys):
+    """The "Large data" page's LocalCluster example runs as printed, and its
+    numbers are those of the same fit in memory, as its comment says."""
+    from sklearn_pltf import PoissonCP
+
+    text = (pathlib.Path(__file__).parents[1] / "doc" / "large_data.rst").read_text(encoding="utf-8")
+    block = re.search(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", text).group(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        namespace = {"__name__": "__main__"}
+        exec(compile("\n".join(line[3:] for line in block.splitlines()), "large_data.rst", "exec"),
+             namespace)
+        in_memory = PoissonCP(n_components=5, random_state=0).fit(
+            namespace["X"].compute(scheduler="synchronous"))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"{in_memory.n_iter_} {round(in_memory.log_evidence_)}"
+    assert printed[1] == "(10, 5)"
