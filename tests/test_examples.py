@@ -63,7 +63,7 @@ def test_the_landing_page_snippet_finds_the_rank_it_says(capsys):
     assert "{'n_components': 4}" in capsys.readouterr().out
 
 
-@pytest.mark.slow(minutes=0.5)
+@pytest.mark.slow(minutes=0.6)
 def test_the_large_data_cluster_example_runs_and_matches_the_in_memory_fit(capsys):
     """The "Large data" page's LocalCluster example runs as printed, and its
     numbers are those of the same fit in memory, as its comment says."""

@@ -133,7 +133,8 @@ def as_distributed_tensor(X, mask=None, allow_negative=False):
         _, masks = _chunk_futures(client, mask.rechunk(persisted.chunks))
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in persisted.chunks]
     # Blocks go to the workers in turn, so each holds an equal share however
-    # the chunks were placed; every later computation follows its block.
+    # the chunks were placed; every later computation follows its block. A
+    # preference only: if a worker is lost, its blocks are rebuilt elsewhere.
     workers = sorted(client.scheduler_info()["workers"])
     blocks = []
     for k, (index, chunk, mask_chunk) in enumerate(zip(np.ndindex(persisted.numblocks), chunks,
@@ -141,7 +142,7 @@ def as_distributed_tensor(X, mask=None, allow_negative=False):
         offset = tuple(int(starts[axis][i]) for axis, i in enumerate(index))
         extent = tuple(int(persisted.chunks[axis][i]) for axis, i in enumerate(index))
         future = client.submit(_load_block, chunk, mask_chunk, allow_negative, pure=False,
-                               workers=[workers[k % len(workers)]])
+                               workers=[workers[k % len(workers)]], allow_other_workers=True)
         blocks.append(Block(offset, extent, future))
     data = DistributedTensor(shape, tuple(blocks), client)
     if data.n_observed == 0:
