@@ -126,6 +126,7 @@ def _nmf_counts(shape=(100, 75), rank=3, rate=5.0, seed=0):
     return rng.poisson(W @ H).astype(float)
 
 
+@pytest.mark.slow(minutes=0.2)
 def test_block_sgld_on_a_cluster_takes_the_in_memory_steps(client):
     """Same seed, same parts and noise: the cluster's chain is the in-memory
     one up to the order of sums, over a short STI ladder and the draws."""
@@ -161,6 +162,7 @@ def test_block_sgld_sti_on_a_cluster_agrees_with_the_in_process_estimate(client)
     assert on_cluster.log_evidence_ == pytest.approx(in_process.log_evidence_, rel=1e-8)
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_fixed_factors_on_a_cluster_fit_and_are_checked_as_in_memory(client):
     rng = np.random.default_rng(2)
     H = rng.gamma(2.0, 1.0, size=(2, 10))
