@@ -105,7 +105,7 @@ def test_default_names_of_each_structure(counts, rng):
     assert set(pltf.posterior.data_vars) == {"Z0_ik", "Z1_kj"}
 
 
-@pytest.mark.parametrize("method", ["smc", "vb"])
+@pytest.mark.parametrize("method", [pytest.param("smc", marks=pytest.mark.slow(minutes=0.2)), "vb"])
 def test_allocation_export_draws_the_factors_posterior(method):
     X = np.random.default_rng(0).poisson(1.0, size=(8, 6, 5))
     est = _fit(AllocationSMC(2, method=method, n_particles=500, random_state=0), X)

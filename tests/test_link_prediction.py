@@ -160,6 +160,7 @@ def test_cross_validation_predicts_links_of_a_low_rank_tensor():
     assert scores["test_pr_auc"].mean() > X.mean() + 0.2
 
 
+@pytest.mark.slow(minutes=0.15)
 def test_cross_validation_is_the_same_sparse_and_in_parallel():
     X = binary_tensor()
     est = PoissonCP(2, method="em", random_state=0, tol=1e-10, max_iter=200)

@@ -56,6 +56,7 @@ def test_grid_search_picks_the_nmf_rank_by_evidence(layout):
     assert result.best_score_ == result.best_estimator_.log_evidence_
 
 
+@pytest.mark.slow(minutes=0.15)
 def test_grid_search_picks_the_cp_rank_by_evidence():
     X = poisson_cp((40, 30, 20), 3, seed=1)
     result = search(PoissonCP(n_init=3, random_state=0), list(range(1, 7)), X, FullDataSplit())
