@@ -118,10 +118,18 @@ class ObservedTensor(TensorExtent):
         if self.is_sparse:
             return self
         coords, values = self.nonzero_entries
-        missing = (np.empty((self.ndim, 0), dtype=np.intp) if self.mask is None
-                   else np.array(np.nonzero(~self.mask), dtype=np.intp).reshape(self.ndim, -1))
         return ObservedTensor(shape=self.shape, coords=coords.astype(np.intp), values=values,
-                              missing=missing)
+                              missing=self.missing_entries.astype(np.intp))
+
+    @cached_property
+    def missing_entries(self):
+        """Coordinates (ndim x n) of the missing entries, in C order for
+        dense data, as stored for sparse data."""
+        if self.is_sparse:
+            return self.missing
+        if self.mask is None:
+            return np.empty((self.ndim, 0), dtype=np.int64)
+        return np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1)
 
     @cached_property
     def total(self):
@@ -145,13 +153,8 @@ class ObservedTensor(TensorExtent):
         the same data whatever its container (dense, pydata sparse, scipy.sparse,
         or a Dask array of chunks) or storage order (:func:`entry_digest`)."""
         coords, values = self.nonzero_entries
-        if self.is_sparse:
-            missing = self.missing
-        elif self.mask is None:
-            missing = np.empty((self.ndim, 0), dtype=np.int64)
-        else:
-            missing = np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1)
-        return combine_digests(self.shape, [entry_digest(self.shape, coords, values, missing)])
+        return combine_digests(self.shape,
+                               [entry_digest(self.shape, coords, values, self.missing_entries)])
 
     def take_samples(self, rows):
         """The data of the samples ``rows`` (increasing positions along axis 0),

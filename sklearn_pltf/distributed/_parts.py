@@ -82,8 +82,8 @@ def _anchor_block(contractor, reference, free):
                                     for a in free))
 
 
-def _anchor_total(anchor):
-    return float(np.sum(anchor.terms))
+def _anchor_summary(anchor):
+    return float(np.sum(anchor.terms)), anchor.allocation
 
 
 def _part_block(contractor, factors, anchor, free):
@@ -118,13 +118,27 @@ def _pooled_moments(moments):
     return n, mean, m2
 
 
+def _placed(contractor, positions, parts, free, factors):
+    """Per free factor, the blocks' factor-row parts added into its shape."""
+    totals = [np.zeros(factors[a].shape) for a in free]
+    for b, block_parts in zip(positions, parts):
+        slices = contractor.block_slices(b)
+        for total, value, alpha in zip(totals, block_parts, free):
+            total[slices[alpha]] += value
+    return tuple(totals)
+
+
 def anchor_blocks(contractor, reference, free):
     """Each block's :class:`BlockAnchor` at ``reference`` (futures, kept on
-    the workers) and the sum of every entry's log-likelihood term there."""
+    the workers), the sum of every entry's log-likelihood term there, and
+    each free factor's allocation Z₀ ∘ Δ(E[N] / X̂₀), the blocks' added up."""
     futures = contractor.submit_blocks(_anchor_block, [reference], free)
     client = contractor.data.client
-    total = sum(client.gather([client.submit(_anchor_total, f, pure=False) for f in futures]))
-    return futures, float(total)
+    summaries = client.gather([client.submit(_anchor_summary, f, pure=False) for f in futures])
+    total = sum(terms for terms, _ in summaries)
+    allocation = _placed(contractor, range(len(futures)), [a for _, a in summaries], free,
+                         reference)
+    return futures, float(total), allocation
 
 
 def part_gradient_terms(contractor, part, factors, anchors, free):
@@ -135,9 +149,5 @@ def part_gradient_terms(contractor, part, factors, anchors, free):
     differences."""
     extra = [(None if anchors is None else anchors[b], free) for b in part]
     results = contractor.gather_blocks(_part_block, [factors], extra, blocks=part)
-    allocation = [np.zeros(factors[a].shape) for a in free]
-    for b, (parts, _) in zip(part, results):
-        slices = contractor.block_slices(b)
-        for total, value, alpha in zip(allocation, parts, free):
-            total[slices[alpha]] += value
-    return tuple(allocation), _pooled_moments(moments for _, moments in results)
+    allocation = _placed(contractor, part, [parts for parts, _ in results], free, factors)
+    return allocation, _pooled_moments(moments for _, moments in results)

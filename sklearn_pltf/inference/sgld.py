@@ -461,12 +461,11 @@ class DistributedPoissonTarget(PoissonTarget):
         return TargetGradient(gradient, float(log_likelihood), 0.0, allocations)
 
     def anchor(self, params):
-        """The reference point: its allocation (a pass over every block) and,
-        kept on the workers, each block's per-entry terms and allocation
-        (``terms`` holds their futures; ``ratios`` is unused)."""
+        """The reference point: kept on the workers, each block's per-entry
+        terms and allocation (``terms`` holds their futures; ``ratios`` is
+        unused), and the blocks' allocations added up (one pass over every
+        block)."""
         reference = self.factors(params)
-        allocation = tuple(reference[a] * self.contractor.ratio_delta(a, reference)
-                           for a in self.free)
-        futures, total = anchor_blocks(self.contractor, reference, self.free)
+        futures, total, allocation = anchor_blocks(self.contractor, reference, self.free)
         return ControlVariates(reference, allocation, futures, None, total)
 
