@@ -39,7 +39,8 @@ def chib(X, n_components, prior, seed, fixed_H=None, sweep="gibbs", blocks="elem
 
 @pytest.mark.parametrize(
     "n_components, sweep, blocks",
-    [(1, "gibbs", "elements"), (2, "gibbs", "elements"),
+    [(1, "gibbs", "elements"),
+     pytest.param(2, "gibbs", "elements", marks=pytest.mark.slow(minutes=0.1)),
      pytest.param(3, "gibbs", "elements", marks=pytest.mark.slow(minutes=0.1)),
      pytest.param(2, "sada", "elements", marks=pytest.mark.slow(minutes=0.1)),
      (2, "gibbs", "rows")],

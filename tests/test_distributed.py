@@ -108,7 +108,7 @@ def test_a_bad_chunk_is_reported_from_its_worker(client):
 
 def test_what_needs_the_data_in_one_process_refuses_a_dask_array():
     """Refused before anything is sent to a cluster (none is running here)."""
-    X = da.from_array(sparse.COO.from_numpy(np.ones((6, 4, 3))), chunks=3)
+    X, _ = make_dask_poisson_cp((6, 4, 3), 1, n_counts=50, chunks=3, random_state=0)
     for estimator in (PoissonCP(n_components=1, method="gibbs"), GibbsNTF(n_components=1),
                       PoissonCP(n_components=1, method="sgld"),  # SGLD needs n_blocks
                       PoissonCP(n_components=1, init="svd"), BayesianRESCAL(n_components=1)):

@@ -49,7 +49,13 @@ def draw_cp(shape, rank, prior_shape, prior_mean, seed):
     return X, rng
 
 
-@pytest.mark.parametrize("missing", [0.0, 0.4, 0.8])
+# The quick tier fits with missing entries; the fully observed and the
+# mostly missing draws run in the slow tier.
+@pytest.mark.parametrize("missing", [
+    pytest.param(0.0, marks=pytest.mark.slow(minutes=0.05)),
+    0.4,
+    pytest.param(0.8, marks=pytest.mark.slow(minutes=0.05)),
+])
 def test_bound_picks_the_rank_small(missing):
     """Default tier: 20x20x20 of true rank 3, ranks 1..5."""
     X, rng = draw_cp((20, 20, 20), 3, 1.0, 1.0, seed=1)

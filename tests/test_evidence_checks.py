@@ -67,7 +67,10 @@ def test_chib_with_a_tiny_prior_shape_raises_and_keeps_the_previous_fit(method):
     assert all(est.__dict__[k] is before[k] for k in fitted)
 
 
-@pytest.mark.parametrize("method", ["gibbs", "vb"])
+@pytest.mark.parametrize("method", [
+    pytest.param("gibbs", marks=pytest.mark.slow(minutes=0.1)),  # the same AIS after Gibbs
+    "vb",
+])
 def test_ais_with_a_tiny_prior_shape_warns_with_what_to_change(method):
     """The same prior by AIS: its draws are taken in log space and stay
     finite, but the evidence then hangs on rare runs, and the estimate says

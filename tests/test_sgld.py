@@ -102,8 +102,14 @@ def test_full_batch_gradient_is_the_log_posterior_gradient(sparse_input, likelih
             assert gradient[block][element] == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-6)
 
 
-@pytest.mark.parametrize("likelihood", ["poisson", "bernoulli"])
-@pytest.mark.parametrize("anchored", [False, True])
+# Each likelihood and each estimator (plain, control variates) in the quick
+# tier; the other two pairings in the slow tier.
+@pytest.mark.parametrize("anchored, likelihood", [
+    (True, "poisson"),
+    (False, "bernoulli"),
+    pytest.param(False, "poisson", marks=pytest.mark.slow(minutes=0.05)),
+    pytest.param(True, "bernoulli", marks=pytest.mark.slow(minutes=0.05)),
+])
 def test_minibatch_gradient_and_log_likelihood_are_unbiased(anchored, likelihood):
     model, contractor, priors = _nmf_problem(likelihood=likelihood)
     target = sgld.PoissonTarget(model, contractor, priors, batch_size=10)
