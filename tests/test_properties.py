@@ -23,7 +23,7 @@ ESTIMATORS = {
     "nmf": (BayesianNMF(2, **QUICK), 2),
     "cp": (PoissonCP(2, **QUICK), 3),
     "tucker": (TuckerVB(2, **QUICK), 3),
-    "gibbs-ntf": (GibbsNTF(2, evidence="chib", n_warmup=5, n_draws=10, random_state=0), 3),
+    "gibbs-ntf": (GibbsNTF(2, evidence="chib", n_warmup=2, n_draws=4, random_state=0), 3),
     "allocation": (AllocationSMC(2, n_particles=100, random_state=0), 3),
 }
 
