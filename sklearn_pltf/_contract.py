@@ -37,6 +37,7 @@ import numpy as np
 import opt_einsum
 
 from . import _kernels
+from ._data import array_bytes
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -322,6 +323,9 @@ class EntryList:
                 np.all(self._cols == np.arange(n_configs)) and np.all(self._widths == n_configs)
             )
 
+    def __sizeof__(self):
+        return object.__sizeof__(self) + array_bytes(*vars(self).values())
+
     def subset(self, index, values=None):
         """The entries at positions ``index`` as an :class:`EntryList` that
         reuses this one's plan (rows, layouts, expressions) and contracts with
@@ -595,6 +599,10 @@ class SparseContractor:
     def nonzeros(self):
         """The observed non-zero entries as an :class:`EntryList`."""
         return self._nonzeros
+
+    def __sizeof__(self):
+        held = [self.data, self._nonzeros] + ([] if self._missing is None else [self._missing])
+        return object.__sizeof__(self) + array_bytes(*(vars(part) for part in held))
 
     @property
     def log_base_measure(self):

@@ -39,6 +39,28 @@ def physical_memory():
         return None
 
 
+def array_bytes(*values):
+    """Bytes of the distinct NumPy arrays among ``values`` and inside their
+    lists, tuples and dicts (an array listed twice counts once).
+
+    The data objects' ``__sizeof__`` return it: dask sizes what a worker
+    holds with ``sys.getsizeof``, and its scheduler weighs moving a task's
+    inputs to another worker by those sizes.
+    """
+    seen, total, pending = set(), 0, list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, np.ndarray):
+            if id(value) not in seen:
+                seen.add(id(value))
+                total += value.nbytes
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+    return total
+
+
 class TensorExtent:
     """What follows from ``shape`` and ``n_missing``, for every data object."""
 
@@ -78,6 +100,9 @@ class ObservedTensor(TensorExtent):
     def is_sparse(self):
         """True for the sparse layout."""
         return self.dense is None
+
+    def __sizeof__(self):
+        return object.__sizeof__(self) + array_bytes(*vars(self).values())
 
     #: The data are in this process (a :class:`~sklearn_pltf.distributed.DistributedTensor`
     #: says True).

@@ -182,3 +182,23 @@ def test_fixed_factors_on_a_cluster_fit_and_are_checked_as_in_memory(client):
             PLTF("ik,kj->ij", fixed_factors={1: zero_column}, **params).fit(data)
         messages.append(str(error.value))
     assert messages[0] == messages[1]
+
+
+def test_a_block_and_its_contractor_tell_dask_what_they_hold():
+    """dask sizes what a worker holds with ``sizeof`` and weighs moving a
+    task's inputs to another worker by it: a block and its contractor must
+    not look as cheap to move as an empty object."""
+    from dask.sizeof import sizeof
+
+    from sklearn_pltf._contract import SparseContractor
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.model import Model
+
+    counts = np.random.default_rng(0).poisson(0.2, size=(30, 20, 10)).astype(float)
+    counts[0, 0, 0] = np.nan
+    data = as_observed_tensor(sparse.COO.from_numpy(counts, fill_value=0)).sparse_layout()
+    arrays = data.coords.nbytes + data.values.nbytes + data.missing.nbytes
+    assert arrays <= sizeof(data) <= arrays + 1024
+    contractor = SparseContractor(Model.parse("ir,jr,kr->ijk").bind(counts.shape, 2), data)
+    # each factor's entries sorted by its rows, on top of the block
+    assert sizeof(contractor) > 3 * arrays
