@@ -18,10 +18,9 @@ from scipy.special import gammaln, xlogy
 
 __all__ = ["digamma", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
 
-# Below this many elements the kernels run on one thread: starting threads
-# costs more than it saves, and on dense data OpenBLAS's threads are still
-# spinning from the last contraction, so numba's threads would wait for a core
-# (see the note at the end of benchmarks/README.md).
+# Below this many elements the kernels run on one thread: starting threads,
+# and waiting for cores that BLAS's threads still hold after a contraction,
+# cost more than the work saves (timings in benchmarks/README.md).
 _PARALLEL_FROM = 1 << 17
 
 # Elements are summed in this many fixed blocks (then the block sums in order),
