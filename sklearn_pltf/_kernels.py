@@ -222,63 +222,122 @@ def entry_allocate(buffer, offsets, widths, rows, cols, alpha, counts, first_tok
 # thread count.
 
 
+@numba.njit(cache=True, nogil=True)
+def _consecutive_tables(offsets):  # pragma: no cover - compiled
+    """Per table (even slot j), whether its family and parent offsets are
+    0, 1, 2, ... over the configurations (``offsets``: slots x H)."""
+    consecutive = np.zeros(offsets.shape[0], dtype=np.bool_)
+    for j in range(0, offsets.shape[0], 2):
+        consecutive[j] = True
+        for h in range(offsets.shape[1]):
+            if offsets[j, h] != h or offsets[j + 1, h] != h:
+                consecutive[j] = False
+    return consecutive
+
+
+@numba.njit(cache=True, nogil=True)
+def _resample_island(counts, log_weights, lo, shift, total, u, offspring):  # pragma: no cover
+    """Systematic resampling of the island whose particles are rows ``lo``
+    onwards of ``counts``, in place: slot q draws the particle whose
+    cumulative weight (``exp(log_weights - shift)``, summing to ``total``)
+    first exceeds (q + u) / size of the total. A particle with offspring
+    keeps its row; only the rows of particles without any are overwritten.
+    The weights are reset to equal."""
+    size = log_weights.shape[0]
+    offspring[:] = 0
+    running = 0.0
+    a = 0
+    for q in range(size):
+        position = (q + u) / size * total
+        while a < size - 1:
+            w = np.exp(log_weights[a] - shift)
+            if running + w > position:
+                break
+            running += w
+            a += 1
+        offspring[a] += 1
+    dead = 0
+    for a in range(size):
+        for _ in range(offspring[a] - 1):
+            while offspring[dead] != 0:
+                dead += 1
+            counts[lo + dead] = counts[lo + a]
+            offspring[dead] = 1  # filled: neither a source nor free
+    log_weights[:] = 0.0
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def urn_smc(cells, first_token, component_alpha, cell_alpha, concentration, uniforms,
-            resample_uniforms, threshold, totals, tables, log_weights, log_evidence,
-            n_resampled):  # pragma: no cover - compiled
+def urn_smc(slots, latent_offsets, alpha, uniforms, resample_uniforms, threshold, counts,
+            log_weights, log_evidence, n_resampled):  # pragma: no cover - compiled
     """Allocate a run of tokens in every particle; reweight and resample.
 
-    Token ``t`` falls in the cell whose index in mode n is ``cells[t, n]``
-    (already offset to its column of ``tables``). Particle p's urn holds
-    ``totals[p, r]`` tokens in component r and ``tables[p, c, r]`` tokens of
-    component r at column c (components last, so a token reads R adjacent
-    counts per mode); ``first_token + t`` tokens came before. The token's
-    predictive probability under component r is
+    Particle p's urn is the count vector ``counts[p]``, laid out by
+    :mod:`sklearn_pltf.inference._allocation_network`: token t under latent
+    configuration h reads, for every table f, the cell of its family at
+    ``slots[t, 2f] + latent_offsets[h, 2f]`` and the cell of its parents at
+    ``slots[t, 2f + 1] + latent_offsets[h, 2f + 1]``; ``alpha`` holds the
+    Dirichlet parameters in the same layout. The token's predictive
+    probability under h is
 
-        (a/R + s0(r)) / (a + done) · Π_n (a/(R I_n) + s_n(r, i_n)) / (a/R + s0(r)),
+        Π_f (n_f(family) + α_f(family)) / (n_f(parents) + α_f(parents)),
 
-    its sum over r is the incremental weight, and the token is allocated in
+    its sum over h is the incremental weight, and the token is allocated in
     proportion to the terms (the exact conditional: the urn proposal). The
     island's log evidence grows by log Σ_p W_p w_p, W the normalised weights
     before the token; when the island's effective sample size falls below
     ``threshold`` x its size it is resampled systematically (one uniform per
     token and island, used only then). Resampling works in place: a particle
     with offspring keeps its slot, and only the slots of particles without
-    any are overwritten, so a resampling copies (dead particles) x Σ I_n x R
-    counts rather than the whole island twice.
+    any are overwritten, so a resampling copies (dead particles) x L counts
+    rather than the whole island twice.
     """
-    n_particles, n_components = totals.shape
+    n_particles = counts.shape[0]
     n_islands = log_evidence.shape[0]
     size = n_particles // n_islands
-    n_modes = cells.shape[1]
+    n_configs, n_slots = latent_offsets.shape
+    # Slot-major offsets: the inner loop runs over the configurations. A
+    # table whose family and parent cells both advance by one with h (CP's
+    # conditional tables) is read without gathers, which lets it vectorise.
+    offsets = np.ascontiguousarray(latent_offsets.T)
+    consecutive = _consecutive_tables(offsets)
     for k in numba.prange(n_islands):
         lo = k * size
-        terms = np.empty(n_components)
+        terms = np.empty(n_configs)
+        denominators = np.empty(n_configs)
         increments = np.empty(size)
         offspring = np.empty(size, dtype=np.int64)
-        for t in range(cells.shape[0]):
-            denominator = concentration + first_token + t
+        for t in range(slots.shape[0]):
             for q in range(size):
                 p = lo + q
-                for r in range(n_components):
-                    terms[r] = (component_alpha + totals[p, r]) / denominator
-                for n in range(n_modes):
-                    c = cells[t, n]
-                    for r in range(n_components):
-                        terms[r] *= (cell_alpha[n] + tables[p, c, r]) / (component_alpha + totals[p, r])
+                terms[:] = 1.0
+                denominators[:] = 1.0
+                for j in range(0, n_slots, 2):
+                    base = slots[t, j]
+                    parent_base = slots[t, j + 1]
+                    if consecutive[j]:
+                        for h in range(n_configs):
+                            terms[h] *= alpha[base + h] + counts[p, base + h]
+                            denominators[h] *= (alpha[parent_base + h]
+                                                + counts[p, parent_base + h])
+                    else:
+                        for h in range(n_configs):
+                            cell = base + offsets[j, h]
+                            parent = parent_base + offsets[j + 1, h]
+                            terms[h] *= alpha[cell] + counts[p, cell]
+                            denominators[h] *= alpha[parent] + counts[p, parent]
                 total = 0.0
-                for r in range(n_components):
-                    total += terms[r]
+                for h in range(n_configs):
+                    terms[h] /= denominators[h]
+                    total += terms[h]
                 increments[q] = np.log(total)
                 target = uniforms[t, p] * total
-                r = 0
+                h = 0
                 running = terms[0]
-                while r < n_components - 1 and running <= target:
-                    r += 1
-                    running += terms[r]
-                totals[p, r] += 1
-                for n in range(n_modes):
-                    tables[p, cells[t, n], r] += 1
+                while h < n_configs - 1 and running <= target:
+                    h += 1
+                    running += terms[h]
+                for j in range(n_slots):
+                    counts[p, slots[t, j] + latent_offsets[h, j]] += 1
             # log Σ W_p w_p = log Σ e^{lw + inc} - log Σ e^{lw}, both shifted.
             before = -np.inf
             after = -np.inf
@@ -296,29 +355,6 @@ def urn_smc(cells, first_token, component_alpha, cell_alpha, concentration, unif
                 sum_squares += w * w
             log_evidence[k] += np.log(sum_after) + after - np.log(sum_before) - before
             if sum_after * sum_after < threshold * size * sum_squares:
-                # Systematic resampling: slot q draws the particle whose
-                # cumulative weight first exceeds (q + u) / size.
-                u = resample_uniforms[t, k]
-                offspring[:] = 0
-                running = 0.0
-                a = 0
-                for q in range(size):
-                    position = (q + u) / size * sum_after
-                    while a < size - 1:
-                        w = np.exp(log_weights[lo + a] - after)
-                        if running + w > position:
-                            break
-                        running += w
-                        a += 1
-                    offspring[a] += 1
-                dead = 0
-                for a in range(size):
-                    for _ in range(offspring[a] - 1):
-                        while offspring[dead] != 0:
-                            dead += 1
-                        totals[lo + dead] = totals[lo + a]
-                        tables[lo + dead] = tables[lo + a]
-                        offspring[dead] = 1  # filled: neither a source nor free
-                for q in range(size):
-                    log_weights[lo + q] = 0.0
+                _resample_island(counts, log_weights[lo:lo + size], lo, after, sum_after,
+                                 resample_uniforms[t, k], offspring)
                 n_resampled[k] += 1

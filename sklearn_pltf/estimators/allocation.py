@@ -15,8 +15,9 @@ from .._kernels import TINY
 from .._likelihood import PoissonLikelihood
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
-from ..model import Model, cp_model_string
-from ._base import cp_reconstruction, validate_tensor, with_n_samples
+from .._contract import full_xhat
+from ..model import cp_model_string
+from ._base import validate_tensor, with_n_samples
 from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
@@ -26,16 +27,20 @@ __all__ = ["AllocationSMC"]
 
 @with_cp_attributes
 class AllocationSMC(CPResultMixin, BaseFactorization):
-    """Bayesian Allocation Model (CP topology) for count tensors, with an
-    unbiased evidence estimate whose cost follows the total count.
+    """Bayesian Allocation Model for count tensors, with an unbiased
+    evidence estimate whose cost follows the total count.
 
     The model of Cemgil, Kurutmaz, Yıldırım, Barsbey & Şimşekli ("Bayesian
     Allocation Model: marginal likelihood-based model selection for count
     tensors", IEEE JSTSP 2020): ``T ~ Poisson(λ)`` tokens, ``λ ~ Gamma(a,
-    b)``; each token picks a component ``r ~ θ0`` and then an index in every
-    mode, ``i_n ~ θn(r, :)``, with ``θ0 ~ Dirichlet(a/R, ...)`` and
-    ``θn(r, :) ~ Dirichlet(a/(R I_n), ...)``. It is Poisson CP with the
-    scales tied to one intensity λ, so ``E[X] = λ Σ_r θ0(r) Π_n θn(r, i_n)``.
+    b)``, and each token draws its indices from a Bayesian network of
+    Dirichlet tables. In the default CP topology each token picks a
+    component ``r ~ θ0`` and then an index in every mode, ``i_n ~ θn(r,
+    :)``, with ``θ0 ~ Dirichlet(a/R, ...)`` and ``θn(r, :) ~ Dirichlet(a/(R
+    I_n), ...)``: Poisson CP with the scales tied to one intensity λ, so
+    ``E[X] = λ Σ_r θ0(r) Π_n θn(r, i_n)``. Other topologies are written as
+    model strings (``model="ip,jq,kr,pqr->ijk"`` is Tucker: a core
+    ``θ(p, q, r)`` and ``θ1(i | p)``, ``θ2(j | q)``, ``θ3(k | r)``).
 
     With the parameters integrated out the tokens form a Pólya urn, and
     ``method="smc"`` estimates ``p(X)`` by sequential importance sampling
@@ -51,8 +56,30 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
     Parameters
     ----------
-    n_components : int, default=2
-        The number of components R.
+    n_components : int or dict, default=2
+        The size of every latent index (R in CP), or ``{index: size}`` for
+        each latent index of ``model``.
+    model : str or None, default=None
+        The topology as a model string; None is CP over the data's axes.
+        Each factor is a Dirichlet table whose children are its observed
+        indices and whose parents are its latent ones; a factor holding only
+        latent indices (a Tucker core) is a joint Dirichlet over them, and
+        the latent indices in no such factor share one implicit root table
+        (CP's ``θ0``), folded into the first factor that holds them all. A
+        string qualifies when each observed index lies in exactly one factor
+        and no two latent-only factors share an index (``"ip,jq,kr,pqr->ijk"``
+        and ``"ip,pq,jq->ij"`` do; ``"ir,jr,ijr->ij"`` and
+        ``"ip,pq,qr,jr->ij"`` do not); others raise ``ValueError`` at fit.
+    dirichlet_prior : list or None, default=None
+        One entry per factor of ``model``: an array of the factor's shape
+        (indices in its written order) holding its table's Dirichlet
+        parameters, each table ``θ(children | parents)`` drawn from the
+        Dirichlet over the children with the parents' slice; or None for
+        the shorthand. The shorthand (and the implicit root's prior) is
+        ``concentration / Π (sizes of the factor's indices)``, the BDeu
+        prior: every table's parameters are marginals of one uniform
+        Dirichlet of total ``concentration`` over all indices. Write the
+        implicit root as a factor (``"ir,jr,kr,r->ijk"``) to give its prior.
     method : {"smc", "vb"}, default="smc"
         Sequential Monte Carlo over the tokens, or variational Bayes.
     n_particles : int, default=10_000
@@ -65,8 +92,9 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         The particles run as this many independent systems of equal size;
         the spread of their estimates is ``log_evidence_error_``.
     concentration : float, default=1.0
-        The total concentration ``a``: λ's Gamma shape and the total of every
-        Dirichlet parameter. Small values favour few, sparse components.
+        The total concentration ``a``: λ's Gamma shape and, unless
+        ``dirichlet_prior`` says otherwise, the total of every table's
+        Dirichlet parameters. Small values favour few, sparse components.
     prior_rate : float or None, default=None
         λ's Gamma rate ``b``; None sets ``a / T``, which puts λ's prior mean
         at the observed total.
@@ -88,13 +116,19 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     ----------
 %(cp_attributes)s
     model_ : Model
-        The CP model string bound to the data's shape, e.g. ``"az,bz,cz->abc"``.
+        The model string bound to the data's shape (CP: ``"az,bz,cz->abc"``).
     factors_ : tuple of ndarray
-        Posterior means: ``factors_[0]`` (I_1, R) holds λθ0(r)θ1(r, i),
-        ``factors_[n]`` (I_n, R) holds θn(r, i) (columns sum to one), so that
-        X̂ = Σ_r factors_[0][i_1, r] Π_n factors_[n][i_n, r]. With SMC the
-        particles' component labels are matched to the heaviest particle's
-        before averaging.
+        Posterior means of the tables, one per factor in its index order,
+        so that the model string reconstructs ``E[X]``. In CP
+        ``factors_[0]`` (I_1, R) holds λθ0(r)θ1(r, i) and ``factors_[n]``
+        (I_n, R) holds θn(r, i) (columns sum to one), so that X̂ = Σ_r
+        factors_[0][i_1, r] Π_n factors_[n][i_n, r]. In general each factor
+        holds ``E[θ(children | parents)]``, and the one carrying the
+        implicit root (else the last root, e.g. a Tucker core) also holds
+        ``E[λ]`` and the root's ``E[θ0]``. With SMC each particle's latent
+        labels are matched to the heaviest particle's before averaging.
+        ``weights_``, ``normalized_factors_`` and ``to_tensorly`` exist for
+        the CP topology only.
     log_evidence_ : float
         log p(X): the SMC estimate (the log of an unbiased estimate of p(X)),
         or the VB lower bound.
@@ -124,7 +158,9 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     _stale_attributes = ("log_evidence_error_", "n_resampled_", "lower_bounds_", "converged_")
 
     _parameter_constraints: dict = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left"), dict],
+        "model": [str, None],
+        "dirichlet_prior": [list, tuple, None],
         "method": [StrOptions({"smc", "vb"})],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "n_islands": [Interval(Integral, 1, None, closed="left")],
@@ -137,10 +173,12 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=2, *, method="smc", n_particles=10_000, n_islands=10,
-                 concentration=1.0, prior_rate=None, resample_threshold=0.5, max_iter=500,
-                 tol=1e-8, random_state=None, verbose=0):
+    def __init__(self, n_components=2, *, model=None, dirichlet_prior=None, method="smc",
+                 n_particles=10_000, n_islands=10, concentration=1.0, prior_rate=None,
+                 resample_threshold=0.5, max_iter=500, tol=1e-8, random_state=None, verbose=0):
         self.n_components = n_components
+        self.model = model
+        self.dirichlet_prior = dirichlet_prior
         self.method = method
         self.n_particles = n_particles
         self.n_islands = n_islands
@@ -185,10 +223,11 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
     def _fit_data(self, observed, rng):
         coords, counts = _nonzero_cells(observed)
-        data = allocation.allocation_data(coords, counts, observed.shape, self.n_components,
-                                          self.concentration, self.prior_rate)
-        self.model_ = Model.parse(cp_model_string(observed.ndim)).bind(
-            observed.shape, {"z": self.n_components})
+        data = allocation.allocation_data(
+            coords, counts, observed.shape, self._latent_sizes(observed.ndim), self.concentration,
+            self.prior_rate, model=self._model_string(observed.ndim),
+            dirichlet_prior=self.dirichlet_prior)
+        network = data.network
         if self.method == "smc":
             # The tokens' cells, listed in a random order, as int64 coordinates.
             observed.require_tokens_in_memory(
@@ -202,10 +241,10 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             self.log_evidence_error_ = result.standard_error
             self.n_resampled_ = result.n_resampled
             self.n_iter_ = data.total
-            sample = allocation.resample_particles(rng, result)
-            factors = allocation.particle_factor_means(sample, data)
-            self._posterior = (*allocation.particle_dirichlet_parameters(sample, data),
-                               allocation.total_posterior(data))
+            sample = allocation.resample_particles(rng, result, network)
+            factors = allocation.particle_factor_means(sample, network,
+                                                       allocation.total_posterior(data))
+            summary = sample
         else:
             result = allocation.run_vb(rng, data, max_iter=self.max_iter, tol=self.tol,
                                        verbose=self.verbose)
@@ -214,54 +253,114 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             self.converged_ = result.converged
             self.n_iter_ = result.lower_bounds.size - 1
             factors = allocation.vb_factor_means(result.state, data)
-            state = result.state
-            self._posterior = (state.component[None], [m[None] for m in state.modes],
-                               allocation.total_posterior(data))
+            summary = result.state
         check_poisson_log_evidence(
             self.log_evidence_, observed,
             standard_error=result.standard_error if self.method == "smc" else 0.0,
             advice=("Use more particles (n_particles)." if self.method == "smc" else
                     "A variational bound cannot lie above log p(X): please report this."))
+        self.model_ = network.model
         self.factors_ = tuple(factors)
+        # What to_inference_data draws from: the resampled particles, or q.
+        self._posterior = (network, summary, allocation.total_posterior(data))
         # Seeds to_inference_data's draws: its own stream, spawned last.
         self._export_seed = int(rng.spawn(1)[0].integers(2**63))
 
+    def _model_string(self, ndim):
+        return cp_model_string(ndim) if self.model is None else self.model
+
+    def _latent_sizes(self, ndim):
+        if self.model is None and isinstance(self.n_components, dict):
+            raise ValueError("n_components is a dict only with a model string; CP takes an int.")
+        return self.n_components
+
+    def _is_cp(self):
+        return self.model is None
+
+    def _cp_only(self, name):
+        check_is_fitted(self)
+        if not self._is_cp():
+            raise AttributeError(f"{name} is defined for the CP topology (model=None) only.")
+
+    @property
+    def weights_(self):
+        self._cp_only("weights_")
+        return CPResultMixin.weights_.fget(self)
+
+    @property
+    def normalized_factors_(self):
+        self._cp_only("normalized_factors_")
+        return CPResultMixin.normalized_factors_.fget(self)
+
+    def to_tensorly(self):
+        """The fitted CP factors as a TensorLy ``CPTensor`` (CP topology only)."""
+        self._cp_only("to_tensorly")
+        return super().to_tensorly()
+
+    def _require_sample_factor(self):
+        if self.model_.sample_factor() is None:
+            raise ValueError(
+                f"Model {self.model_.string!r} has no sample factor (one factor holding axis "
+                "0 and no other observed index), so new samples cannot be folded in."
+            )
+
     def transform(self, X, mask=None):
-        """Per-sample component weights: the expected number of each sample's
-        tokens in each component, the other modes' θn held at their
-        posterior means (:func:`~sklearn_pltf.inference.allocation.fold_in`).
+        """Per-sample weights: the expected number of each sample's tokens in
+        each configuration of the sample factor's latent indices (CP: each
+        component), every other factor held at its posterior mean
+        (:func:`~sklearn_pltf.inference.allocation.fold_in`).
 
         Returns
         -------
-        W : ndarray of shape (n_samples, n_components)
+        W : ndarray of shape (n_samples, n_configurations)
             Each row sums to the sample's total count.
         """
         return super().transform(X, mask)
 
-    def _transform_data(self, observed):
+    def _fold_in(self, observed):
         self._check_sample_shape(observed)
+        self._require_sample_factor()
         coords, counts = _nonzero_cells(observed)
-        return allocation.fold_in(coords, counts, observed.shape[0], self.factors_)
+        W, normaliser = allocation.fold_in(coords, counts, observed.shape[0], self.factors_,
+                                           self.model_)
+        return coords, counts, W, normaliser
+
+    def _transform_data(self, observed):
+        _, _, W, normaliser = self._fold_in(observed)
+        return W * normaliser
 
     def inverse_transform(self, X):
-        """X̂ (dense) from per-sample component weights ``X`` (n_samples,
-        n_components), the other modes' θn at their posterior means."""
-        return cp_reconstruction(self, X)
+        """X̂ (dense) from per-sample weights ``X`` (what :meth:`transform`
+        returns), every other factor at its posterior mean."""
+        check_is_fitted(self)
+        self._require_sample_factor()
+        normaliser = allocation.sample_normaliser(self.factors_, self.model_)
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != normaliser.size:
+            raise ValueError(f"Expected an array of shape (n_samples, {normaliser.size}), "
+                             f"got {X.shape}.")
+        return full_xhat(*self._with_sample_rows(X / normaliser))
+
+    def _with_sample_rows(self, W):
+        """The model and factors with the sample factor's rows set to ``W``."""
+        model = with_n_samples(self.model_, W.shape[0])
+        alpha = model.sample_factor()
+        rows = allocation.as_sample_factor(W, model)
+        return model, [rows if a == alpha else f for a, f in enumerate(self.factors_)]
 
     def score(self, X, y=None, mask=None):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
-        their Poisson log-likelihood with the weights folded in
-        (:meth:`transform`) and θn at the posterior means, a plug-in
-        predictive score."""
+        their Poisson log-likelihood with their rows folded in
+        (:meth:`transform`) and every other factor at its posterior mean, a
+        plug-in predictive score."""
         return super().score(X, y, mask)
 
     def _predictive_score(self, observed):
-        coords, counts = _nonzero_cells(observed)
-        W = allocation.fold_in(coords, counts, observed.shape[0], self.factors_)
-        xhat = EntryList(with_n_samples(self.model_, W.shape[0]), coords).xhat([W, *self.factors_[1:]])
-        xhat = np.maximum(xhat, np.finfo(np.float64).tiny)
-        # Σ over every cell of X̂ is Σ W, the θn summing to one.
-        return float(counts @ np.log(xhat) - W.sum() - gammaln(counts + 1.0).sum())
+        coords, counts, W, normaliser = self._fold_in(observed)
+        model, factors = self._with_sample_rows(W)
+        xhat = np.maximum(EntryList(model, coords).xhat(factors), np.finfo(np.float64).tiny)
+        # Σ over every cell of X̂ is Σ_s W(i, s) ν(s).
+        return float(counts @ np.log(xhat) - (W * normaliser).sum() - gammaln(counts + 1.0).sum())
 
     def to_inference_data(self, X=None, *, mask=None, factor_names=None):
         """Posterior draws of the factors as an ArviZ ``InferenceData``
@@ -270,9 +369,10 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         and ``az.waic``.
 
         - ``method="smc"``: one draw per particle resampled at fit (1000,
-          or ``n_particles`` if fewer; equally weighted, labels matched), the factors drawn from their
-          exact posterior given that particle's allocation: λ from its Gamma,
-          θ0 and each θn(r, :) from their Dirichlets.
+          or ``n_particles`` if fewer; equally weighted, labels matched),
+          the tables drawn from their exact posterior given that particle's
+          allocation: λ from its Gamma and every table's rows from their
+          Dirichlets, combined as ``factors_`` combines the means.
         - ``method="vb"``: 1000 draws from q.
 
         The draws are seeded at fit: the same fitted estimator exports the
@@ -283,27 +383,31 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         ----------
         X : array-like, pydata sparse or scipy.sparse, default=None
             The training data: adds ``observed_data`` and ``log_likelihood``
-            (variable ``x``: log Poisson(x_e | λ p(e)) of every entry at every
+            (variable ``x``: log Poisson(x_e | E[X_e]) of every entry at every
             draw, dimension ``entry``; ``constant_data.entry_index`` gives
             each entry's coordinates).
         mask : None
             AllocationSMC fits fully observed data only.
         factor_names : sequence of str or dict, default=None
             A variable name per factor, or ``{position: name}`` for some;
-            default ``A``, ``B``, ``C``, ... (one per mode; ``A`` carries
-            λ θ0, so X̂ = Σ_r A(i, r) B(j, r) C(k, r)).
+            default ``A``, ``B``, ``C``, ... for CP (``A`` carries λ θ0, so
+            X̂ = Σ_r A(i, r) B(j, r) C(k, r)), ``Z<position>_<indices>``
+            otherwise.
 
         Returns
         -------
         idata : arviz.InferenceData
         """
         check_is_fitted(self)
-        component, modes, total = self._posterior
-        n_draws = max(1000 if self.method == "vb" else 1, component.shape[0])
+        network, summary, total = self._posterior
+        if self.method == "smc":
+            parameters = allocation.particle_dirichlet_parameters(summary, network)
+            repeats = summary.multiplicity
+        else:
+            parameters, repeats = allocation.vb_tables(summary, network), [1000]
         rng = np.random.default_rng(self._export_seed)
         draws = allocation.draw_factors(
-            rng, np.broadcast_to(component, (n_draws,) + component.shape[1:]),
-            [np.broadcast_to(m, (n_draws,) + m.shape[1:]) for m in modes], total)
+            rng, [np.repeat(p, repeats, axis=0) for p in parameters], network, total)
         model = self.model_
         return export_inference_data(
             model, tuple(d[None] for d in draws),
@@ -315,7 +419,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
                 PoissonLikelihood.entry_log_likelihood(x, np.maximum(xhat, TINY))))
 
     def _default_factor_names(self):
-        return mode_factor_names(self.model_)
+        return mode_factor_names(self.model_) if self._is_cp() else super()._default_factor_names()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

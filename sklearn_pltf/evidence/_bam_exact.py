@@ -24,6 +24,8 @@ import operator
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from ..inference._allocation_network import allocation_network
+from ..model import Model
 from ._counts import as_count_array, compositions
 
 __all__ = ["bam_exact_log_evidence"]
@@ -33,9 +35,14 @@ _CHUNK_SIZE = 1 << 16
 
 
 def bam_exact_log_evidence(
-    X, n_components, *, concentration=1.0, rate=None, max_allocations=5_000_000
+    X, n_components, *, concentration=1.0, rate=None, max_allocations=5_000_000, model=None,
+    dirichlet_prior=None,
 ):
-    """Exact log marginal likelihood of a count tensor under CP-topology BAM.
+    """Exact log marginal likelihood of a count tensor under the BAM.
+
+    ``model=None`` is the CP topology, enumerated by the formula below; a
+    model string describes any topology ``AllocationSMC`` accepts
+    (:func:`_network_log_evidence`).
 
     With :math:`R` = `n_components`, :math:`a` = `concentration`,
     :math:`b` = `rate` and ``X`` of shape :math:`(I_1, \\dots, I_N)` holding
@@ -87,7 +94,14 @@ def bam_exact_log_evidence(
         undefined, and rejected, for an all-zero ``X``.
     max_allocations : int, default=5_000_000
         Refuse if the number of allocations,
-        :math:`\\prod_i \\binom{X(i) + R - 1}{R - 1}`, exceeds this.
+        :math:`\\prod_i \\binom{X(i) + R - 1}{R - 1}`, exceeds this (with a
+        model string, R is the number of latent configurations).
+    model : str or None, default=None
+        A model string; ``n_components`` then sizes its latent indices (an
+        int for all or a dict).
+    dirichlet_prior : list or None, default=None
+        With ``model``: per factor, its table's Dirichlet parameters or None
+        (as ``AllocationSMC``'s).
 
     Returns
     -------
@@ -122,9 +136,13 @@ def bam_exact_log_evidence(
     -6.64379
     """
     X = as_count_array(X)
-    R = _check_int(n_components, "n_components")
     max_allocations = _check_int(max_allocations, "max_allocations")
     a = _check_positive(concentration, "concentration")
+    if model is not None:
+        network = allocation_network(Model.parse(model).bind(X.shape, n_components), a,
+                                     dirichlet_prior)
+        return _network_log_evidence(X, network, a, rate, max_allocations)
+    R = _check_int(n_components, "n_components")
     T = int(X.sum())
     if rate is None:
         if T == 0:
@@ -174,6 +192,62 @@ def bam_exact_log_evidence(
         for size, mode_groups in zip(X.shape, groups):
             for g in mode_groups:
                 log_p += _log_rising(a / (R * size), S[:, g, :].sum(axis=1)).sum(axis=1)
+        chunk_sums.append(logsumexp(log_p))
+    return float(log_p_total + logsumexp(chunk_sums))
+
+
+def _network_log_evidence(X, network, a, rate, max_allocations):
+    """log p(X) for any network of Dirichlet tables.
+
+    An allocation S(i, h) >= 0, Σ_h S(i, h) = X(i), splits each non-zero
+    cell's tokens over the latent configurations h. Its table counts are
+    n = Σ_{i, h} S(i, h) [cells touched by (i, h)] in the urn's layout, and
+
+    .. math::
+
+        \\log p(S \\mid T) = \\log T! - \\sum_{i, h} \\log S(i, h)!
+        + \\sum_c s_c \\big(\\log\\Gamma(\\alpha_c + n_c) - \\log\\Gamma(\\alpha_c)\\big),
+
+    with s_c = +1 on a table's family cells and -1 on its parent cells (the
+    Dirichlet-multinomial of every table row).
+    """
+    T = int(X.sum())
+    if rate is None:
+        if T == 0:
+            raise ValueError("X is all zero, so the default rate = concentration / X.sum() "
+                             "is undefined; rate must be given")
+        b = a / T
+    else:
+        b = _check_positive(rate, "rate")
+    log_p_total = (gammaln(a + T) - gammaln(a) - gammaln(T + 1.0)
+                   - a * math.log1p(1.0 / b) - T * math.log1p(b))
+    cells = np.flatnonzero(X)
+    counts = X.ravel()[cells]
+    coords = np.array(np.unravel_index(cells, X.shape)).T
+    H = network.n_configurations
+    _check_allocation_count(counts, H, max_allocations)
+    # touches[(i, h), c]: how often cell i under configuration h counts in layout cell c.
+    positions = network.slot_offsets(coords)[:, None, :] + network.latent_offsets[None]
+    rows = np.repeat(np.arange(cells.size * H), positions.shape[-1])
+    touches = np.zeros((cells.size * H, network.n_cells))
+    np.add.at(touches, (rows, positions.reshape(-1)), 1.0)
+    signs = network.cell_signs()
+    comps = [compositions(int(x), H) for x in counts]
+    log_facts = [gammaln(c + 1.0).sum(axis=1) for c in comps]
+    radix = [len(c) for c in comps]
+    strides = [1, *itertools.accumulate(radix[:-1], operator.mul)]
+    n_allocations = math.prod(radix)
+    chunk_sums = []
+    for start in range(0, n_allocations, _CHUNK_SIZE):
+        flat = np.arange(start, min(start + _CHUNK_SIZE, n_allocations))
+        S = np.zeros((len(flat), cells.size, H))
+        log_p = np.full(len(flat), gammaln(T + 1.0))
+        for c in range(cells.size):
+            choice = (flat // strides[c]) % radix[c]
+            S[:, c, :] = comps[c][choice]
+            log_p -= log_facts[c][choice]
+        n = S.reshape(len(flat), -1) @ touches
+        log_p += (gammaln(network.alpha + n) - gammaln(network.alpha)) @ signs
         chunk_sums.append(logsumexp(log_p))
     return float(log_p_total + logsumexp(chunk_sums))
 

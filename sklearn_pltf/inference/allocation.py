@@ -3,18 +3,12 @@ Monte Carlo and variational Bayes.
 
 The model (Cemgil, Kurutmaz, Yıldırım, Barsbey & Şimşekli, "Bayesian
 Allocation Model: marginal likelihood-based model selection for count
-tensors", IEEE JSTSP 2020), CP (naive Bayes) topology, ``R`` components, one
-total concentration ``a`` split uniformly:
-
-.. math::
-
-    \\lambda \\sim \\mathcal G(a, b), \\quad T \\mid \\lambda \\sim \\mathcal{PO}(\\lambda),
-    \\quad \\theta_0 \\sim \\mathcal D(a/R, \\dots), \\quad
-    \\theta_n(r, :) \\sim \\mathcal D(a/(R I_n), \\dots),
-
-and each of the ``T`` tokens draws a component ``r ~ θ0`` and, given it, an
-index ``i_n ~ θn(r, :)`` in every mode; ``X`` counts the tokens per cell.
-With ``λ, θ`` integrated out the tokens form a Pólya urn:
+tensors", IEEE JSTSP 2020): ``T ~ Poisson(λ)`` tokens, ``λ ~ Gamma(a, b)``,
+and each token draws its indices, observed and latent, from a Bayesian
+network of Dirichlet tables ``θ_f(children | parents)`` that a model string
+describes (:mod:`._allocation_network`; CP, ``"ir,jr,kr->ijk"``, is
+``θ0(r) θ1(i | r) θ2(j | r) θ3(k | r)``); ``X`` counts the tokens per
+observed cell. With ``λ, θ`` integrated out the tokens form a Pólya urn:
 
 .. math::
 
@@ -23,10 +17,10 @@ With ``λ, θ`` integrated out the tokens form a Pólya urn:
 for the cells ``c_k`` of the tokens in any order, with ``p(T)`` negative
 binomial. Each predictive term is a sum over the allocations of the earlier
 tokens, which sequential importance sampling with the urn proposal estimates
-without bias (:func:`run_smc`); its cost is ``T x particles x R x N``,
-whatever the size of the tensor. The mean-field bound (:func:`run_vb`) costs
-``non-zeros x R x N`` per iteration instead, the choice for dense data with
-large counts.
+without bias (:func:`run_smc`); its cost is ``T x particles x H x F`` (H
+latent configurations, F tables), whatever the size of the tensor. The
+mean-field bound (:func:`run_vb`) costs ``non-zeros x H x F`` per iteration
+instead, the choice for dense data with large counts.
 
 Each algorithm has the package's anatomy: a state, an ``init`` and a pure
 ``step``; :func:`run_smc` and :func:`run_vb` drive them.
@@ -34,6 +28,8 @@ Each algorithm has the package's anatomy: a state, an ``init`` and a pure
 
 from __future__ import annotations
 
+import string
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -43,15 +39,18 @@ from scipy.special import digamma, gammaln, logsumexp
 from threadpoolctl import threadpool_limits
 
 from .. import _kernels
+from .._contract import EntryList
 from .._progress import progress_or_none
+from ..model import Model, cp_model_string
+from ._allocation_network import allocation_network
 
 __all__ = [
     "AllocationData", "allocation_data", "log_total_prior",
     "SMCState", "SMCResult", "smc_init", "token_order", "smc_step", "run_smc",
     "particle_weights", "ParticleSample", "resample_particles", "particle_factor_means",
     "particle_dirichlet_parameters", "total_posterior", "draw_factors",
-    "VBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_factor_means",
-    "fold_in", "sample_bam",
+    "VBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_tables", "vb_factor_means",
+    "sample_factor_layout", "as_sample_factor", "sample_normaliser", "fold_in", "sample_bam",
 ]
 
 # Tokens per kernel call: bounds the pre-drawn uniforms to about 8 MB.
@@ -62,13 +61,15 @@ class AllocationData(NamedTuple):
     """Counts and priors of one BAM problem.
 
     ``coords`` (N x nnz) and ``counts`` (nnz,) list the non-zero cells;
-    ``concentration`` is ``a`` and ``rate`` is ``b``.
+    ``network`` is the model's tables and their layout
+    (:class:`._allocation_network.AllocationNetwork`); ``concentration`` is
+    λ's Gamma shape ``a`` and ``rate`` its rate ``b``.
     """
 
     shape: tuple
     coords: np.ndarray
     counts: np.ndarray
-    n_components: int
+    network: object
     concentration: float
     rate: float
 
@@ -76,25 +77,21 @@ class AllocationData(NamedTuple):
     def total(self):
         return int(self.counts.sum())
 
-    @property
-    def component_alpha(self):
-        """a / R: each entry of θ0's Dirichlet parameter, and θn(r, :)'s total."""
-        return self.concentration / self.n_components
-
-    @property
-    def cell_alpha(self):
-        """a / (R I_n) per mode: each entry of θn(r, :)'s Dirichlet parameter."""
-        return self.component_alpha / np.asarray(self.shape, dtype=np.float64)
-
-    @property
-    def offsets(self):
-        """Where each mode's columns start in a particle's stacked table."""
-        return np.concatenate([[0], np.cumsum(self.shape)[:-1]]).astype(np.int64)
+    def slot_offsets(self):
+        """Every non-zero cell's segment offsets (nnz, 2F)."""
+        return self.network.slot_offsets(self.coords.T)
 
 
-def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate=None):
-    """An :class:`AllocationData`; ``rate=None`` is ``a / T``, which puts the
-    prior mean of λ at the observed total."""
+def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate=None, *,
+                    model=None, dirichlet_prior=None):
+    """An :class:`AllocationData`.
+
+    ``model`` is a model string (None: CP over every axis) whose latent
+    indices ``n_components`` sizes (an int for all, or a dict);
+    ``dirichlet_prior`` optionally gives tables' parameters
+    (:func:`._allocation_network.allocation_network`). ``rate=None`` is
+    ``a / T``, which puts the prior mean of λ at the observed total.
+    """
     counts = np.asarray(counts)
     if counts.size and (np.any(counts < 0) or np.any(counts != np.round(counts))):
         raise ValueError("The Bayesian Allocation Model needs non-negative integer counts.")
@@ -106,8 +103,11 @@ def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate
         if total == 0:
             raise ValueError("The data hold no counts; pass rate= (the default a / T needs T > 0).")
         rate = concentration / total
-    return AllocationData(tuple(int(s) for s in shape), coords, counts, int(n_components),
-                          float(concentration), float(rate))
+    shape = tuple(int(s) for s in shape)
+    bound = Model.parse(cp_model_string(len(shape)) if model is None else model).bind(
+        shape, n_components)
+    network = allocation_network(bound, float(concentration), dirichlet_prior)
+    return AllocationData(shape, coords, counts, network, float(concentration), float(rate))
 
 
 def log_total_prior(data):
@@ -126,14 +126,12 @@ def _log_multinomial(data):
 class SMCState(NamedTuple):
     """A particle system part-way through the tokens.
 
-    ``totals[p, r]`` tokens of particle p are in component r;
-    ``tables[p, offset_n + j, r]`` of them have index j in mode n.
+    ``counts[p]`` is particle p's urn, laid out by the network;
     ``log_weights`` are the particles' unnormalised log weights within their
     island; ``log_evidence[k]`` is island k's running log Π p̂(c_k | c_<k).
     """
 
-    totals: np.ndarray
-    tables: np.ndarray
+    counts: np.ndarray
     log_weights: np.ndarray
     log_evidence: np.ndarray
     n_resampled: np.ndarray
@@ -148,25 +146,23 @@ class SMCResult(NamedTuple):
     island_log_evidence: np.ndarray  # per island, the constants included
     n_resampled: int  # resampling events, summed over islands
     state: SMCState
-    order: np.ndarray  # the token order (cells, T x N, offset columns)
+    order: np.ndarray  # the tokens' cells in the order placed, T x N
 
 
 def smc_init(data, n_particles, n_islands):
     """Empty urns, equal weights."""
     if n_particles % n_islands:
         raise ValueError(f"n_particles ({n_particles}) must be a multiple of n_islands ({n_islands}).")
-    columns = int(sum(data.shape))
     return SMCState(
-        np.zeros((n_particles, data.n_components), dtype=np.int32),
-        np.zeros((n_particles, columns, data.n_components), dtype=np.int32),
+        np.zeros((n_particles, data.network.n_cells), dtype=np.int32),
         np.zeros(n_particles), np.zeros(n_islands), np.zeros(n_islands, dtype=np.int64), 0,
     )
 
 
 def token_order(rng, data):
     """The tokens' cells in a uniformly random order (drawn without
-    replacement from the observed counts), as stacked-table columns, T x N."""
-    cells = np.repeat(data.coords.T + data.offsets, data.counts, axis=0)
+    replacement from the observed counts), T x N."""
+    cells = np.repeat(data.coords.T, data.counts, axis=0)
     return cells[rng.permutation(cells.shape[0])]
 
 
@@ -177,16 +173,17 @@ def smc_step(rng, state, data, cells, resample_threshold):
 
     Unlike the package's other steps this one updates ``state``'s arrays in
     place (and returns the advanced state): copying them would cost
-    ``n_particles x R x Σ I_n`` per call, a term that grows with the tensor's
-    size, which the urn's cost should not.
+    ``n_particles x L`` per call, a term that grows with the tensor's size,
+    which the urn's cost should not.
     """
-    n_particles = state.totals.shape[0]
+    n_particles = state.counts.shape[0]
     uniforms = rng.random((cells.shape[0], n_particles))
     resample_uniforms = rng.random((cells.shape[0], state.log_evidence.size))
+    network = data.network
     _kernels.urn_smc(
-        np.ascontiguousarray(cells), state.n_done, data.component_alpha, data.cell_alpha,
-        data.concentration, uniforms, resample_uniforms, float(resample_threshold), state.totals,
-        state.tables, state.log_weights, state.log_evidence, state.n_resampled,
+        np.ascontiguousarray(network.slot_offsets(cells)), network.latent_offsets, network.alpha,
+        uniforms, resample_uniforms, float(resample_threshold), state.counts, state.log_weights,
+        state.log_evidence, state.n_resampled,
     )
     return state._replace(n_done=state.n_done + cells.shape[0])
 
@@ -236,23 +233,45 @@ def particle_weights(result):
 
 
 class ParticleSample(NamedTuple):
-    """Equally weighted particles resampled from the final system:
-    their urn tables (particles, columns, R) and component totals
-    (particles, R), and ``match`` (particles, R, R), 1 / particles where a
-    particle's label r is the reference particle's label s."""
+    """Equally weighted particles resampled from the final system, each
+    distinct one kept once: their urns ``counts`` (distinct, L), how many
+    of the resampled particles each stands for, ``multiplicity``, and per
+    latent index (in the model's latent order) ``own_labels`` (distinct,
+    size): the particle's label matched to each of the reference
+    particle's labels."""
 
-    tables: np.ndarray
-    totals: np.ndarray
-    match: np.ndarray
+    counts: np.ndarray
+    multiplicity: np.ndarray
+    own_labels: tuple
 
 
-def resample_particles(rng, result, n_summary=1000):
+def _label_profiles(network, counts, index):
+    """Per particle, the counts of latent ``index``'s labels against every
+    configuration of the observed indices they meet in a table, the other
+    latent indices summed out: (particles, columns, size)."""
+    blocks = []
+    for f, table in enumerate(network.tables):
+        if index not in table.family:
+            continue
+        segment = network.segment(counts, f)
+        other_latent = tuple(1 + a for a, c in enumerate(table.family)
+                             if c != index and c not in network.model.output)
+        segment = segment.sum(axis=other_latent)
+        kept = [c for c in table.family if c == index or c in network.model.output]
+        segment = np.moveaxis(segment, 1 + kept.index(index), -1)
+        blocks.append(segment.reshape(segment.shape[0], -1, segment.shape[-1]))
+    return np.concatenate(blocks, axis=1)
+
+
+def resample_particles(rng, result, network, n_summary=1000):
     """The weighted particle system thinned to ``n_summary`` equally weighted
     particles by systematic resampling (its Monte Carlo error is that of
-    ``n_summary`` posterior draws). Components carry arbitrary labels in each
-    particle, so every one is matched to the heaviest particle (Hungarian
+    ``n_summary`` posterior draws); copies of one particle are kept once,
+    with their number. Each latent index's labels are arbitrary in each
+    particle, so every one is matched to the heaviest particle's (Hungarian
     assignment maximising Σ_c s_p(r, c) s_ref(r', c), the co-occurrence of
-    their tokens' indices over all modes)."""
+    the labels' tokens over the observed indices they meet,
+    :func:`_label_profiles`)."""
     # These products are small; BLAS threads started right after the urn
     # kernel would compete with numba's for the cores.
     with threadpool_limits(limits=1, user_api="blas"):
@@ -262,67 +281,96 @@ def resample_particles(rng, result, n_summary=1000):
         positions = (rng.random() + np.arange(n_summary)) / n_summary
         chosen = np.minimum(np.searchsorted(np.cumsum(weights), positions * weights.sum()),
                             weights.size - 1)
-        tables = state.tables[chosen]
-        n_chosen, columns, R = tables.shape
-        reference = state.tables[np.argmax(weights)].astype(np.float64)
-        # similarity[p, r, s]: particle p's component r against the reference's s
-        by_component = tables.astype(np.float64).transpose(0, 2, 1).reshape(n_chosen * R, columns)
-        similarity = (by_component @ reference).reshape(n_chosen, R, R)
-        match = np.zeros((n_chosen, R, R))
-        for p in range(n_chosen):
-            rows, cols = linear_sum_assignment(similarity[p], maximize=True)
-            match[p, rows, cols] = 1.0 / n_chosen
-        return ParticleSample(tables, state.totals[chosen], match)
+        distinct, multiplicity = np.unique(chosen, return_counts=True)
+        counts = state.counts[distinct]
+        reference = state.counts[np.argmax(weights)][None].astype(np.float32)
+        own_labels = []
+        for index in network.model.latent:
+            mine = _label_profiles(network, counts.astype(np.float32), index)
+            theirs = _label_profiles(network, reference, index)[0]
+            similarity = np.matmul(mine.transpose(0, 2, 1), theirs)
+            labels = np.empty(similarity.shape[:2], dtype=np.int64)
+            for p in range(labels.shape[0]):
+                rows, cols = linear_sum_assignment(similarity[p], maximize=True)
+                labels[p, cols] = rows
+            own_labels.append(labels)
+        return ParticleSample(counts, multiplicity, tuple(own_labels))
 
 
-def particle_factor_means(sample, data):
-    """Posterior means of the CP factors from resampled particles
-    (:func:`resample_particles`).
+def _matched(network, table, array, own_labels):
+    """``array`` (particles, *table family) with each latent axis reordered
+    to the reference's labels."""
+    for axis, c in enumerate(table.family):
+        if c in network.model.output:
+            continue
+        labels = own_labels[network.model.latent.index(c)]
+        shape = [labels.shape[0]] + [1] * len(table.family)
+        shape[1 + axis] = labels.shape[1]
+        array = np.take_along_axis(array, labels.reshape(shape), axis=1 + axis)
+    return array
 
-    Given a particle's allocation, E[λ θ0(r) θ1(r, i)] and E[θn(r, j)] are
-    products of Gamma and Dirichlet posterior means; each particle's labels
-    are matched to the reference's before the means are taken.
+
+def _table_means(network, parameters):
+    """Per table, the mean of θ_f under the Dirichlet parameters
+    ``parameters`` (draws, L) laid out as the counts (α + n for the
+    posterior given an allocation), γ(c) / γ(pa(c)), shaped (draws, *family)."""
+    return [network.segment(parameters, f)
+            / np.expand_dims(network.segment(parameters, f, parents=True),
+                             tuple(1 + a for a in table.child_axes))
+            for f, table in enumerate(network.tables)]
+
+
+def _written_factors(network, tables, lam):
+    """The written factors from per-table values (each (draws, *family)):
+    the carrier times λ (per draw) and the implicit root, so that the model
+    string reconstructs ``E[X] = λ p(observed cell)``."""
+    factors = [t for t, table in zip(tables, network.tables) if table.position is not None]
+    carrier = network.tables[network.carrier]
+    scaled = factors[network.carrier] * np.reshape(lam, (-1,) + (1,) * len(carrier.family))
+    root = network.implicit_root
+    if root is not None:
+        letters = {c: string.ascii_letters[k] for k, c in enumerate(network.model.indices)}
+        draw = next(c for c in string.ascii_letters if c not in letters.values())
+        spec_carrier = draw + "".join(letters[c] for c in carrier.family)
+        spec_root = draw + "".join(letters[c] for c in root.family)
+        scaled = np.einsum(f"{spec_carrier},{spec_root}->{spec_carrier}", scaled, tables[-1])
+    factors[network.carrier] = scaled
+    return factors
+
+
+def particle_factor_means(sample, network, total_posterior):
+    """Posterior means of the written factors from resampled particles
+    (:func:`resample_particles`), labels matched to the reference's.
+
+    Given a particle's allocation, the tables, λ and the implicit root are
+    independent, so the mean of their product is the product of their
+    Gamma and Dirichlet posterior means.
 
     Returns
     -------
     factors : list of ndarray
-        ``factors[0]`` (I_1, R) holds λθ0θ1, ``factors[n]`` (I_n, R) θn, so
-        X̂ = Σ_r factors[0][i_1, r] Π_n factors[n][i_n, r] is λ p(i).
+        One per written factor, in its index order: ``E[θ_f]``, the carrier
+        times ``E[λ]`` and the implicit root's ``E[θ0]`` (for CP,
+        ``factors[0]`` holds λθ0θ1), so the model string reconstructs
+        ``E[X]``.
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        tables = sample.tables.astype(np.float64)  # (particles, columns, R)
-        n_chosen, _, R = tables.shape
-        totals = sample.totals.astype(np.float64)
-        a = data.concentration
-        lam = (a + data.total) / (data.rate + 1.0)
-        theta0 = (data.component_alpha + totals) / (a + data.total)
-        row_totals = data.component_alpha + totals
-        factors = []
-        for n, (start, size) in enumerate(zip(data.offsets, data.shape)):
-            theta = (data.cell_alpha[n] + tables[:, start:start + size, :]) / row_totals[:, None, :]
-            if n == 0:
-                theta *= lam * theta0[:, None, :]
-            # Σ_p Σ_r θ_p[j, r] match[p, r, s]: relabel and average in one product.
-            factors.append(theta.transpose(1, 0, 2).reshape(size, n_chosen * R)
-                           @ sample.match.reshape(n_chosen * R, R))
-        return factors
+        parameters = sample.counts + network.alpha
+        matched = [_matched(network, table, mean, sample.own_labels)
+                   for table, mean in zip(network.tables, _table_means(network, parameters))]
+        shape, rate = total_posterior
+        lam = np.full(parameters.shape[0], shape / rate)
+        share = sample.multiplicity / sample.multiplicity.sum()
+        return [np.tensordot(share, f, axes=1) for f in _written_factors(network, matched, lam)]
 
 
-def particle_dirichlet_parameters(sample, data):
-    """Per particle, the Dirichlet parameters of θ0 (particles, R) and of each
-    mode's θn (particles, I_n, R) given its allocation, labels matched to
-    the reference's (the posterior of the factors given an allocation)."""
-    relabel = np.argsort(sample.match.argmax(axis=2), axis=1)  # reference label -> own
-
-    def matched(array):
-        return np.take_along_axis(array, relabel.reshape(relabel.shape[:1] + (1,) * (array.ndim - 2)
-                                                         + relabel.shape[1:]), axis=-1)
-
-    component = data.component_alpha + matched(sample.totals.astype(np.float64))
-    tables = matched(sample.tables.astype(np.float64))
-    modes = [data.cell_alpha[n] + tables[:, start:start + size, :]
-             for n, (start, size) in enumerate(zip(data.offsets, data.shape))]
-    return component, modes
+def particle_dirichlet_parameters(sample, network):
+    """Per table, each distinct particle's Dirichlet parameters α_f + n_f
+    given its allocation (particles, *family), labels matched to the
+    reference's (the posterior of the tables given an allocation)."""
+    parameters = sample.counts + network.alpha
+    return [_matched(network, table, network.segment(parameters, f), sample.own_labels)
+            for f, table in enumerate(network.tables)]
 
 
 def total_posterior(data):
@@ -330,74 +378,54 @@ def total_posterior(data):
     return data.concentration + data.total, data.rate + 1.0
 
 
-def draw_factors(rng, component, modes, total_posterior):
-    """Posterior draws of the CP factors, one per row of the Dirichlet
-    parameters ``component`` (draws, R) and ``modes`` (draws, I_n, R each):
-    λ ~ Gamma(``total_posterior``), θ0 ~ Dir(component),
-    θn(r, :) ~ Dir(modes[n][:, :, r]), returned as ``factors[0]`` = λ θ0 θ1
-    and ``factors[n]`` = θn, each (draws, I_n, R), as
-    :func:`particle_factor_means` orders them."""
-    n_draws = component.shape[0]
+def draw_factors(rng, parameters, network, total_posterior):
+    """Posterior draws of the written factors, one per row of every table's
+    Dirichlet parameters ``parameters`` (draws, *family each): λ ~
+    Gamma(``total_posterior``) and each θ_f(·, parents) ~ Dir, combined as
+    :func:`particle_factor_means` combines the means."""
+    n_draws = parameters[0].shape[0]
     shape, rate = total_posterior
     lam = rng.standard_gamma(shape, size=n_draws) / rate
-    theta0 = rng.standard_gamma(component)
-    theta0 /= theta0.sum(axis=1, keepdims=True)
-    factors = []
-    for params in modes:
+    tables = []
+    for table, params in zip(network.tables, parameters):
         theta = rng.standard_gamma(params)
-        factors.append(theta / theta.sum(axis=1, keepdims=True))
-    factors[0] = factors[0] * (lam[:, None] * theta0)[:, None, :]
-    return factors
+        tables.append(theta / theta.sum(axis=tuple(1 + a for a in table.child_axes), keepdims=True))
+    return _written_factors(network, tables, lam)
 
 
 # ---------------------------------------------------------------------- VB
 class VBState(NamedTuple):
-    """Dirichlet parameters of q(θ0) (R,) and of q(θn(r, :)), (I_n, R) per mode."""
+    """Dirichlet parameters of q(θ), every table's laid out as the urn's
+    counts (their parent cells hold their sums over the children)."""
 
-    component: np.ndarray
-    modes: tuple
-
-
-def _selectors(data):
-    """Per mode, the sparse (I_n x nnz) matrix summing cell values into indices."""
-    nnz = data.counts.size
-    return tuple(
-        sp.csr_matrix((np.ones(nnz), (data.coords[n], np.arange(nnz))), shape=(size, nnz))
-        for n, size in enumerate(data.shape)
-    )
+    concentration: np.ndarray
 
 
-def _expected_logs(state):
-    component = digamma(state.component) - digamma(state.component.sum())
-    modes = tuple(digamma(g) - digamma(g.sum(axis=0, keepdims=True)) for g in state.modes)
-    return component, modes
+def _cell_indices(data):
+    """Per non-zero cell, latent configuration and table segment, the
+    layout position it touches: (2F, nnz, H)."""
+    network = data.network
+    slots = data.slot_offsets()
+    return np.moveaxis(slots[:, None, :] + network.latent_offsets[None], -1, 0)
 
 
-def _from_responsibilities(data, selectors, weighted):
-    """Dirichlet parameters from expected allocations ``weighted`` (nnz, R)."""
-    return VBState(data.component_alpha + weighted.sum(axis=0),
-                   tuple(data.cell_alpha[n] + s @ weighted for n, s in enumerate(selectors)))
+def _from_responsibilities(data, indices, weighted):
+    """q(θ) from expected allocations ``weighted`` (nnz, H)."""
+    L = data.network.n_cells
+    expected = sum(np.bincount(slot.ravel(), weights=weighted.ravel(), minlength=L)
+                   for slot in indices)
+    return VBState(data.network.alpha + expected)
 
 
-def vb_init(rng, data, selectors):
+def vb_init(rng, data, indices):
     """q(θ) from random responsibilities (each cell's row Dirichlet(1));
-    ``selectors`` from :func:`_selectors`."""
-    responsibilities = rng.dirichlet(np.ones(data.n_components), size=data.counts.size)
-    return _from_responsibilities(data, selectors, data.counts[:, None] * responsibilities)
+    ``indices`` from :func:`_cell_indices`."""
+    H = data.network.n_configurations
+    responsibilities = rng.dirichlet(np.ones(H), size=data.counts.size)
+    return _from_responsibilities(data, indices, data.counts[:, None] * responsibilities)
 
 
-def _dirichlet_kl(posterior, prior, axis):
-    """KL(Dir(posterior) || Dir(prior)) along ``axis``, summed over the rest."""
-    total_q = posterior.sum(axis=axis)
-    total_p = np.broadcast_to(prior, posterior.shape).sum(axis=axis)
-    kl = (gammaln(total_q) - gammaln(total_p)
-          - (gammaln(posterior) - gammaln(prior)).sum(axis=axis)
-          + ((posterior - prior) * (digamma(posterior)
-                                    - np.expand_dims(digamma(total_q), axis))).sum(axis=axis))
-    return float(np.sum(kl))
-
-
-def vb_step(state, data, selectors):
+def vb_step(state, data, indices):
     """One coordinate-ascent sweep: responsibilities from q(θ), then q(θ).
 
     Returns the new state and the bound at the old q(θ) with its optimal
@@ -405,19 +433,24 @@ def vb_step(state, data, selectors):
 
     .. math::
 
-        \\log p(T) + \\log\\frac{T!}{\\prod_i X(i)!} + \\sum_i X(i) \\log \\sum_r
-        e^{E\\log\\theta_0(r) + \\sum_n E\\log\\theta_n(r, i_n)} - \\mathrm{KL}(q(\\theta) \\| p(\\theta)),
+        \\log p(T) + \\log\\frac{T!}{\\prod_i X(i)!} + \\sum_i X(i) \\log \\sum_h
+        e^{\\sum_f E\\log\\theta_f(c_f(i, h))} - \\mathrm{KL}(q(\\theta) \\| p(\\theta)),
 
-    which never decreases from one sweep to the next.
+    which never decreases from one sweep to the next. With γ the Dirichlet
+    parameters and s = ±1 on family and parent cells,
+    ``E log θ_f(c) = ψ(γ(c)) - ψ(γ(pa(c)))`` and
+    ``KL = Σ s (log Γ(α) - log Γ(γ) + (γ - α) ψ(γ))``.
     """
-    component, modes = _expected_logs(state)
-    log_terms = component + sum(e[data.coords[n]] for n, e in enumerate(modes))
+    alpha, gamma = data.network.alpha, state.concentration
+    digammas = digamma(gamma)
+    signs = data.network.cell_signs()
+    # Even slots are family cells, odd ones their parents: Σ_f E log θ_f.
+    log_terms = sum((-1.0) ** j * digammas[slot] for j, slot in enumerate(indices))
     log_norm = logsumexp(log_terms, axis=1)
     responsibilities = np.exp(log_terms - log_norm[:, None])
-    kl = _dirichlet_kl(state.component, data.component_alpha, axis=0) + sum(
-        _dirichlet_kl(g, data.cell_alpha[n], axis=0) for n, g in enumerate(state.modes))
+    kl = float(signs @ (gammaln(alpha) - gammaln(gamma) + (gamma - alpha) * digammas))
     bound = (log_total_prior(data) + _log_multinomial(data) + float(data.counts @ log_norm) - kl)
-    new = _from_responsibilities(data, selectors, data.counts[:, None] * responsibilities)
+    new = _from_responsibilities(data, indices, data.counts[:, None] * responsibilities)
     return new, bound
 
 
@@ -431,13 +464,13 @@ class VBResult(NamedTuple):
 def run_vb(rng, data, *, max_iter=500, tol=1e-8, verbose=0):
     """Coordinate ascent until the bound's relative change is below ``tol``
     (with ``verbose``, progress lines give the time left to ``max_iter``)."""
-    selectors = _selectors(data)
-    state = vb_init(rng, data, selectors)
+    indices = _cell_indices(data)
+    state = vb_init(rng, data, indices)
     bounds = []
     converged = False
     progress = progress_or_none(verbose, "Allocation VB", max_iter, unit="iterations")
     for _ in range(max_iter):
-        state, bound = vb_step(state, data, selectors)
+        state, bound = vb_step(state, data, indices)
         bounds.append(bound)
         if progress is not None:
             progress()
@@ -445,30 +478,68 @@ def run_vb(rng, data, *, max_iter=500, tol=1e-8, verbose=0):
             converged = True
             break
     # The bound of the final q(θ).
-    _, bound = vb_step(state, data, selectors)
+    _, bound = vb_step(state, data, indices)
     bounds.append(bound)
     return VBResult(state, bound, np.asarray(bounds), converged)
 
 
+def vb_tables(state, network):
+    """Per table, q's Dirichlet parameters shaped (1, *family)."""
+    gamma = state.concentration[None]
+    return [network.segment(gamma, f) for f in range(len(network.tables))]
+
+
 def vb_factor_means(state, data):
-    """CP factors from q: λθ0θ1 and θn at their posterior means (see
-    :func:`particle_factor_means`)."""
-    lam = (data.concentration + data.total) / (data.rate + 1.0)
-    theta0 = state.component / state.component.sum()
-    factors = [g / g.sum(axis=0, keepdims=True) for g in state.modes]
-    factors[0] = lam * theta0 * factors[0]
-    return factors
+    """The written factors at q's means, combined as
+    :func:`particle_factor_means` combines them."""
+    shape, rate = total_posterior(data)
+    means = _table_means(data.network, state.concentration[None])
+    return [f[0] for f in _written_factors(data.network, means, np.array([shape / rate]))]
 
 
 # ---------------------------------------------------------------- fold-in
-def fold_in(coords, counts, n_samples, factors, *, max_iter=1000, tol=1e-10):
-    """Component weights of new samples, the other modes' θn held fixed.
+def sample_factor_layout(model):
+    """The sample factor's position, its sample axis and its latent indices
+    (in its order): new samples' rows are ``W`` (n_samples, S), S the
+    number of configurations of those indices."""
+    alpha = model.sample_factor()
+    family = model.factors[alpha]
+    return alpha, family.index(model.output[0]), family.replace(model.output[0], "")
 
-    With θn(r, :) summing to one, the Poisson likelihood of sample i's counts
-    in the weights w_i(r) (X̂ = Σ_r w_i(r) Π_n θn(r, i_n)) is maximised where
-    w_i(r) equals the expected number of its tokens in component r: the
-    fixed point iterated here, started at the fitted θ0 times the sample's
-    total. The result sums to each sample's total count.
+
+def as_sample_factor(W, model):
+    """Rows ``W`` (n_samples, S) laid out as the sample factor."""
+    alpha, axis, latent = sample_factor_layout(model)
+    shape = tuple(model.sizes[c] for c in latent)
+    return np.moveaxis(np.reshape(W, (W.shape[0],) + shape), 0, axis)
+
+
+def sample_normaliser(factors, model):
+    """ν(s) = Σ_e G(s, e): the expected tokens in all of one sample's cells
+    per unit of its row at the sample factor's latent configuration s (1 in
+    CP, whose other factors are distributions)."""
+    alpha, _, latent = sample_factor_layout(model)
+    rest = [(f, family) for a, (f, family) in enumerate(zip(factors, model.factors)) if a != alpha]
+    return np.einsum(",".join(family for _, family in rest) + "->" + latent,
+                     *(f for f, _ in rest)).reshape(-1)
+
+
+def fold_in(coords, counts, n_samples, factors, model, *, max_iter=1000, tol=1e-10):
+    """Sample-factor rows of new samples, every other factor held fixed.
+
+    With the other factors held, sample i's counts are Poisson with means
+    X̂(i, ·) = Σ_s W(i, s) G(s, ·), s the sample factor's latent
+    configurations. The likelihood is maximised at the fixed point of
+
+    .. math::
+
+        W(i, s) \\leftarrow \\frac{1}{\\nu(s)} \\sum_{e \\in i} X(e)
+        \\frac{W(i, s) G(s, e)}{\\hat X(e)}, \\qquad \\nu(s) = \\sum_e G(s, e),
+
+    iterated here from the fitted factor's shares of the tokens scaled to
+    the sample's total; ``W(i, s) ν(s)``, the expected number of the sample's
+    tokens in configuration s, then sums to its total count. Each sample
+    stops on its own, so its rows do not depend on the other samples.
 
     Parameters
     ----------
@@ -476,40 +547,74 @@ def fold_in(coords, counts, n_samples, factors, *, max_iter=1000, tol=1e-10):
         Non-zero cells, axis 0 the sample.
     counts : ndarray of shape (nnz,)
     factors : list of ndarray
-        The fitted factors (:func:`particle_factor_means`); ``factors[0]``
-        only gives the starting proportions.
+        The fitted written factors (:func:`particle_factor_means`).
+    model : Model
+        The bound model; it must have a sample factor
+        (:meth:`~sklearn_pltf.model.Model.sample_factor`).
+
+    Returns
+    -------
+    W : ndarray of shape (n_samples, S)
+    normaliser : ndarray of shape (S,)
+        ν(s).
     """
-    others = np.ones((counts.size, factors[0].shape[1]))
-    for n in range(1, len(factors)):
-        others *= factors[n][coords[n]]
+    alpha, axis, latent = sample_factor_layout(model)
+    sample_model = replace(model, sizes={**model.sizes, model.output[0]: n_samples})
+    n_configs = int(np.prod([model.sizes[c] for c in latent], dtype=np.int64))
+    entries = EntryList(sample_model, coords)
+    others = np.empty((counts.size, n_configs))
+    for s in range(n_configs):
+        unit = np.zeros((n_samples, n_configs))
+        unit[:, s] = 1.0
+        held = [as_sample_factor(unit, sample_model) if a == alpha else f
+                for a, f in enumerate(factors)]
+        others[:, s] = entries.xhat(held)
+    normaliser = sample_normaliser(factors, model)
     rows = coords[0]
-    start = factors[0].sum(axis=0)
+    fitted = np.moveaxis(factors[alpha], axis, 0).reshape(-1, n_configs).sum(axis=0) * normaliser
     totals = np.bincount(rows, weights=counts, minlength=n_samples)
-    weights = totals[:, None] * (start / start.sum())
+    weights = totals[:, None] * (fitted / fitted.sum()) / normaliser
     selector = sp.csr_matrix((counts.astype(np.float64), (rows, np.arange(counts.size))),
                              shape=(n_samples, counts.size))
     active = np.ones(n_samples, dtype=bool)
     for _ in range(max_iter):
         terms = weights[rows] * others
         xhat = terms.sum(axis=1, keepdims=True)
-        new = selector @ (terms / np.maximum(xhat, _kernels.TINY))
-        # Each sample stops on its own, so its weights do not depend on
-        # which other samples are transformed with it.
+        new = (selector @ (terms / np.maximum(xhat, _kernels.TINY))) / normaliser
         change = np.abs(new - weights).max(axis=1)
         weights[active] = new[active]
         active &= change > tol * np.maximum(1.0, totals)
         if not active.any():
             break
-    return weights
+    return weights, normaliser
 
 
 # --------------------------------------------------------------- sampling
-def sample_bam(rng, shape, n_components, *, concentration=1.0, n_tokens=None, rate=1.0):
-    """Draw a count tensor from the BAM: λ (unless ``n_tokens`` fixes T),
-    θ0, θn, then the tokens' cells. Returns the dense counts and the
-    parameters ``(T, θ0, [θn (R, I_n)])``."""
-    a, R = float(concentration), int(n_components)
+def sample_bam(rng, shape, n_components, *, concentration=1.0, n_tokens=None, rate=1.0,
+               model=None, dirichlet_prior=None):
+    """Draw a count tensor from the BAM: λ (unless ``n_tokens`` fixes T), the
+    tables, then the tokens' cells.
+
+    With ``model=None`` (CP) the parameters are ``(T, θ0, [θn (R, I_n)])``;
+    with a model string (sized by ``n_components``, an int or a dict) they
+    are ``(T, tables)``, one array per table of
+    :func:`._allocation_network.allocation_network` in its family's shape,
+    and the cells are drawn from the dense joint over the observed indices
+    (small tensors)."""
+    a = float(concentration)
     T = int(rng.poisson(rng.gamma(a, 1.0 / rate))) if n_tokens is None else int(n_tokens)
+    if model is not None:
+        bound = Model.parse(model).bind(tuple(shape), n_components)
+        network = allocation_network(bound, a, dirichlet_prior)
+        tables = []
+        for table in network.tables:
+            theta = rng.standard_gamma(table.alpha)
+            tables.append(theta / theta.sum(axis=table.child_axes, keepdims=True))
+        joint = np.einsum(",".join(t.family for t in network.tables) + "->" + bound.output,
+                          *tables)
+        X = rng.multinomial(T, joint.ravel() / joint.sum()).reshape(joint.shape)
+        return X.astype(np.int64), (T, tables)
+    R = int(n_components)
     theta0 = rng.dirichlet(np.full(R, a / R))
     thetas = [rng.dirichlet(np.full(size, a / (R * size)), size=R) for size in shape]
     per_component = rng.multinomial(T, theta0)
