@@ -13,6 +13,7 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py ntf-heldout  # (i) GibbsNTF vs TensorLy held-out RMSE by rank
     python benchmarks/bench.py ntf-cost     # (j) GibbsNTF Gibbs sweep and HMC iteration cost
     python benchmarks/bench.py bam-rank     # (k) AllocationSMC: rank selection, SMC evidence vs VB
+    python benchmarks/bench.py bam-variance  # (k') AllocationSMC: spread of the evidence over seeds
     python benchmarks/bench.py link-prediction  # (m) 10-fold link prediction on Nations and Kinships
     python benchmarks/bench.py binary-links  # (q) binary relations: Bernoulli-Poisson vs Poisson vs peers
     python benchmarks/bench.py vb-em        # (n) VB against MAP-EM and ML-EM at 40/60/80% missing
@@ -528,8 +529,8 @@ def _print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
-                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank", "link-prediction",
-                                             "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
+                                             "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank",
+                                             "bam-variance", "link-prediction", "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
                                              "sti-analytic", "whole-fit", "dask", "online", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
@@ -574,7 +575,7 @@ def main():
     parser.add_argument("--vb-em-splits", type=int, default=5,
                         help="(n) random splits per share of missing entries")
     parser.add_argument("--bam-datasets", type=int, default=20)
-    parser.add_argument("--bam-particles", type=int, default=10_000)
+    parser.add_argument("--bam-particles", type=int, default=2000)
     parser.add_argument("--sandwich-cases", nargs="+", choices=list(bench_evidence.CASES),
                         default=list(bench_evidence.CASES))
     parser.add_argument("--sandwich-datasets", type=int, default=3)
@@ -627,6 +628,8 @@ def main():
         summary.update(bench_link_prediction.bench_vb_em(n_splits=args.vb_em_splits))
     if args.workload in ("bam-rank", "all"):
         summary.update(bench_allocation.bench_bam_rank(args.bam_datasets, args.bam_particles))
+    if args.workload in ("bam-variance", "all"):
+        summary.update(bench_allocation.bench_bam_variance(args.bam_datasets))
     if args.workload in ("bam-cost", "all"):
         summary.update(bench_allocation.bench_bam_cost())
     if args.workload in ("evidence-sandwich", "all"):

@@ -3,6 +3,11 @@
 - (k) rank selection: 20 count tensors of 20 x 25 x 30 with T = 1000 tokens
   drawn from the BAM (a = 10, R = 5); the rank of the highest SMC evidence
   and of the highest VB bound (best of 3 restarts) over R = 1..10;
+- (k') the SMC estimate's spread on those tensors: the standard deviation of
+  the log evidence over 8 seeds, at the estimator's defaults (2000
+  particles, 100 Gibbs moves after each resampling) against 10,000
+  particles without moves (the defaults before resample-move), with the
+  seconds per fit of each in the same run;
 - (l) cost against the tensor's size: T = 1000 tokens, R = 10, 500
   particles, on 4 x 4 x 4 up to 64 x 64 x 64 tensors; seconds for the SMC
   evidence, for a whole fit, and for a VB fit.
@@ -23,16 +28,22 @@ def _line(**fields):
     print(json.dumps(fields, default=float), flush=True)
 
 
-def bench_bam_rank(n_datasets=20, n_particles=10_000, ranks=range(1, 11), true_rank=5):
+def _bam_dataset(seed, true_rank=5):
+    X, _ = sample_bam(np.random.default_rng(1000 + seed), (20, 25, 30), true_rank,
+                      concentration=10.0, n_tokens=1000)
+    return X
+
+
+def bench_bam_rank(n_datasets=20, n_particles=2000, n_moves=100, ranks=range(1, 11),
+                   true_rank=5):
     """(k): how often the SMC evidence and the VB bound pick the true rank."""
     smc_hits = vb_hits = 0
     for seed in range(n_datasets):
-        X, _ = sample_bam(np.random.default_rng(1000 + seed), (20, 25, 30), true_rank,
-                          concentration=10.0, n_tokens=1000)
+        X = _bam_dataset(seed, true_rank)
         smc, vb = [], []
         start = time.perf_counter()
         for rank in ranks:
-            est = AllocationSMC(rank, n_particles=n_particles, concentration=10.0,
+            est = AllocationSMC(rank, n_particles=n_particles, n_moves=n_moves, concentration=10.0,
                                 random_state=seed).fit(X)
             smc.append(est.log_evidence_)
             vb.append(max(AllocationSMC(rank, method="vb", concentration=10.0,
@@ -44,10 +55,46 @@ def bench_bam_rank(n_datasets=20, n_particles=10_000, ranks=range(1, 11), true_r
         _line(bench="bam-rank", dataset=seed, smc_rank=smc_best, vb_rank=vb_best,
               smc_minus_best=[round(v - max(smc), 1) for v in smc],
               seconds=round(time.perf_counter() - start, 1))
-    _line(bench="bam-rank", n_particles=n_particles, smc_hits=smc_hits, vb_hits=vb_hits,
-          n_datasets=n_datasets)
+    _line(bench="bam-rank", n_particles=n_particles, n_moves=n_moves, smc_hits=smc_hits,
+          vb_hits=vb_hits, n_datasets=n_datasets)
     return {"(k) SMC picks the true rank (fraction)": smc_hits / n_datasets,
             "(k) VB picks the true rank (fraction)": vb_hits / n_datasets}
+
+
+def bench_bam_variance(n_datasets=20, ranks=(5, 8), n_seeds=8,
+                       settings=((10_000, 0), (2000, 100))):
+    """(k'): the spread of the SMC log evidence over seeds, per dataset and
+    rank, for each (particles, moves) setting, and its seconds per fit; the
+    settings take turns within every seed."""
+    spreads = {setting: [] for setting in settings}
+    seconds = {setting: [] for setting in settings}
+    for dataset in range(n_datasets):
+        X = _bam_dataset(dataset)
+        for rank in ranks:
+            values = {setting: [] for setting in settings}
+            for seed in range(n_seeds):
+                for setting in settings:
+                    n_particles, n_moves = setting
+                    start = time.perf_counter()
+                    est = AllocationSMC(rank, n_particles=n_particles, n_moves=n_moves,
+                                        concentration=10.0, random_state=seed).fit(X)
+                    seconds[setting].append(time.perf_counter() - start)
+                    values[setting].append(est.log_evidence_)
+            for setting in settings:
+                spreads[setting].append(float(np.std(values[setting], ddof=1)))
+            _line(bench="bam-variance", dataset=dataset, rank=rank,
+                  **{f"sd_{p}_particles_{m}_moves": round(spreads[p, m][-1], 2)
+                     for p, m in settings},
+                  **{f"mean_{p}_particles_{m}_moves": round(float(np.mean(values[p, m])), 1)
+                     for p, m in settings})
+    summary = {}
+    for p, m in settings:
+        summary[f"(k') SD of log evidence over {n_seeds} seeds, {p} particles, {m} moves: "
+                "median over datasets and ranks"] = float(np.median(spreads[p, m]))
+        summary[f"(k') ... largest, {p} particles, {m} moves"] = float(np.max(spreads[p, m]))
+        summary[f"(k') seconds per fit, {p} particles, {m} moves"] = float(np.mean(seconds[p, m]))
+    _line(bench="bam-variance", **summary)
+    return summary
 
 
 def bench_bam_cost(sizes=(4, 16, 64), n_particles=500, rank=10, repeats=25):

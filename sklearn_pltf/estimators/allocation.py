@@ -44,12 +44,14 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
     With the parameters integrated out the tokens form a Pólya urn, and
     ``method="smc"`` estimates ``p(X)`` by sequential importance sampling
-    over the tokens (urn proposal, adaptive resampling): unbiased, with a
-    cost of ``T x n_particles x R x N`` that does not grow with the size of
-    the tensor — the evidence estimator for sparse, small-count data, where
-    a variational bound misjudges the rank. ``method="vb"`` gives the
-    mean-field bound instead, at ``nnz x R x N`` per iteration, for dense
-    data with large counts.
+    over the tokens (urn proposal, adaptive resampling, Gibbs moves over the
+    placed tokens after each resampling): unbiased, with a cost of
+    ``T x n_particles x H x F`` (H latent configurations, F tables; CP: R
+    and N + 1) that does not grow with the size of the tensor — the
+    evidence estimator for sparse, small-count data, where a variational
+    bound misjudges the rank. ``method="vb"`` gives the mean-field bound
+    instead, at ``nnz x H x F`` per iteration, for dense data with large
+    counts.
 
     Every entry is observed (there is no missing-data mask); counts must be
     whole numbers. Axis 0 is the sample axis.
@@ -82,12 +84,19 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         implicit root as a factor (``"ir,jr,kr,r->ijk"``) to give its prior.
     method : {"smc", "vb"}, default="smc"
         Sequential Monte Carlo over the tokens, or variational Bayes.
-    n_particles : int, default=10_000
+    n_particles : int, default=2000
         SMC particles in all (a multiple of ``n_islands``). Time and memory
-        (``n_particles x R x Σ I_n`` counts) grow in proportion. A
-        ``log_evidence_error_`` near 1 says one island dominates, and more
-        particles are needed for a reliable value (the user guide shows how
-        the estimate moves with the particles).
+        (``n_particles`` x every table's counts, CP: ``R x Σ I_n``) grow in
+        proportion. A ``log_evidence_error_`` near 1 says one island
+        dominates, and more particles or moves are needed for a reliable
+        value (the user guide shows how the estimate moves with both).
+    n_moves : int, default=100
+        Resample-move: after each resampling, every particle of the island
+        makes this many Gibbs moves, each redrawing the configuration of one
+        already placed token (chosen at random) from its exact conditional.
+        The moves keep the estimate unbiased and cut its variance; they need
+        each particle's allocation of every token, ``4 x n_particles x T``
+        bytes. 0 turns them off.
     n_islands : int, default=10
         The particles run as this many independent systems of equal size;
         the spread of their estimates is ``log_evidence_error_``.
@@ -163,6 +172,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         "dirichlet_prior": [list, tuple, None],
         "method": [StrOptions({"smc", "vb"})],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
+        "n_moves": [Interval(Integral, 0, None, closed="left")],
         "n_islands": [Interval(Integral, 1, None, closed="left")],
         "concentration": [Interval(Real, 0, None, closed="neither")],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), None],
@@ -174,13 +184,14 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     }
 
     def __init__(self, n_components=2, *, model=None, dirichlet_prior=None, method="smc",
-                 n_particles=10_000, n_islands=10, concentration=1.0, prior_rate=None,
+                 n_particles=2000, n_moves=100, n_islands=10, concentration=1.0, prior_rate=None,
                  resample_threshold=0.5, max_iter=500, tol=1e-8, random_state=None, verbose=0):
         self.n_components = n_components
         self.model = model
         self.dirichlet_prior = dirichlet_prior
         self.method = method
         self.n_particles = n_particles
+        self.n_moves = n_moves
         self.n_islands = n_islands
         self.concentration = concentration
         self.prior_rate = prior_rate
@@ -229,14 +240,18 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             dirichlet_prior=self.dirichlet_prior)
         network = data.network
         if self.method == "smc":
-            # The tokens' cells, listed in a random order, as int64 coordinates.
+            # Per token: its cells (int64 coordinates), its segment offsets
+            # (int64 per table) and, for the moves, every particle's allocation.
             observed.require_tokens_in_memory(
-                "AllocationSMC(method='smc')", bytes_per_token=8 * (observed.ndim + 1),
-                remedy="Use method='vb', or scale the counts down.")
+                "AllocationSMC(method='smc')",
+                bytes_per_token=(8 * (observed.ndim + 1) + 16 * len(network.tables)
+                                 + (4 * self.n_particles if self.n_moves else 0)),
+                remedy=("Use fewer particles, n_moves=0, " if self.n_moves else "Use ")
+                + "method='vb', or scale the counts down.")
             result = allocation.run_smc(rng, data, n_particles=self.n_particles,
                                         n_islands=self.n_islands,
                                         resample_threshold=self.resample_threshold,
-                                        verbose=self.verbose)
+                                        n_moves=self.n_moves, verbose=self.verbose)
             self.log_evidence_ = result.log_evidence
             self.log_evidence_error_ = result.standard_error
             self.n_resampled_ = result.n_resampled

@@ -128,13 +128,16 @@ class SMCState(NamedTuple):
 
     ``counts[p]`` is particle p's urn, laid out by the network;
     ``log_weights`` are the particles' unnormalised log weights within their
-    island; ``log_evidence[k]`` is island k's running log Π p̂(c_k | c_<k).
+    island; ``log_evidence[k]`` is island k's running log Π p̂(c_k | c_<k);
+    ``allocations[p, t]`` is the configuration of token t in particle p
+    (kept only for resample-move; (particles, 0) otherwise).
     """
 
     counts: np.ndarray
     log_weights: np.ndarray
     log_evidence: np.ndarray
     n_resampled: np.ndarray
+    allocations: np.ndarray
     n_done: int
 
 
@@ -149,13 +152,15 @@ class SMCResult(NamedTuple):
     order: np.ndarray  # the tokens' cells in the order placed, T x N
 
 
-def smc_init(data, n_particles, n_islands):
+def smc_init(data, n_particles, n_islands, n_moves=0):
     """Empty urns, equal weights."""
     if n_particles % n_islands:
         raise ValueError(f"n_particles ({n_particles}) must be a multiple of n_islands ({n_islands}).")
+    columns = data.total if n_moves else 0
     return SMCState(
         np.zeros((n_particles, data.network.n_cells), dtype=np.int32),
-        np.zeros(n_particles), np.zeros(n_islands), np.zeros(n_islands, dtype=np.int64), 0,
+        np.zeros(n_particles), np.zeros(n_islands), np.zeros(n_islands, dtype=np.int64),
+        np.zeros((n_particles, columns), dtype=np.int32), 0,
     )
 
 
@@ -166,10 +171,11 @@ def token_order(rng, data):
     return cells[rng.permutation(cells.shape[0])]
 
 
-def smc_step(rng, state, data, cells, resample_threshold):
-    """Allocate the tokens ``cells`` (the next ones in the order) in every
-    particle, reweighting and resampling as they come
-    (:func:`sklearn_pltf._kernels.urn_smc`).
+def smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves=0):
+    """Allocate the next ``n_tokens`` tokens in every particle, reweighting,
+    resampling and (``n_moves`` > 0) rejuvenating as they come
+    (:func:`sklearn_pltf._kernels.urn_smc`); ``slots`` are every token's
+    segment offsets in the order placed.
 
     Unlike the package's other steps this one updates ``state``'s arrays in
     place (and returns the advanced state): copying them would cost
@@ -177,20 +183,24 @@ def smc_step(rng, state, data, cells, resample_threshold):
     which the urn's cost should not.
     """
     n_particles = state.counts.shape[0]
-    uniforms = rng.random((cells.shape[0], n_particles))
-    resample_uniforms = rng.random((cells.shape[0], state.log_evidence.size))
+    uniforms = rng.random((n_tokens, n_particles))
+    resample_uniforms = rng.random((n_tokens, state.log_evidence.size))
+    move_seed = np.uint64(rng.integers(2**63)) if n_moves else np.uint64(0)
     network = data.network
     _kernels.urn_smc(
-        np.ascontiguousarray(network.slot_offsets(cells)), network.latent_offsets, network.alpha,
+        slots, state.n_done, state.n_done + n_tokens, network.latent_offsets, network.alpha,
         uniforms, resample_uniforms, float(resample_threshold), state.counts, state.log_weights,
-        state.log_evidence, state.n_resampled,
+        state.log_evidence, state.n_resampled, state.allocations, int(n_moves), move_seed,
     )
-    return state._replace(n_done=state.n_done + cells.shape[0])
+    return state._replace(n_done=state.n_done + n_tokens)
 
 
-def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5, verbose=0):
+def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5, n_moves=0,
+            verbose=0):
     """Estimate log p(X) by sequential importance sampling over the tokens
-    with the urn proposal and adaptive resampling.
+    with the urn proposal and adaptive resampling, optionally with
+    resample-move rejuvenation (``n_moves`` Gibbs moves per particle after
+    each resampling).
 
     The particles form ``n_islands`` independent systems (Vergé, Dubarry, Del
     Moral & Moulines 2015) sharing one random token order. Each island's
@@ -205,14 +215,15 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5,
     SMCResult
     """
     order = token_order(rng, data)
-    state = smc_init(data, n_particles, n_islands)
+    slots = np.ascontiguousarray(data.network.slot_offsets(order))
+    state = smc_init(data, n_particles, n_islands, n_moves)
     chunk = max(1, _UNIFORMS_PER_CALL // n_particles)
     progress = progress_or_none(verbose, "SMC", order.shape[0], unit="tokens")
     for start in range(0, order.shape[0], chunk):
-        cells = order[start:start + chunk]
-        state = smc_step(rng, state, data, cells, resample_threshold)
+        n_tokens = min(chunk, order.shape[0] - start)
+        state = smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves)
         if progress is not None:
-            progress(cells.shape[0])
+            progress(n_tokens)
     constant = log_total_prior(data) + _log_multinomial(data)
     islands = state.log_evidence + constant
     log_evidence = float(logsumexp(islands) - np.log(n_islands))
