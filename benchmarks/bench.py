@@ -575,7 +575,7 @@ def main():
     parser.add_argument("--vb-em-splits", type=int, default=5,
                         help="(n) random splits per share of missing entries")
     parser.add_argument("--bam-datasets", type=int, default=20)
-    parser.add_argument("--bam-particles", type=int, default=2000)
+    parser.add_argument("--bam-particles", type=int, default=1000)
     parser.add_argument("--sandwich-cases", nargs="+", choices=list(bench_evidence.CASES),
                         default=list(bench_evidence.CASES))
     parser.add_argument("--sandwich-datasets", type=int, default=3)

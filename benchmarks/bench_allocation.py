@@ -4,8 +4,8 @@
   drawn from the BAM (a = 10, R = 5); the rank of the highest SMC evidence
   and of the highest VB bound (best of 3 restarts) over R = 1..10;
 - (k') the SMC estimate's spread on those tensors: the standard deviation of
-  the log evidence over 8 seeds, at the estimator's defaults (2000
-  particles, 100 Gibbs moves after each resampling) against 10,000
+  the log evidence over 8 seeds, at the estimator's defaults (1000
+  particles, 250 Gibbs moves after each resampling) against 10,000
   particles without moves (the defaults before resample-move), with the
   seconds per fit of each in the same run;
 - (l) cost against the tensor's size: T = 1000 tokens, R = 10, 500
@@ -34,7 +34,7 @@ def _bam_dataset(seed, true_rank=5):
     return X
 
 
-def bench_bam_rank(n_datasets=20, n_particles=2000, n_moves=100, ranks=range(1, 11),
+def bench_bam_rank(n_datasets=20, n_particles=1000, n_moves=250, ranks=range(1, 11),
                    true_rank=5):
     """(k): how often the SMC evidence and the VB bound pick the true rank."""
     smc_hits = vb_hits = 0
@@ -62,7 +62,7 @@ def bench_bam_rank(n_datasets=20, n_particles=2000, n_moves=100, ranks=range(1, 
 
 
 def bench_bam_variance(n_datasets=20, ranks=(5, 8), n_seeds=8,
-                       settings=((10_000, 0), (2000, 100))):
+                       settings=((10_000, 0), (1000, 250))):
     """(k'): the spread of the SMC log evidence over seeds, per dataset and
     rank, for each (particles, moves) setting, and its seconds per fit; the
     settings take turns within every seed."""

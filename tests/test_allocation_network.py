@@ -213,3 +213,26 @@ def test_tucker_inference_data_draws_reconstruct_the_posterior_mean(counts):
     np.testing.assert_allclose(core_draws.mean(axis=0), est.factors_[3],
                                atol=6 * core_draws.std(axis=0).max() / np.sqrt(1000))
     assert idata.log_likelihood["x"].shape[:2] == (1, 1000)
+
+
+def test_sample_bam_draws_from_a_model_string():
+    X, (T, tables) = allocation.sample_bam(np.random.default_rng(0), (5, 4, 3), 2, model=TUCKER,
+                                           concentration=3.0, n_tokens=400)
+    assert X.shape == (5, 4, 3) and X.sum() == 400 == T
+    assert [t.shape for t in tables] == [(5, 2), (4, 2), (3, 2), (2, 2, 2)]
+    for table in tables[:3]:
+        np.testing.assert_allclose(table.sum(axis=0), 1.0)  # θ(i | p) sums over i
+    assert tables[3].sum() == pytest.approx(1.0)  # the core is a joint
+    # The cells' frequencies follow the joint the tables make (400 tokens:
+    # each cell's count within 5 binomial standard deviations).
+    joint = np.einsum("ip,jq,kr,pqr->ijk", *tables)
+    assert np.all(np.abs(X - 400 * joint) <= 5 * np.sqrt(400 * joint * (1 - joint)) + 1)
+
+
+def test_cp_attributes_follow_the_fitted_topology():
+    written = AllocationSMC(2, model="ir,jr,kr->ijk", n_particles=200, random_state=0).fit(CUBE)
+    assert written.weights_.shape == (2,)
+    assert list(written.to_inference_data().posterior.data_vars) == ["A", "B", "C"]
+    reordered = AllocationSMC(2, model="jr,ir,kr->ijk", n_particles=200, random_state=0).fit(CUBE)
+    with pytest.raises(AttributeError, match="CP topology"):
+        reordered.normalized_factors_

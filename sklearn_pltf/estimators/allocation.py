@@ -84,13 +84,13 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         implicit root as a factor (``"ir,jr,kr,r->ijk"``) to give its prior.
     method : {"smc", "vb"}, default="smc"
         Sequential Monte Carlo over the tokens, or variational Bayes.
-    n_particles : int, default=2000
+    n_particles : int, default=1000
         SMC particles in all (a multiple of ``n_islands``). Time and memory
         (``n_particles`` x every table's counts, CP: ``R x Σ I_n``) grow in
         proportion. A ``log_evidence_error_`` near 1 says one island
         dominates, and more particles or moves are needed for a reliable
         value (the user guide shows how the estimate moves with both).
-    n_moves : int, default=100
+    n_moves : int, default=250
         Resample-move: after each resampling, every particle of the island
         makes this many Gibbs moves, each redrawing the configuration of one
         already placed token (chosen at random) from its exact conditional.
@@ -184,7 +184,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     }
 
     def __init__(self, n_components=2, *, model=None, dirichlet_prior=None, method="smc",
-                 n_particles=2000, n_moves=100, n_islands=10, concentration=1.0, prior_rate=None,
+                 n_particles=1000, n_moves=250, n_islands=10, concentration=1.0, prior_rate=None,
                  resample_threshold=0.5, max_iter=500, tol=1e-8, random_state=None, verbose=0):
         self.n_components = n_components
         self.model = model
@@ -235,7 +235,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     def _fit_data(self, observed, rng):
         coords, counts = _nonzero_cells(observed)
         data = allocation.allocation_data(
-            coords, counts, observed.shape, self._latent_sizes(observed.ndim), self.concentration,
+            coords, counts, observed.shape, self._latent_sizes(), self.concentration,
             self.prior_rate, model=self._model_string(observed.ndim),
             dirichlet_prior=self.dirichlet_prior)
         network = data.network
@@ -284,18 +284,23 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     def _model_string(self, ndim):
         return cp_model_string(ndim) if self.model is None else self.model
 
-    def _latent_sizes(self, ndim):
+    def _latent_sizes(self):
         if self.model is None and isinstance(self.n_components, dict):
             raise ValueError("n_components is a dict only with a model string; CP takes an int.")
         return self.n_components
 
     def _is_cp(self):
-        return self.model is None
+        """Whether the fitted model is CP: one latent index, and factor n
+        holding axis n and it."""
+        model = self.model_
+        return (len(model.latent) == 1 and len(model.factors) == len(model.output)
+                and all(len(f) == 2 and model.latent in f and axis in f
+                        for f, axis in zip(model.factors, model.output)))
 
     def _cp_only(self, name):
         check_is_fitted(self)
         if not self._is_cp():
-            raise AttributeError(f"{name} is defined for the CP topology (model=None) only.")
+            raise AttributeError(f"{name} is defined for the CP topology only.")
 
     @property
     def weights_(self):
