@@ -152,9 +152,9 @@ def test_the_users_prior_arrays_are_neither_changed_nor_kept():
     est = AllocationSMC(2, model="ir,jr->ij", dirichlet_prior=prior, n_particles=500,
                         random_state=0).fit(TINY)
     np.testing.assert_array_equal(prior[0], kept)
-    before = est.to_inference_data().posterior["Z0_ir"].values
+    before = est.to_inference_data().posterior["A"].values
     prior[0][:] = 7.0  # the fitted posterior does not see it
-    np.testing.assert_array_equal(est.to_inference_data().posterior["Z0_ir"].values, before)
+    np.testing.assert_array_equal(est.to_inference_data().posterior["A"].values, before)
 
 
 # ------------------------------------------------------ the estimator on Tucker
