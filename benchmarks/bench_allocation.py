@@ -99,11 +99,13 @@ def bench_bam_variance(n_datasets=20, ranks=(5, 8), n_seeds=8,
 
 def bench_bam_cost(sizes=(4, 16, 64), n_particles=500, rank=10, repeats=25):
     """(l): seconds at T = 1000 against the tensor's size: the SMC evidence
-    alone (``run_smc``), the whole ``AllocationSMC`` fit on pydata sparse
-    input (the evidence plus the factor summary, whose cost follows the
-    factors' size), and a VB fit. The sizes take turns within every repeat,
-    so a change in the machine's load falls on all of them alike; the
-    figure is the median over the repeats."""
+    alone (``run_smc``, no moves), the whole ``AllocationSMC`` fit on pydata
+    sparse input at its defaults (the evidence with moves plus the factor
+    summary) and with ``n_moves=0`` (the summary's share shows), and a VB
+    fit. The sizes take turns within every repeat, so a change in the
+    machine's load falls on all of them alike; the figure is the median over
+    the repeats, with the resampling events of the default fit (each brings
+    ``n_moves`` moves per particle)."""
     import sparse
 
     from sklearn_pltf.inference import allocation
@@ -116,30 +118,43 @@ def bench_bam_cost(sizes=(4, 16, 64), n_particles=500, rank=10, repeats=25):
         data = allocation.allocation_data(coords, X[tuple(coords)], X.shape, rank, 10.0)
         X = sparse.COO.from_numpy(X)
         smc = AllocationSMC(rank, n_particles=n_particles, concentration=10.0, random_state=0)
+        still = AllocationSMC(rank, n_particles=n_particles, n_moves=0, concentration=10.0,
+                              random_state=0)
         vb = AllocationSMC(rank, method="vb", concentration=10.0, random_state=0)
         smc.fit(X)  # compile
         runs[size] = {
             "evidence": lambda seed, data=data: allocation.run_smc(
                 np.random.default_rng(seed), data, n_particles=n_particles),
             "fit": lambda seed, smc=smc, X=X: smc.set_params(random_state=seed).fit(X),
+            "fit_no_moves": lambda seed, still=still, X=X: still.set_params(
+                random_state=seed).fit(X),
             "vb": lambda seed, vb=vb, X=X: vb.set_params(random_state=seed).fit(X),
         }
-    seconds = {(size, kind): [] for size in sizes for kind in ("evidence", "fit", "vb")}
+    kinds = ("evidence", "fit", "fit_no_moves", "vb")
+    seconds = {(size, kind): [] for size in sizes for kind in kinds}
+    resamplings = {size: [] for size in sizes}
     for seed in range(repeats):
-        for kind in ("evidence", "fit", "vb"):
+        for kind in kinds:
             for size in sizes:
                 start = time.perf_counter()
-                runs[size][kind](seed)
+                result = runs[size][kind](seed)
                 seconds[size, kind].append(time.perf_counter() - start)
+                if kind == "fit":
+                    resamplings[size].append(result.n_resampled_)
     median = {key: float(np.median(value)) for key, value in seconds.items()}
     for size in sizes:
         _line(bench="bam-cost", shape=[size] * 3, smc_evidence_seconds=median[size, "evidence"],
-              smc_fit_seconds=median[size, "fit"], vb_seconds=median[size, "vb"])
+              smc_fit_seconds=median[size, "fit"],
+              smc_fit_no_moves_seconds=median[size, "fit_no_moves"],
+              resampling_events=float(np.median(resamplings[size])),
+              vb_seconds=median[size, "vb"])
     small, large = sizes[0], sizes[-1]
     return {f"(l) SMC evidence seconds, {large}^3 / {small}^3":
                 median[large, "evidence"] / median[small, "evidence"],
             f"(l) AllocationSMC fit seconds, {large}^3 / {small}^3":
                 median[large, "fit"] / median[small, "fit"],
+            f"(l) AllocationSMC fit without moves seconds, {large}^3 / {small}^3":
+                median[large, "fit_no_moves"] / median[small, "fit_no_moves"],
             f"(l) VB fit seconds, {large}^3 / {small}^3": median[large, "vb"] / median[small, "vb"],
             f"(l) SMC evidence seconds at {large}^3 (T=1000, R={rank}, {n_particles} particles)":
                 median[large, "evidence"]}
