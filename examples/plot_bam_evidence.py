@@ -22,14 +22,14 @@ from sklearn_pltf.datasets import make_bam
 X = np.array([[3, 0, 1], [0, 2, 0], [1, 0, 1], [0, 1, 0]])  # 4 x 3, 9 tokens
 
 ranks, n_particles = [1, 2, 3, 4], 100_000  # exact against SMC and VB
-grid, n_grid_particles = list(range(2, 9)), 10_000  # rank selection
+grid, n_grid_particles = list(range(2, 9)), 1000  # rank selection
 # sphinx_gallery_start_ignore
 # The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
 import os  # noqa: E402
 
 if os.environ.get("SKLEARN_PLTF_QUICK_EXAMPLES"):
     ranks, n_particles = [1, 2], 2000
-    grid, n_grid_particles = [4, 5], 1000
+    grid, n_grid_particles = [4, 5], 200
 # sphinx_gallery_end_ignore
 exact, smc, smc_error, vb = [], [], [], []
 for rank in ranks:
