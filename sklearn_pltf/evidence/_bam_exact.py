@@ -144,31 +144,11 @@ def bam_exact_log_evidence(
         return _network_log_evidence(X, network, a, rate, max_allocations)
     R = _check_int(n_components, "n_components")
     T = int(X.sum())
-    if rate is None:
-        if T == 0:
-            raise ValueError(
-                "X is all zero, so the default rate = concentration / X.sum() "
-                "is undefined; rate must be given"
-            )
-        b = a / T
-    else:
-        b = _check_positive(rate, "rate")
-    log_p_total = (
-        gammaln(a + T) - gammaln(a) - gammaln(T + 1.0)
-        - a * math.log1p(1.0 / b) - T * math.log1p(b)
-    )
-
+    log_p_total = _log_total_prior(a, rate, T)
     cells = np.flatnonzero(X)
     counts = X.ravel()[cells]
     coords = np.unravel_index(cells, X.shape)
     _check_allocation_count(counts, R, max_allocations)
-
-    # Per nonzero cell: its compositions (m_c, R) and their sum_r log S(r, i)!.
-    comps = [compositions(int(x), R) for x in counts]
-    log_facts = [gammaln(c + 1.0).sum(axis=1) for c in comps]
-    radix = [len(c) for c in comps]
-    strides = [1, *itertools.accumulate(radix[:-1], operator.mul)]  # mixed radix
-    n_allocations = math.prod(radix)  # 1 if X is all zero
     # For each mode: the positions (among the nonzero cells) of each index used.
     groups = [[np.flatnonzero(c == j) for j in np.unique(c)] for c in coords]
 
@@ -178,14 +158,8 @@ def bam_exact_log_evidence(
     # with rf the log rising factorial; the theta_n terms use that row
     # theta_n(r, :) has total concentration a/R and total count s0(r).
     chunk_sums = []
-    for start in range(0, n_allocations, _CHUNK_SIZE):
-        flat = np.arange(start, min(start + _CHUNK_SIZE, n_allocations))
-        S = np.zeros((len(flat), len(cells), R), dtype=np.int64)
-        log_p = np.full(len(flat), gammaln(T + 1.0))
-        for c in range(len(cells)):
-            choice = (flat // strides[c]) % radix[c]
-            S[:, c, :] = comps[c][choice]
-            log_p -= log_facts[c][choice]
+    for S, log_factorials in _allocations(counts, R):
+        log_p = gammaln(T + 1.0) - log_factorials
         s0 = S.sum(axis=1)
         log_p += (1 - X.ndim) * _log_rising(a / R, s0).sum(axis=1)
         log_p -= _log_rising(a, T)
@@ -194,6 +168,43 @@ def bam_exact_log_evidence(
                 log_p += _log_rising(a / (R * size), S[:, g, :].sum(axis=1)).sum(axis=1)
         chunk_sums.append(logsumexp(log_p))
     return float(log_p_total + logsumexp(chunk_sums))
+
+
+def _log_total_prior(a, rate, T):
+    """log p(T) under λ ~ Gamma(a, b), T ~ Poisson(λ); ``rate=None`` is
+    b = a / T."""
+    if rate is None:
+        if T == 0:
+            raise ValueError(
+                "X is all zero, so the default rate = concentration / X.sum() "
+                "is undefined; rate must be given"
+            )
+        b = a / T
+    else:
+        b = _check_positive(rate, "rate")
+    return (gammaln(a + T) - gammaln(a) - gammaln(T + 1.0)
+            - a * math.log1p(1.0 / b) - T * math.log1p(b))
+
+
+def _allocations(counts, n_parts):
+    """Every allocation of the cells' counts to ``n_parts`` parts, in chunks:
+    ``S`` (chunk, cells, parts) and Σ log S! per row. Each cell's
+    compositions are listed; the allocations are their Cartesian product,
+    walked as a mixed-radix counter."""
+    comps = [compositions(int(x), n_parts) for x in counts]
+    log_facts = [gammaln(c + 1.0).sum(axis=1) for c in comps]
+    radix = [len(c) for c in comps]
+    strides = [1, *itertools.accumulate(radix[:-1], operator.mul)]
+    n_allocations = math.prod(radix)  # 1 if there are no cells
+    for start in range(0, n_allocations, _CHUNK_SIZE):
+        flat = np.arange(start, min(start + _CHUNK_SIZE, n_allocations))
+        S = np.zeros((len(flat), len(counts), n_parts), dtype=np.int64)
+        log_factorials = np.zeros(len(flat))
+        for c in range(len(counts)):
+            choice = (flat // strides[c]) % radix[c]
+            S[:, c, :] = comps[c][choice]
+            log_factorials += log_facts[c][choice]
+        yield S, log_factorials
 
 
 def _network_log_evidence(X, network, a, rate, max_allocations):
@@ -212,15 +223,7 @@ def _network_log_evidence(X, network, a, rate, max_allocations):
     Dirichlet-multinomial of every table row).
     """
     T = int(X.sum())
-    if rate is None:
-        if T == 0:
-            raise ValueError("X is all zero, so the default rate = concentration / X.sum() "
-                             "is undefined; rate must be given")
-        b = a / T
-    else:
-        b = _check_positive(rate, "rate")
-    log_p_total = (gammaln(a + T) - gammaln(a) - gammaln(T + 1.0)
-                   - a * math.log1p(1.0 / b) - T * math.log1p(b))
+    log_p_total = _log_total_prior(a, rate, T)
     cells = np.flatnonzero(X)
     counts = X.ravel()[cells]
     coords = np.array(np.unravel_index(cells, X.shape)).T
@@ -232,22 +235,11 @@ def _network_log_evidence(X, network, a, rate, max_allocations):
     touches = np.zeros((cells.size * H, network.n_cells))
     np.add.at(touches, (rows, positions.reshape(-1)), 1.0)
     signs = network.cell_signs()
-    comps = [compositions(int(x), H) for x in counts]
-    log_facts = [gammaln(c + 1.0).sum(axis=1) for c in comps]
-    radix = [len(c) for c in comps]
-    strides = [1, *itertools.accumulate(radix[:-1], operator.mul)]
-    n_allocations = math.prod(radix)
     chunk_sums = []
-    for start in range(0, n_allocations, _CHUNK_SIZE):
-        flat = np.arange(start, min(start + _CHUNK_SIZE, n_allocations))
-        S = np.zeros((len(flat), cells.size, H))
-        log_p = np.full(len(flat), gammaln(T + 1.0))
-        for c in range(cells.size):
-            choice = (flat // strides[c]) % radix[c]
-            S[:, c, :] = comps[c][choice]
-            log_p -= log_facts[c][choice]
-        n = S.reshape(len(flat), -1) @ touches
-        log_p += (gammaln(network.alpha + n) - gammaln(network.alpha)) @ signs
+    for S, log_factorials in _allocations(counts, H):
+        n = S.reshape(S.shape[0], -1) @ touches
+        log_p = (gammaln(T + 1.0) - log_factorials
+                 + (gammaln(network.alpha + n) - gammaln(network.alpha)) @ signs)
         chunk_sums.append(logsumexp(log_p))
     return float(log_p_total + logsumexp(chunk_sums))
 
