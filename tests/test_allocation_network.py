@@ -102,7 +102,7 @@ def test_hierarchical_topology_with_array_priors_matches_exact_enumeration():
     exact = bam_exact_log_evidence(TINY, sizes, model=model, dirichlet_prior=prior)
     uniform = bam_exact_log_evidence(TINY, sizes, model=model)
     assert abs(exact - uniform) > 0.1  # the arrays matter
-    smc = AllocationSMC(sizes, model=model, dirichlet_prior=prior, n_particles=200_000,
+    smc = AllocationSMC(sizes, model=model, dirichlet_prior=prior, n_particles=200_000, n_moves=20,
                         n_islands=20, random_state=0).fit(TINY)
     assert smc.log_evidence_error_ < 0.02
     assert abs(smc.log_evidence_ - exact) < 0.05
@@ -202,17 +202,17 @@ def test_tucker_fit_is_reproducible_pickles_and_clones(counts):
 
 
 def test_tucker_inference_data_draws_reconstruct_the_posterior_mean(counts):
-    est = AllocationSMC(2, model=TUCKER, n_particles=2000, random_state=0).fit(counts)
+    est = AllocationSMC(2, model=TUCKER, n_particles=500, random_state=0).fit(counts)
     idata = est.to_inference_data(counts)
     posterior = idata.posterior
     assert list(posterior.data_vars) == ["Z0_ip", "Z1_jq", "Z2_kr", "Z3_pqr"]
-    assert posterior["Z3_pqr"].shape == (1, 1000, 2, 2, 2)
+    assert posterior["Z3_pqr"].shape == (1, 500, 2, 2, 2)
     # Draws from the posterior given each particle: their mean is the
-    # particles' mean (1000 draws; the core's total is λ's, Gamma(a + T)).
+    # particles' mean (500 draws; the core's total is λ's, Gamma(a + T)).
     core_draws = posterior["Z3_pqr"].values[0]
     np.testing.assert_allclose(core_draws.mean(axis=0), est.factors_[3],
-                               atol=6 * core_draws.std(axis=0).max() / np.sqrt(1000))
-    assert idata.log_likelihood["x"].shape[:2] == (1, 1000)
+                               atol=6 * core_draws.std(axis=0).max() / np.sqrt(500))
+    assert idata.log_likelihood["x"].shape[:2] == (1, 500)
 
 
 def test_sample_bam_draws_from_a_model_string():
