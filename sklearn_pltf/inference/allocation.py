@@ -412,12 +412,19 @@ class VBState(NamedTuple):
     concentration: np.ndarray
 
 
-def _cell_indices(data):
-    """Per non-zero cell, latent configuration and table segment, the
-    layout position it touches: (2F, nnz, H)."""
-    network = data.network
-    slots = data.slot_offsets()
-    return np.moveaxis(slots[:, None, :] + network.latent_offsets[None], -1, 0)
+class _CellPositions:
+    """For each table segment in turn, the layout position every non-zero
+    cell touches under every latent configuration, (nnz, H). Each is
+    computed when iterated: holding all 2F at once would take
+    nnz x H x 2F integers."""
+
+    def __init__(self, data):
+        self.slots = data.slot_offsets()
+        self.latent_offsets = data.network.latent_offsets
+
+    def __iter__(self):
+        for j in range(self.slots.shape[1]):
+            yield self.slots[:, j, None] + self.latent_offsets[None, :, j]
 
 
 def _from_responsibilities(data, indices, weighted):
@@ -430,7 +437,7 @@ def _from_responsibilities(data, indices, weighted):
 
 def vb_init(rng, data, indices):
     """q(θ) from random responsibilities (each cell's row Dirichlet(1));
-    ``indices`` from :func:`_cell_indices`."""
+    ``indices`` a :class:`_CellPositions`."""
     H = data.network.n_configurations
     responsibilities = rng.dirichlet(np.ones(H), size=data.counts.size)
     return _from_responsibilities(data, indices, data.counts[:, None] * responsibilities)
@@ -475,7 +482,7 @@ class VBResult(NamedTuple):
 def run_vb(rng, data, *, max_iter=500, tol=1e-8, verbose=0):
     """Coordinate ascent until the bound's relative change is below ``tol``
     (with ``verbose``, progress lines give the time left to ``max_iter``)."""
-    indices = _cell_indices(data)
+    indices = _CellPositions(data)
     state = vb_init(rng, data, indices)
     bounds = []
     converged = False
