@@ -25,6 +25,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._data import _LANES, _MIX_1, _MIX_2
+
+_GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
+
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks", "urn_smc",
 ]
@@ -290,9 +294,9 @@ def _add_token(counts, p, slots, t, offsets, h, step):  # pragma: no cover - com
 def _next_uniform(state):  # pragma: no cover - compiled
     """SplitMix64 (Steele, Lea & Flood 2014): the advanced state and a
     uniform on [0, 1) from its 53 high bits of the mixed state."""
-    state = state + np.uint64(0x9E3779B97F4A7C15)
-    z = (state ^ (state >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    state = state + _GOLDEN
+    z = (state ^ (state >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
     z = z ^ (z >> np.uint64(31))
     return state, (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 

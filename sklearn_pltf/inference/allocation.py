@@ -295,9 +295,10 @@ def resample_particles(rng, result, network, n_summary=1000):
         distinct, multiplicity = np.unique(chosen, return_counts=True)
         counts = state.counts[distinct]
         reference = state.counts[np.argmax(weights)][None].astype(np.float32)
+        as_float = counts.astype(np.float32)
         own_labels = []
         for index in network.model.latent:
-            mine = _label_profiles(network, counts.astype(np.float32), index)
+            mine = _label_profiles(network, as_float, index)
             theirs = _label_profiles(network, reference, index)[0]
             similarity = np.matmul(mine.transpose(0, 2, 1), theirs)
             labels = np.empty(similarity.shape[:2], dtype=np.int64)
@@ -321,14 +322,11 @@ def _matched(network, table, array, own_labels):
     return array
 
 
-def _table_means(network, parameters):
-    """Per table, the mean of θ_f under the Dirichlet parameters
-    ``parameters`` (draws, L) laid out as the counts (α + n for the
-    posterior given an allocation), γ(c) / γ(pa(c)), shaped (draws, *family)."""
-    return [network.segment(parameters, f)
-            / np.expand_dims(network.segment(parameters, f, parents=True),
-                             tuple(1 + a for a in table.child_axes))
-            for f, table in enumerate(network.tables)]
+def _normalised(table, values):
+    """``values`` (draws, *family) divided by their sums over the table's
+    children: Dirichlet parameters give the mean of θ_f, Gamma draws a
+    draw of θ_f."""
+    return values / values.sum(axis=tuple(1 + a for a in table.child_axes), keepdims=True)
 
 
 def _written_factors(network, tables, lam):
@@ -340,11 +338,9 @@ def _written_factors(network, tables, lam):
     scaled = factors[network.carrier] * np.reshape(lam, (-1,) + (1,) * len(carrier.family))
     root = network.implicit_root
     if root is not None:
-        letters = {c: string.ascii_letters[k] for k, c in enumerate(network.model.indices)}
-        draw = next(c for c in string.ascii_letters if c not in letters.values())
-        spec_carrier = draw + "".join(letters[c] for c in carrier.family)
-        spec_root = draw + "".join(letters[c] for c in root.family)
-        scaled = np.einsum(f"{spec_carrier},{spec_root}->{spec_carrier}", scaled, tables[-1])
+        draw = next(c for c in string.ascii_letters if c not in network.model.indices)
+        carrier_spec, root_spec = draw + carrier.family, draw + root.family
+        scaled = np.einsum(f"{carrier_spec},{root_spec}->{carrier_spec}", scaled, tables[-1])
     factors[network.carrier] = scaled
     return factors
 
@@ -366,13 +362,12 @@ def particle_factor_means(sample, network, total_posterior):
         ``E[X]``.
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        parameters = sample.counts + network.alpha
-        matched = [_matched(network, table, mean, sample.own_labels)
-                   for table, mean in zip(network.tables, _table_means(network, parameters))]
+        means = [_normalised(table, parameters) for table, parameters in
+                 zip(network.tables, particle_dirichlet_parameters(sample, network))]
         shape, rate = total_posterior
-        lam = np.full(parameters.shape[0], shape / rate)
+        lam = np.full(sample.counts.shape[0], shape / rate)
         share = sample.multiplicity / sample.multiplicity.sum()
-        return [np.tensordot(share, f, axes=1) for f in _written_factors(network, matched, lam)]
+        return [np.tensordot(share, f, axes=1) for f in _written_factors(network, means, lam)]
 
 
 def particle_dirichlet_parameters(sample, network):
@@ -399,8 +394,7 @@ def draw_factors(rng, parameters, network, total_posterior):
     lam = rng.standard_gamma(shape, size=n_draws) / rate
     tables = []
     for table, params in zip(network.tables, parameters):
-        theta = rng.standard_gamma(params)
-        tables.append(theta / theta.sum(axis=tuple(1 + a for a in table.child_axes), keepdims=True))
+        tables.append(_normalised(table, rng.standard_gamma(params)))
     return _written_factors(network, tables, lam)
 
 
@@ -511,7 +505,8 @@ def vb_factor_means(state, data):
     """The written factors at q's means, combined as
     :func:`particle_factor_means` combines them."""
     shape, rate = total_posterior(data)
-    means = _table_means(data.network, state.concentration[None])
+    means = [_normalised(table, parameters) for table, parameters in
+             zip(data.network.tables, vb_tables(state, data.network))]
     return [f[0] for f in _written_factors(data.network, means, np.array([shape / rate]))]
 
 
