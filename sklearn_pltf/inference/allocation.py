@@ -39,6 +39,7 @@ from scipy.special import digamma, gammaln, logsumexp
 from threadpoolctl import threadpool_limits
 
 from .. import _kernels
+from . import _urn_kernels
 from .._contract import EntryList
 from .._progress import progress_or_none
 from ..model import Model, cp_model_string
@@ -174,7 +175,7 @@ def token_order(rng, data):
 def smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves=0):
     """Allocate the next ``n_tokens`` tokens in every particle, reweighting,
     resampling and (``n_moves`` > 0) rejuvenating as they come
-    (:func:`sklearn_pltf._kernels.urn_smc`); ``slots`` are every token's
+    (:func:`._urn_kernels.urn_smc`); ``slots`` are every token's
     segment offsets in the order placed.
 
     Unlike the package's other steps this one updates ``state``'s arrays in
@@ -187,7 +188,7 @@ def smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves=0):
     resample_uniforms = rng.random((n_tokens, state.log_evidence.size))
     move_seed = np.uint64(rng.integers(2**63)) if n_moves else np.uint64(0)
     network = data.network
-    _kernels.urn_smc(
+    _urn_kernels.urn_smc(
         slots, state.n_done, state.n_done + n_tokens, network.latent_offsets, network.alpha,
         uniforms, resample_uniforms, float(resample_threshold), state.counts, state.log_weights,
         state.log_evidence, state.n_resampled, state.allocations, int(n_moves), move_seed,
