@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_pltf import BayesianRESCAL, GibbsNTF, PoissonCP, TuckerVB
+from sklearn_pltf import AllocationSMC, BayesianRESCAL, GibbsNTF, PoissonCP, TuckerVB
 from sklearn_pltf.datasets import load_kinships, load_nations, off_diagonal_mask
 from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries
 
@@ -203,6 +203,12 @@ BINARY_SAMPLER_SIZES = {"nations": {"cp-gibbs": 10, "rescal-gibbs": 8, "gibbs-nt
                         "kinships": {"cp-gibbs": 50, "rescal-gibbs": 30, "gibbs-ntf": 50,
                                      "gibbs-ntf-signed": 100}}
 BINARY_PRIOR_SHAPES = (0.1, 0.3, 1.0)
+# The Bayesian Allocation Model (counts; Nations only: the SMC's tokens in the
+# missing cells cost missing cells x R x 4 each, and Kinships' folds hold
+# 28,000 missing cells): components x concentrations, chosen on each training
+# fold by the VB bound, or by the SMC evidence (defaults: 1000 particles, 250
+# moves) over a smaller grid.
+BINARY_BAM_GRIDS = {"bam-vb": ((5, 10, 20), (1.0, 10.0, 100.0)), "bam-smc": ((5, 10), (100.0,))}
 # GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
 
@@ -214,6 +220,14 @@ def _binary_family(kind, likelihood, size, prior_shape, X, method="vb", n_init=1
     return estimator(size, likelihood=likelihood, method=method, prior_shape=prior_shape,
                      prior_rate=prior_shape / _prior_mean(X, n_latent, n_factors),
                      max_iter=1000, tol=1e-5, n_init=n_init, random_state=0)
+
+
+def _bam_chosen_by_evidence(kind, X, train):
+    """AllocationSMC of highest evidence over its grid on the training mask."""
+    sizes, concentrations = BINARY_BAM_GRIDS[kind]
+    fits = [AllocationSMC(size, concentration=a, method=kind[4:], random_state=0).fit(X, mask=train)
+            for size in sizes for a in concentrations]
+    return max(fits, key=lambda est: est.log_evidence_)
 
 
 def _chosen_by_evidence(kind, likelihood, sizes, X, train, n_init=1):
@@ -255,7 +269,8 @@ class _GCPBernoulli:
 def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                        with_diagonal=False):
     """(q): 10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
-    Bernoulli–Poisson CP, Tucker and RESCAL fits, and of the two peers.
+    Bernoulli–Poisson CP, Tucker and RESCAL fits, of the Bayesian Allocation
+    Model (Nations), and of the two peers.
 
     The diagonal x(i, i, k) (empty in both data sets) is missing in every fit
     and in no fold, so every model's evidence is of the same entries;
@@ -264,6 +279,7 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
 
     families = families or [("cp", "poisson"), ("cp", "bernoulli"), ("tucker", "bernoulli"),
                              ("rescal", "bernoulli"), ("rescal-em", "bernoulli"),
+                             ("bam-vb", None), ("bam-smc", None),
                              ("tensorly-cp", None), ("gcp-bernoulli", None)]
     summary = {}
     for name in datasets:
@@ -271,6 +287,8 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
         observed = None if with_diagonal else off_diagonal_mask(X.shape)
         folds = list(EntryKFold(n_splits, random_state=0).split(X, mask=observed))
         for kind, likelihood in families:
+            if kind.startswith("bam") and name != "nations":
+                continue
             start = time.perf_counter()
             scores, chosen = [], []
             with warnings.catch_warnings():
@@ -294,6 +312,9 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
                                              1.0, X, method="gibbs")
                         est.set_params(evidence=None, n_warmup=200, n_draws=200)
                         est.fit(X, mask=train)
+                    elif kind.startswith("bam"):
+                        est = _bam_chosen_by_evidence(kind, X, train)
+                        chosen.append((est.n_components, est.concentration))
                     elif kind == "rescal-em":
                         est = _binary_family("rescal", likelihood, BINARY_RESCAL_EM_SIZES[name], 1.0,
                                              X, method="em").fit(X, mask=train)

@@ -59,7 +59,7 @@ def _fit(estimator, X, **kwargs):
 def test_valid_input_gives_finite_numbers_and_is_not_modified(name, data, container):
     prototype, ndim = ESTIMATORS[name]
     X = data.draw(count_tensors(ndim))
-    if name != "allocation" and data.draw(st.booleans(), label="missing entry"):
+    if data.draw(st.booleans(), label="missing entry"):
         X[0, 0] = np.nan if container == "dense" else X[0, 0]
     given_X = _containers(X, container)
     before = given_X.copy()

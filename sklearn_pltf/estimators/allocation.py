@@ -3,11 +3,13 @@ evidence by sequential Monte Carlo over the tokens (or a variational bound)."""
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList
@@ -17,12 +19,16 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
 from .._contract import full_xhat
 from ..model import cp_model_string
-from ._base import validate_tensor, with_n_samples
+from ._base import check_entry_indices, validate_tensor, with_n_samples
 from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
 
 __all__ = ["AllocationSMC"]
+
+# The SMC's sum over the missing entries' counts, stopped at its cap, is
+# worth a warning when the rest of it may exceed e^-10 of it (4.5e-5 nats).
+_TAIL_WARNING = 10.0
 
 
 @with_cp_attributes
@@ -53,8 +59,13 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     instead, at ``nnz x H x F`` per iteration, for dense data with large
     counts.
 
-    Every entry is observed (there is no missing-data mask); counts must be
-    whole numbers. Axis 0 is the sample axis.
+    Entries may be missing (NaN, or ``mask=``): the tokens then lie in the
+    observed cells only, and the evidence is that of the observed entries,
+    p(X_O), with the unobserved cells' counts summed out (SMC places tokens
+    in them after the observed ones, one at a time, until the sum over their
+    number has converged; VB gives them expected counts). Their posterior
+    predictive means are :meth:`predict_entries`, for link prediction. Counts
+    must be whole numbers. Axis 0 is the sample axis.
 
     Parameters
     ----------
@@ -202,13 +213,8 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         self.verbose = verbose
 
     def _observed(self, X, mask, reset):
-        """``X`` checked for the allocation model: whole counts, every entry observed."""
+        """``X`` checked for the allocation model: whole counts."""
         data = validate_tensor(self, X, mask, reset=reset)
-        if data.n_missing:
-            raise ValueError(
-                "AllocationSMC needs every entry observed; X has "
-                f"{data.n_missing} missing entries."
-            )
         data.require_integer("AllocationSMC",
                              remedy="use a Poisson estimator such as PoissonCP")
         return data
@@ -219,12 +225,13 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         Parameters
         ----------
         X : ndarray, pydata sparse array or scipy.sparse matrix
-            Non-negative integer counts with at least 2 dimensions.
+            Non-negative integer counts with at least 2 dimensions; NaN
+            marks a missing entry of dense data.
         y : None
             Ignored.
-        mask : None
-            Every entry must be observed; a mask with a missing entry is an
-            error.
+        mask : array-like of bool or pydata sparse array, default=None
+            True where observed; missing entries are left out of the
+            evidence, their counts summed out.
 
         Returns
         -------
@@ -237,7 +244,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         data = allocation.allocation_data(
             coords, counts, observed.shape, self._latent_sizes(), self.concentration,
             self.prior_rate, model=self._model_string(observed.ndim),
-            dirichlet_prior=self.dirichlet_prior)
+            dirichlet_prior=self.dirichlet_prior, missing=observed.missing_entries)
         network = data.network
         if self.method == "smc":
             # Per token: its cells (int64 coordinates), its segment offsets
@@ -256,10 +263,20 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             self.log_evidence_error_ = result.standard_error
             self.n_resampled_ = result.n_resampled
             self.n_iter_ = data.total
-            sample = allocation.resample_particles(rng, result, network)
-            factors = allocation.particle_factor_means(sample, network,
-                                                       allocation.total_posterior(data))
-            summary = sample
+            if result.missing_gap < _TAIL_WARNING:
+                warnings.warn(
+                    f"The SMC's sum over the missing entries' counts stopped at its cap of "
+                    f"{result.n_missing_placed} tokens "
+                    + (f"with the rest of it about {result.missing_gap:.3g} nats below the sum"
+                       if np.isfinite(result.missing_gap) else "with its terms still rising")
+                    + ": the data leave the missing entries' share of the counts weakly "
+                    "identified (e.g. a whole slice or block is missing) under λ's vague "
+                    "prior, and log_evidence_ is a lower estimate. Give λ an informative "
+                    "prior (prior_rate), or observe some entries of every slice.",
+                    ConvergenceWarning)
+            summary = allocation.resample_particles(rng, result, network)
+            total = allocation.total_posterior(data, summary.n_missing)
+            factors = allocation.particle_factor_means(summary, network, total)
         else:
             result = allocation.run_vb(rng, data, max_iter=self.max_iter, tol=self.tol,
                                        verbose=self.verbose)
@@ -269,6 +286,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             self.n_iter_ = result.lower_bounds.size - 1
             factors = allocation.vb_factor_means(result.state, data)
             summary = result.state
+            total = allocation.vb_total_posterior(result.state, data)
         check_poisson_log_evidence(
             self.log_evidence_, observed,
             standard_error=result.standard_error if self.method == "smc" else 0.0,
@@ -277,7 +295,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         self.model_ = network.model
         self.factors_ = tuple(factors)
         # What to_inference_data draws from: the resampled particles, or q.
-        self._posterior = (network, summary, allocation.total_posterior(data))
+        self._posterior = (network, summary, total)
         # Seeds to_inference_data's draws: its own stream, spawned last.
         self._export_seed = int(rng.spawn(1)[0].integers(2**63))
 
@@ -326,9 +344,10 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
     def transform(self, X, mask=None):
         """Per-sample weights: the expected number of each sample's tokens in
-        each configuration of the sample factor's latent indices (CP: each
-        component), every other factor held at its posterior mean
-        (:func:`~sklearn_pltf.inference.allocation.fold_in`).
+        its observed entries in each configuration of the sample factor's
+        latent indices (CP: each component), every other factor held at its
+        posterior mean (:func:`~sklearn_pltf.inference.allocation.fold_in`);
+        missing entries are left out.
 
         Returns
         -------
@@ -342,7 +361,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         self._require_sample_factor()
         coords, counts = _nonzero_cells(observed)
         W, normaliser = allocation.fold_in(coords, counts, observed.shape[0], self.factors_,
-                                           self.model_)
+                                           self.model_, missing=observed.missing_entries)
         return coords, counts, W, normaliser
 
     def _transform_data(self, observed):
@@ -406,8 +425,8 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             (variable ``x``: log Poisson(x_e | E[X_e]) of every entry at every
             draw, dimension ``entry``; ``constant_data.entry_index`` gives
             each entry's coordinates).
-        mask : None
-            AllocationSMC fits fully observed data only.
+        mask : array-like of bool, default=None
+            The training mask, with ``X``.
         factor_names : sequence of str or dict, default=None
             A variable name per factor, or ``{position: name}`` for some;
             default ``A``, ``B``, ``C``, ... for CP (``A`` carries λ θ0, so
@@ -425,9 +444,11 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             repeats = summary.multiplicity
         else:
             parameters, repeats = allocation.vb_tables(summary, network), [1000]
+        shape, rate = total
+        shape = np.repeat(np.broadcast_to(shape, len(repeats)), repeats)
         rng = np.random.default_rng(self._export_seed)
         draws = allocation.draw_factors(
-            rng, [np.repeat(p, repeats, axis=0) for p in parameters], network, total)
+            rng, [np.repeat(p, repeats, axis=0) for p in parameters], network, (shape, rate))
         model = self.model_
         return export_inference_data(
             model, tuple(d[None] for d in draws),
@@ -437,6 +458,33 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             factors_at=lambda chain, draw: [d[draw] for d in draws],
             entry_log_likelihood=lambda x, xhat, chain, draw: (
                 PoissonLikelihood.entry_log_likelihood(x, np.maximum(xhat, TINY))))
+
+    def predict_entries(self, indices):
+        """Posterior predictive mean E[X(e) | X] at the given entries (for
+        link prediction; missing entries of the training data included).
+
+        - ``method="smc"``: per particle resampled at fit, E[λ] times the
+          urn's predictive probability of the cell, exact given the
+          particle's allocation, averaged over the particles (no label
+          matching is involved).
+        - ``method="vb"``: the model string at ``factors_`` (q's means, λ at
+          its posterior mean given them).
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n_entries, n_dims)
+            One row of coordinates per entry of the fitted data tensor.
+
+        Returns
+        -------
+        prediction : ndarray of shape (n_entries,)
+        """
+        check_is_fitted(self)
+        coords = check_entry_indices(indices, self.model_.observed_shape).T
+        network, summary, total = self._posterior
+        if self.method == "smc":
+            return allocation.particle_predictive_means(summary, network, total, coords)
+        return EntryList(self.model_, coords).xhat(list(self.factors_))
 
     def _default_factor_names(self):
         return mode_factor_names(self.model_) if self._is_cp() else super()._default_factor_names()

@@ -36,7 +36,7 @@ _CHUNK_SIZE = 1 << 16
 
 def bam_exact_log_evidence(
     X, n_components, *, concentration=1.0, rate=None, max_allocations=5_000_000, model=None,
-    dirichlet_prior=None,
+    dirichlet_prior=None, mask=None, max_missing_tokens=200,
 ):
     """Exact log marginal likelihood of a count tensor under the BAM.
 
@@ -102,6 +102,14 @@ def bam_exact_log_evidence(
     dirichlet_prior : list or None, default=None
         With ``model``: per factor, its table's Dirichlet parameters or None
         (as ``AllocationSMC``'s).
+    mask : array-like of bool, default=None
+        True where ``X`` is observed: the evidence of the observed entries,
+        :math:`\\log \\sum_{X_M} p(X_O, X_M)`, summed over the fillings of the
+        unobserved cells by their total U = 0, 1, ... until a total's terms
+        are 40 nats below the running sum and falling (``X``'s values there
+        are ignored; ``rate=None`` is ``a`` over the observed total).
+    max_missing_tokens : int, default=200
+        With ``mask``: refuse if the sum has not converged by this total.
 
     Returns
     -------
@@ -135,6 +143,10 @@ def bam_exact_log_evidence(
     >>> round(bam_exact_log_evidence(X, 2, rate=1.0), 6)
     -6.64379
     """
+    if mask is not None:
+        return _log_evidence_of_observed(X, mask, n_components, concentration, rate,
+                                         max_allocations, model, dirichlet_prior,
+                                         max_missing_tokens)
     X = as_count_array(X)
     max_allocations = _check_int(max_allocations, "max_allocations")
     a = _check_positive(concentration, "concentration")
@@ -168,6 +180,40 @@ def bam_exact_log_evidence(
                 log_p += _log_rising(a / (R * size), S[:, g, :].sum(axis=1)).sum(axis=1)
         chunk_sums.append(logsumexp(log_p))
     return float(log_p_total + logsumexp(chunk_sums))
+
+
+def _log_evidence_of_observed(X, mask, n_components, concentration, rate, max_allocations,
+                              model, dirichlet_prior, max_missing_tokens):
+    """log Σ_{X_M} p(X_O, X_M), each term the full data's exact evidence at
+    one rate b (the default a / T_O)."""
+    mask = np.asarray(mask, dtype=bool)
+    X = np.asarray(X, dtype=np.float64)
+    if mask.shape != X.shape:
+        raise ValueError(f"mask must have X's shape {X.shape}, got {mask.shape}.")
+    observed = as_count_array(np.where(mask, X, 0.0))
+    a = _check_positive(concentration, "concentration")
+    if rate is None:
+        if observed.sum() == 0:
+            raise ValueError("The observed entries are all zero, so the default rate = "
+                             "concentration / total is undefined; rate must be given")
+        rate = a / observed.sum()
+    missing = np.flatnonzero(~mask)
+    running, previous = -np.inf, np.inf
+    for total in range(_check_int(max_missing_tokens, "max_missing_tokens") + 1):
+        terms = []
+        for filling in compositions(total, missing.size):
+            filled = observed.copy()
+            filled.flat[missing] = filling
+            terms.append(bam_exact_log_evidence(
+                filled, n_components, concentration=a, rate=rate,
+                max_allocations=max_allocations, model=model, dirichlet_prior=dirichlet_prior))
+        block = float(logsumexp(terms))
+        running = float(np.logaddexp(running, block))
+        if block < previous and block < running - 40.0:
+            return running
+        previous = block
+    raise ValueError(f"The sum over the unobserved cells' counts has not converged by a total of "
+                     f"{max_missing_tokens}; raise max_missing_tokens or give a larger rate.")
 
 
 def _log_total_prior(a, rate, T):

@@ -18,7 +18,7 @@ from .._data import _LANES, _MIX_1, _MIX_2
 
 _GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
 
-__all__ = ["urn_smc"]
+__all__ = ["urn_smc", "urn_smc_missing"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -35,35 +35,59 @@ def _consecutive_tables(offsets):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _token_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
-                 consecutive):  # pragma: no cover - compiled
-    """``terms[h]`` = token t's predictive probability under configuration
-    h in particle p's urn ``counts[p]`` (its segment offsets ``slots[t]``);
-    returns their sum.
+def _parent_products(denominators, counts, p, slots, t, alpha, offsets,
+                     consecutive):  # pragma: no cover - compiled
+    """``denominators[h]`` = Π_f (n_f + α_f)(parents of table f under h) in
+    particle p's urn, for token t's segment offsets ``slots[t]``. Parents
+    are latent indices only, so this does not depend on the token's cell.
 
     Tables whose offsets run 0, 1, 2, ... (CP's) are read without gathers,
     which lets the loop vectorise."""
-    n_configs = terms.shape[0]
-    terms[:] = 1.0
+    n_configs = denominators.shape[0]
     denominators[:] = 1.0
     for j in range(0, slots.shape[1], 2):
-        base = slots[t, j]
         parent_base = slots[t, j + 1]
         if consecutive[j]:
             for h in range(n_configs):
-                terms[h] *= alpha[base + h] + counts[p, base + h]
                 denominators[h] *= alpha[parent_base + h] + counts[p, parent_base + h]
         else:
             for h in range(n_configs):
-                cell = base + offsets[j, h]
                 parent = parent_base + offsets[j + 1, h]
-                terms[h] *= alpha[cell] + counts[p, cell]
                 denominators[h] *= alpha[parent] + counts[p, parent]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
+                  consecutive):  # pragma: no cover - compiled
+    """``terms[h]`` = Π_f (n_f + α_f)(family of table f under h) divided by
+    ``denominators[h]`` (:func:`_parent_products`), for token t in particle
+    p's urn; returns their sum."""
+    n_configs = terms.shape[0]
+    terms[:] = 1.0
+    for j in range(0, slots.shape[1], 2):
+        base = slots[t, j]
+        if consecutive[j]:
+            for h in range(n_configs):
+                terms[h] *= alpha[base + h] + counts[p, base + h]
+        else:
+            for h in range(n_configs):
+                cell = base + offsets[j, h]
+                terms[h] *= alpha[cell] + counts[p, cell]
     total = 0.0
     for h in range(n_configs):
         terms[h] /= denominators[h]
         total += terms[h]
     return total
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _token_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
+                 consecutive):  # pragma: no cover - compiled
+    """``terms[h]`` = token t's predictive probability under configuration
+    h in particle p's urn ``counts[p]`` (its segment offsets ``slots[t]``);
+    returns their sum."""
+    _parent_products(denominators, counts, p, slots, t, alpha, offsets, consecutive)
+    return _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets, consecutive)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -97,22 +121,33 @@ def _next_uniform(state):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _rejuvenate(counts, allocations, p, slots, n_seen, n_moves, state, alpha, offsets,
-                consecutive, terms, denominators):  # pragma: no cover - compiled
+def _rejuvenate(counts, allocations, p, slots, missing_slots, n_seen, n_moves, state, alpha,
+                offsets, consecutive, terms, denominators):  # pragma: no cover - compiled
     """``n_moves`` Gibbs moves of particle p: each takes one of the first
     ``n_seen`` tokens at random, removes it from the urn and redraws its
     configuration from its exact conditional given every other token, which
-    leaves the posterior of the allocations given those tokens invariant."""
+    leaves the posterior of the allocations given those tokens invariant.
+
+    Tokens past the observed ones (``slots.shape[0]``) lie in unobserved
+    cells: ``allocations`` holds ``m x H + h`` for cell m of
+    ``missing_slots``, and a move keeps the cell and redraws h."""
+    n_observed = slots.shape[0]
+    n_configs = terms.shape[0]
     for _ in range(n_moves):
         state, u = _next_uniform(state)
         s = min(int(u * n_seen), n_seen - 1)
-        _add_token(counts, p, slots, s, offsets, allocations[p, s], -1)
-        total = _token_terms(terms, denominators, counts, p, slots, s, alpha, offsets,
+        if s < n_observed:
+            rows, row, h = slots, s, allocations[p, s]
+        else:
+            code = allocations[p, s]
+            rows, row, h = missing_slots, code // n_configs, code % n_configs
+        _add_token(counts, p, rows, row, offsets, h, -1)
+        total = _token_terms(terms, denominators, counts, p, rows, row, alpha, offsets,
                              consecutive)
         state, u = _next_uniform(state)
         h = _drawn(terms, total, u)
-        _add_token(counts, p, slots, s, offsets, h, 1)
-        allocations[p, s] = h
+        _add_token(counts, p, rows, row, offsets, h, 1)
+        allocations[p, s] = h if s < n_observed else row * n_configs + h
     return state
 
 
@@ -149,6 +184,49 @@ def _resample_island(counts, allocations, n_seen, log_weights, lo, shift, total,
                 allocations[lo + dead, :n_seen] = allocations[lo + a, :n_seen]
             offspring[dead] = 1  # filled: neither a source nor free
     log_weights[:] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _advance_island(k, increments, n_seen, resample_u, threshold, counts, log_weights,
+                    log_evidence, n_resampled, allocations, n_moves, move_seed, slots,
+                    missing_slots, alpha, offsets, consecutive, terms, denominators,
+                    offspring):  # pragma: no cover - compiled
+    """Island k after every particle has placed one more token (log
+    incremental weights ``increments``): its log evidence grows by
+    log Σ_p W_p w_p, W the normalised weights before the token; when its
+    effective sample size falls below ``threshold`` x its size it is
+    resampled systematically (uniform ``resample_u``) and, with ``n_moves``,
+    every particle makes that many Gibbs moves over the ``n_seen`` tokens
+    placed, their uniforms from SplitMix64 seeded by ``move_seed``, the
+    island, the token and the particle."""
+    size = increments.shape[0]
+    lo = k * size
+    # log Σ W_p w_p = log Σ e^{lw + inc} - log Σ e^{lw}, both shifted.
+    before = -np.inf
+    after = -np.inf
+    for q in range(size):
+        before = max(before, log_weights[lo + q])
+        after = max(after, log_weights[lo + q] + increments[q])
+    sum_before = 0.0
+    sum_after = 0.0
+    sum_squares = 0.0
+    for q in range(size):
+        sum_before += np.exp(log_weights[lo + q] - before)
+        log_weights[lo + q] += increments[q]
+        w = np.exp(log_weights[lo + q] - after)
+        sum_after += w
+        sum_squares += w * w
+    log_evidence[k] += np.log(sum_after) + after - np.log(sum_before) - before
+    if sum_after * sum_after >= threshold * size * sum_squares:
+        return
+    _resample_island(counts, allocations, n_seen, log_weights[lo:lo + size], lo, after,
+                     sum_after, resample_u, offspring)
+    n_resampled[k] += 1
+    if n_moves > 0:
+        for q in range(size):
+            state = move_seed ^ np.uint64((k * slots.shape[0] + n_seen - 1) * size + q)
+            _rejuvenate(counts, allocations, lo + q, slots, missing_slots, n_seen, n_moves,
+                        state, alpha, offsets, consecutive, terms, denominators)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -190,6 +268,7 @@ def urn_smc(slots, start, stop, latent_offsets, alpha, uniforms, resample_unifor
     record = allocations.shape[1] > 0
     offsets = np.ascontiguousarray(latent_offsets.T)
     consecutive = _consecutive_tables(offsets)
+    no_missing = np.empty((0, slots.shape[1]), dtype=slots.dtype)
     for k in numba.prange(n_islands):
         lo = k * size
         terms = np.empty(n_configs)
@@ -206,28 +285,63 @@ def urn_smc(slots, start, stop, latent_offsets, alpha, uniforms, resample_unifor
                 _add_token(counts, p, slots, t, offsets, h, 1)
                 if record:
                     allocations[p, t] = h
-            # log Σ W_p w_p = log Σ e^{lw + inc} - log Σ e^{lw}, both shifted.
-            before = -np.inf
-            after = -np.inf
-            for q in range(size):
-                before = max(before, log_weights[lo + q])
-                after = max(after, log_weights[lo + q] + increments[q])
-            sum_before = 0.0
-            sum_after = 0.0
-            sum_squares = 0.0
-            for q in range(size):
-                sum_before += np.exp(log_weights[lo + q] - before)
-                log_weights[lo + q] += increments[q]
-                w = np.exp(log_weights[lo + q] - after)
-                sum_after += w
-                sum_squares += w * w
-            log_evidence[k] += np.log(sum_after) + after - np.log(sum_before) - before
-            if sum_after * sum_after < threshold * size * sum_squares:
-                _resample_island(counts, allocations, t + 1, log_weights[lo:lo + size], lo,
-                                 after, sum_after, resample_uniforms[t - start, k], offspring)
-                n_resampled[k] += 1
-                if n_moves > 0:
-                    for q in range(size):
-                        state = move_seed ^ np.uint64((k * slots.shape[0] + t) * size + q)
-                        _rejuvenate(counts, allocations, lo + q, slots, t + 1, n_moves, state,
-                                    alpha, offsets, consecutive, terms, denominators)
+            _advance_island(k, increments, t + 1, resample_uniforms[t - start, k], threshold,
+                            counts, log_weights, log_evidence, n_resampled, allocations, n_moves,
+                            move_seed, slots, no_missing, alpha, offsets, consecutive, terms,
+                            denominators, offspring)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def urn_smc_missing(slots, missing_slots, n_placed, latent_offsets, alpha, uniforms,
+                    resample_uniforms, threshold, counts, log_weights, log_evidence, n_resampled,
+                    allocations, n_moves, move_seed):  # pragma: no cover - compiled
+    """Place one more token in the unobserved cells in every particle, after
+    ``n_placed`` tokens (the observed ones, ``slots``, then unobserved ones);
+    reweight, resample and rejuvenate as :func:`urn_smc` does.
+
+    The token's incremental weight is the urn's predictive probability of
+    the unobserved cells, p_M = Σ_{m, h} (the terms of cell m of
+    ``missing_slots`` under h); it takes cell m and configuration h in
+    proportion to their term, both from ``uniforms[p]`` (its position within
+    the chosen cell's share gives the configuration). ``allocations[p,
+    n_placed]`` records ``m x H + h`` when the moves need it.
+    """
+    n_particles = counts.shape[0]
+    n_islands = log_evidence.shape[0]
+    size = n_particles // n_islands
+    n_configs = latent_offsets.shape[0]
+    n_cells = missing_slots.shape[0]
+    record = allocations.shape[1] > 0
+    offsets = np.ascontiguousarray(latent_offsets.T)
+    consecutive = _consecutive_tables(offsets)
+    for k in numba.prange(n_islands):
+        lo = k * size
+        terms = np.empty(n_configs)
+        denominators = np.empty(n_configs)
+        increments = np.empty(size)
+        offspring = np.empty(size, dtype=np.int64)
+        cumulative = np.empty(n_cells)
+        for q in range(size):
+            p = lo + q
+            _parent_products(denominators, counts, p, missing_slots, 0, alpha, offsets,
+                             consecutive)
+            total = 0.0
+            for m in range(n_cells):
+                total += _family_terms(terms, denominators, counts, p, missing_slots, m, alpha,
+                                       offsets, consecutive)
+                cumulative[m] = total
+            increments[q] = np.log(total)
+            target = uniforms[p] * total
+            m = min(np.searchsorted(cumulative, target, side="right"), n_cells - 1)
+            below = cumulative[m - 1] if m > 0 else 0.0
+            cell_total = _family_terms(terms, denominators, counts, p, missing_slots, m, alpha,
+                                       offsets, consecutive)
+            h = _drawn(terms, cell_total, min(max((target - below) / cell_total, 0.0), 1.0))
+            _add_token(counts, p, missing_slots, m, offsets, h, 1)
+            if record:
+                allocations[p, n_placed] = m * n_configs + h
+        _advance_island(k, increments, n_placed + 1, resample_uniforms[k], threshold, counts,
+                        log_weights, log_evidence, n_resampled, allocations, n_moves, move_seed,
+                        slots, missing_slots, alpha, offsets, consecutive, terms, denominators,
+                        offspring)
+

@@ -43,14 +43,16 @@ from . import _urn_kernels
 from .._contract import EntryList
 from .._progress import progress_or_none
 from ..model import Model, cp_model_string
+from ._allocation_missing import cell_probabilities, missing_phase
 from ._allocation_network import allocation_network
 
 __all__ = [
     "AllocationData", "allocation_data", "log_total_prior",
     "SMCState", "SMCResult", "smc_init", "token_order", "smc_step", "run_smc",
     "particle_weights", "ParticleSample", "resample_particles", "particle_factor_means",
-    "particle_dirichlet_parameters", "total_posterior", "draw_factors",
-    "VBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_tables", "vb_factor_means",
+    "particle_dirichlet_parameters", "particle_predictive_means", "total_posterior", "draw_factors",
+    "VBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_tables", "vb_total_posterior",
+    "vb_factor_means",
     "sample_factor_layout", "as_sample_factor", "sample_normaliser", "fold_in", "sample_bam",
 ]
 
@@ -61,8 +63,9 @@ _UNIFORMS_PER_CALL = 1 << 20
 class AllocationData(NamedTuple):
     """Counts and priors of one BAM problem.
 
-    ``coords`` (N x nnz) and ``counts`` (nnz,) list the non-zero cells;
-    ``network`` is the model's tables and their layout
+    ``coords`` (N x nnz) and ``counts`` (nnz,) list the observed non-zero
+    cells and ``missing`` (N x n_missing) the unobserved ones; ``network``
+    is the model's tables and their layout
     (:class:`._allocation_network.AllocationNetwork`); ``concentration`` is
     λ's Gamma shape ``a`` and ``rate`` its rate ``b``.
     """
@@ -73,18 +76,16 @@ class AllocationData(NamedTuple):
     network: object
     concentration: float
     rate: float
+    missing: np.ndarray
 
     @property
     def total(self):
+        """T, the observed tokens."""
         return int(self.counts.sum())
-
-    def slot_offsets(self):
-        """Every non-zero cell's segment offsets (nnz, 2F)."""
-        return self.network.slot_offsets(self.coords.T)
 
 
 def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate=None, *,
-                    model=None, dirichlet_prior=None):
+                    model=None, dirichlet_prior=None, missing=None):
     """An :class:`AllocationData`.
 
     ``model`` is a model string (None: CP over every axis) whose latent
@@ -92,6 +93,7 @@ def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate
     ``dirichlet_prior`` optionally gives tables' parameters
     (:func:`._allocation_network.allocation_network`). ``rate=None`` is
     ``a / T``, which puts the prior mean of λ at the observed total.
+    ``missing`` (N x n_missing) lists unobserved cells (None: none).
     """
     counts = np.asarray(counts)
     if counts.size and (np.any(counts < 0) or np.any(counts != np.round(counts))):
@@ -108,11 +110,15 @@ def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate
     bound = Model.parse(cp_model_string(len(shape)) if model is None else model).bind(
         shape, n_components)
     network = allocation_network(bound, float(concentration), dirichlet_prior)
-    return AllocationData(shape, coords, counts, network, float(concentration), float(rate))
+    missing = (np.empty((len(shape), 0), dtype=np.int64) if missing is None
+               else np.asarray(missing, dtype=np.int64).reshape(len(shape), -1))
+    return AllocationData(shape, coords, counts, network, float(concentration), float(rate),
+                          missing)
 
 
 def log_total_prior(data):
-    """log p(T): λ ~ Gamma(a, b) mixed Poisson, a negative binomial."""
+    """log p(T): λ ~ Gamma(a, b) mixed Poisson, a negative binomial (T the
+    observed tokens)."""
     a, b, T = data.concentration, data.rate, data.total
     return float(gammaln(a + T) - gammaln(a) - gammaln(T + 1.0)
                  + a * np.log(b / (b + 1.0)) - T * np.log1p(b))
@@ -143,7 +149,9 @@ class SMCState(NamedTuple):
 
 
 class SMCResult(NamedTuple):
-    """The SMC estimate of log p(X) and the final particle system."""
+    """The SMC estimate of log p(X) and the final particle system (with
+    unobserved cells, each particle at its kept number of tokens in them,
+    ``n_missing``: :class:`._allocation_missing.MissingPhase`)."""
 
     log_evidence: float
     standard_error: float
@@ -151,6 +159,9 @@ class SMCResult(NamedTuple):
     n_resampled: int  # resampling events, summed over islands
     state: SMCState
     order: np.ndarray  # the tokens' cells in the order placed, T x N
+    n_missing: np.ndarray  # per particle, its kept number of tokens in unobserved cells
+    n_missing_placed: int  # tokens placed in unobserved cells
+    missing_gap: float  # nats of the last term below the sum over them (inf: none)
 
 
 def smc_init(data, n_particles, n_islands, n_moves=0):
@@ -211,6 +222,10 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5,
     With ``verbose``, progress lines count the tokens placed and give the
     time left.
 
+    With unobserved cells (``data.missing``), each island then places tokens
+    in them one at a time and sums their terms
+    (:func:`._allocation_missing.missing_phase`).
+
     Returns
     -------
     SMCResult
@@ -225,12 +240,22 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5,
         state = smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves)
         if progress is not None:
             progress(n_tokens)
+    n_missing, n_placed, gap = np.zeros(n_particles, dtype=np.int64), 0, np.inf
+    if data.missing.shape[1]:
+        kept, n_placed, gap = missing_phase(
+            rng, state, data, resample_threshold, n_moves, slots,
+            lambda cap: progress_or_none(verbose, "SMC, tokens in the unobserved cells (at most)",
+                                         cap, unit="tokens"))
+        state = state._replace(counts=kept.counts, log_weights=kept.log_weights,
+                               log_evidence=kept.log_sum)
+        n_missing = kept.n_missing
     constant = log_total_prior(data) + _log_multinomial(data)
     islands = state.log_evidence + constant
     log_evidence = float(logsumexp(islands) - np.log(n_islands))
     relative = np.exp(islands - log_evidence)
     error = float(relative.std(ddof=1) / np.sqrt(n_islands)) if n_islands > 1 else np.inf
-    return SMCResult(log_evidence, error, islands, int(state.n_resampled.sum()), state, order)
+    return SMCResult(log_evidence, error, islands, int(state.n_resampled.sum()), state, order,
+                     n_missing, n_placed, gap)
 
 
 def particle_weights(result):
@@ -250,11 +275,13 @@ class ParticleSample(NamedTuple):
     of the resampled particles each stands for, ``multiplicity``, and per
     latent index (in the model's latent order) ``own_labels`` (distinct,
     size): the particle's label matched to each of the reference
-    particle's labels."""
+    particle's labels; ``n_missing`` (distinct,) the tokens in unobserved
+    cells that its urn holds."""
 
     counts: np.ndarray
     multiplicity: np.ndarray
     own_labels: tuple
+    n_missing: np.ndarray
 
 
 def _label_profiles(network, counts, index):
@@ -307,7 +334,7 @@ def resample_particles(rng, result, network, n_summary=1000):
                 rows, cols = linear_sum_assignment(similarity[p], maximize=True)
                 labels[p, cols] = rows
             own_labels.append(labels)
-        return ParticleSample(counts, multiplicity, tuple(own_labels))
+        return ParticleSample(counts, multiplicity, tuple(own_labels), result.n_missing[distinct])
 
 
 def _matched(network, table, array, own_labels):
@@ -366,7 +393,7 @@ def particle_factor_means(sample, network, total_posterior):
         means = [_normalised(table, parameters) for table, parameters in
                  zip(network.tables, particle_dirichlet_parameters(sample, network))]
         shape, rate = total_posterior
-        lam = np.full(sample.counts.shape[0], shape / rate)
+        lam = np.broadcast_to(np.asarray(shape, dtype=np.float64) / rate, sample.multiplicity.shape)
         share = sample.multiplicity / sample.multiplicity.sum()
         return [np.tensordot(share, f, axes=1) for f in _written_factors(network, means, lam)]
 
@@ -380,9 +407,23 @@ def particle_dirichlet_parameters(sample, network):
             for f, table in enumerate(network.tables)]
 
 
-def total_posterior(data):
-    """Shape and rate of λ's Gamma posterior, (a + T, b + 1)."""
-    return data.concentration + data.total, data.rate + 1.0
+def particle_predictive_means(sample, network, total_posterior, coords):
+    """The posterior predictive mean E[X(c) | X] at cells ``coords`` (N,
+    cells) from resampled particles: per particle, E[λ] times the urn's
+    predictive probability of the cell (:func:`._allocation_missing.cell_probabilities`),
+    exact given its allocation, averaged over the particles (no labels
+    involved)."""
+    shape, rate = total_posterior
+    lam = np.broadcast_to(np.asarray(shape, dtype=np.float64) / rate, sample.multiplicity.shape)
+    share = sample.multiplicity / sample.multiplicity.sum()
+    return (share * lam) @ cell_probabilities(sample.counts, network, coords)
+
+
+def total_posterior(data, n_missing=0):
+    """Shape and rate of λ's Gamma posterior given an allocation that holds
+    ``n_missing`` tokens in unobserved cells (per particle, or 0),
+    (a + T + n_missing, b + 1)."""
+    return data.concentration + data.total + np.asarray(n_missing), data.rate + 1.0
 
 
 def draw_factors(rng, parameters, network, total_posterior):
@@ -392,7 +433,7 @@ def draw_factors(rng, parameters, network, total_posterior):
     :func:`particle_factor_means` combines the means."""
     n_draws = parameters[0].shape[0]
     shape, rate = total_posterior
-    lam = rng.standard_gamma(shape, size=n_draws) / rate
+    lam = rng.standard_gamma(np.broadcast_to(shape, n_draws)) / rate
     tables = []
     for table, params in zip(network.tables, parameters):
         tables.append(_normalised(table, rng.standard_gamma(params)))
@@ -408,62 +449,89 @@ class VBState(NamedTuple):
 
 
 class _CellPositions:
-    """For each table segment in turn, the layout position every non-zero
-    cell touches under every latent configuration, (nnz, H). Each is
-    computed when iterated: holding all 2F at once would take
-    nnz x H x 2F integers."""
+    """For each table segment in turn, the layout position every listed
+    cell (``coords``, N x cells) touches under every latent configuration,
+    (cells, H). Each is computed when iterated: holding all 2F at once
+    would take cells x H x 2F integers."""
 
-    def __init__(self, data):
-        self.slots = data.slot_offsets()
-        self.latent_offsets = data.network.latent_offsets
+    def __init__(self, network, coords):
+        self.slots = network.slot_offsets(coords.T)
+        self.latent_offsets = network.latent_offsets
 
     def __iter__(self):
         for j in range(self.slots.shape[1]):
             yield self.slots[:, j, None] + self.latent_offsets[None, :, j]
 
 
-def _from_responsibilities(data, indices, weighted):
-    """q(θ) from expected allocations ``weighted`` (nnz, H)."""
+def _log_terms(values, indices):
+    """Σ_f (values at the family cell − at the parent cell) of every listed
+    cell under every configuration, (cells, H): even segments are family
+    cells, odd ones their parents."""
+    return sum((-1.0) ** j * values[slot] for j, slot in enumerate(indices))
+
+
+def _from_expected(data, *pairs):
+    """q(θ) from expected allocations: ``(indices, weighted)`` pairs, each a
+    :class:`_CellPositions` and its cells' expected tokens (cells, H)."""
     L = data.network.n_cells
     expected = sum(np.bincount(slot.ravel(), weights=weighted.ravel(), minlength=L)
-                   for slot in indices)
+                   for indices, weighted in pairs for slot in indices)
     return VBState(data.network.alpha + expected)
 
 
 def vb_init(rng, data, indices):
-    """q(θ) from random responsibilities (each cell's row Dirichlet(1));
-    ``indices`` a :class:`_CellPositions`."""
+    """q(θ) from random responsibilities of the observed cells (each row
+    Dirichlet(1)); ``indices`` their :class:`_CellPositions`."""
     H = data.network.n_configurations
     responsibilities = rng.dirichlet(np.ones(H), size=data.counts.size)
-    return _from_responsibilities(data, indices, data.counts[:, None] * responsibilities)
+    return _from_expected(data, (indices, data.counts[:, None] * responsibilities))
 
 
-def vb_step(state, data, indices):
+def _log_observed_constant(data, p_missing):
+    """log [b^a Γ(a + T) / (Γ(a) Π X(i)!)] − (a + T) log(b + 1 − p_missing):
+    the terms of log p(X_O | θ) free of θ once p_O = 1 − p_missing."""
+    shift = np.log1p(-p_missing / (data.rate + 1.0))
+    return log_total_prior(data) + _log_multinomial(data) - (data.concentration + data.total) * shift
+
+
+def vb_step(state, data, indices, missing_indices):
     """One coordinate-ascent sweep: responsibilities from q(θ), then q(θ).
 
-    Returns the new state and the bound at the old q(θ) with its optimal
-    responsibilities,
+    With λ integrated out, p(X_O | θ) = b^a Γ(a + T) / (Γ(a) Π X(i)!)
+    Π_i p_i^{X(i)} (b + p_O)^{-(a + T)}, p_O the probability of the observed
+    cells and p_M = 1 − p_O that of the unobserved ones. Returns the new
+    state and the bound at the old q(θ),
 
     .. math::
 
-        \\log p(T) + \\log\\frac{T!}{\\prod_i X(i)!} + \\sum_i X(i) \\log \\sum_h
+        C(P_M) + \\sum_i X(i) \\log \\sum_h
         e^{\\sum_f E\\log\\theta_f(c_f(i, h))} - \\mathrm{KL}(q(\\theta) \\| p(\\theta)),
+        \\qquad P_M = \\sum_{m \\in M} \\sum_h e^{\\sum_f E\\log\\theta_f(c_f(m, h))},
 
-    which never decreases from one sweep to the next. With γ the Dirichlet
-    parameters and s = ±1 on family and parent cells,
+    :func:`_log_observed_constant` ``C``, which never decreases from one
+    sweep to the next: −(a + T) log(b + 1 − p_M) lies above its tangent in
+    p_M at P_M, which is linear in p_M with slope κ = (a + T) / (b + 1 −
+    P_M), and E p_M ≥ P_M (Jensen, term by term). The update gives the
+    unobserved cells κ e^{Σ_f E log θ_f} expected tokens under each
+    configuration, beside the observed cells' responsibilities. With γ the
+    Dirichlet parameters and s = ±1 on family and parent cells,
     ``E log θ_f(c) = ψ(γ(c)) - ψ(γ(pa(c)))`` and
-    ``KL = Σ s (log Γ(α) - log Γ(γ) + (γ - α) ψ(γ))``.
+    ``KL = Σ s (log Γ(α) - log Γ(γ) + (γ - α) ψ(γ))``. Fully observed,
+    P_M = 0 and C = log p(T) + log T! / Π X(i)!.
     """
     alpha, gamma = data.network.alpha, state.concentration
     digammas = digamma(gamma)
     signs = data.network.cell_signs()
-    # Even slots are family cells, odd ones their parents: Σ_f E log θ_f.
-    log_terms = sum((-1.0) ** j * digammas[slot] for j, slot in enumerate(indices))
+    log_terms = _log_terms(digammas, indices)
     log_norm = logsumexp(log_terms, axis=1)
     responsibilities = np.exp(log_terms - log_norm[:, None])
+    missing_terms = np.exp(_log_terms(digammas, missing_indices))
+    p_missing = float(missing_terms.sum())
     kl = float(signs @ (gammaln(alpha) - gammaln(gamma) + (gamma - alpha) * digammas))
-    bound = (log_total_prior(data) + _log_multinomial(data) + float(data.counts @ log_norm) - kl)
-    new = _from_responsibilities(data, indices, data.counts[:, None] * responsibilities)
+    bound = _log_observed_constant(data, p_missing) + float(data.counts @ log_norm) - kl
+    slope = (data.concentration + data.total) / (data.rate + 1.0 - p_missing)
+    new = _from_expected(data, (indices, data.counts[:, None] * responsibilities),
+                         (missing_indices, slope * missing_terms))
     return new, bound
 
 
@@ -477,13 +545,14 @@ class VBResult(NamedTuple):
 def run_vb(rng, data, *, max_iter=500, tol=1e-8, verbose=0):
     """Coordinate ascent until the bound's relative change is below ``tol``
     (with ``verbose``, progress lines give the time left to ``max_iter``)."""
-    indices = _CellPositions(data)
+    indices = _CellPositions(data.network, data.coords)
+    missing_indices = _CellPositions(data.network, data.missing)
     state = vb_init(rng, data, indices)
     bounds = []
     converged = False
     progress = progress_or_none(verbose, "Allocation VB", max_iter, unit="iterations")
     for _ in range(max_iter):
-        state, bound = vb_step(state, data, indices)
+        state, bound = vb_step(state, data, indices, missing_indices)
         bounds.append(bound)
         if progress is not None:
             progress()
@@ -491,7 +560,7 @@ def run_vb(rng, data, *, max_iter=500, tol=1e-8, verbose=0):
             converged = True
             break
     # The bound of the final q(θ).
-    _, bound = vb_step(state, data, indices)
+    _, bound = vb_step(state, data, indices, missing_indices)
     bounds.append(bound)
     return VBResult(state, bound, np.asarray(bounds), converged)
 
@@ -502,10 +571,20 @@ def vb_tables(state, network):
     return [network.segment(gamma, f) for f in range(len(network.tables))]
 
 
+def vb_total_posterior(state, data):
+    """λ's Gamma posterior given θ at q's means, (a + T, b + 1 − p_M), p_M
+    the unobserved cells' probability there (0 when all are observed)."""
+    shape, rate = total_posterior(data)
+    log_means = np.log(state.concentration)
+    positions = _CellPositions(data.network, data.missing)
+    return shape, rate - float(np.exp(_log_terms(log_means, positions)).sum())
+
+
 def vb_factor_means(state, data):
     """The written factors at q's means, combined as
-    :func:`particle_factor_means` combines them."""
-    shape, rate = total_posterior(data)
+    :func:`particle_factor_means` combines them, with λ at its mean under
+    :func:`vb_total_posterior`."""
+    shape, rate = vb_total_posterior(state, data)
     means = [_normalised(table, parameters) for table, parameters in
              zip(data.network.tables, vb_tables(state, data.network))]
     return [f[0] for f in _written_factors(data.network, means, np.array([shape / rate]))]
@@ -538,22 +617,44 @@ def sample_normaliser(factors, model):
                      *(f for f, _ in rest)).reshape(-1)
 
 
-def fold_in(coords, counts, n_samples, factors, model, *, max_iter=1000, tol=1e-10):
+def _configuration_terms(coords, n_samples, factors, model):
+    """G(s, e) at the listed cells ``coords`` (N, cells) of new samples: the
+    model's value with the sample factor's row one-hot at configuration s,
+    (cells, S)."""
+    alpha, axis, latent = sample_factor_layout(model)
+    sample_model = replace(model, sizes={**model.sizes, model.output[0]: n_samples})
+    n_configs = int(np.prod([model.sizes[c] for c in latent], dtype=np.int64))
+    entries = EntryList(sample_model, coords)
+    terms = np.empty((coords.shape[1], n_configs))
+    for s in range(n_configs):
+        unit = np.zeros((n_samples, n_configs))
+        unit[:, s] = 1.0
+        held = [as_sample_factor(unit, sample_model) if a == alpha else f
+                for a, f in enumerate(factors)]
+        terms[:, s] = entries.xhat(held)
+    return terms
+
+
+def fold_in(coords, counts, n_samples, factors, model, *, missing=None, max_iter=1000,
+            tol=1e-10):
     """Sample-factor rows of new samples, every other factor held fixed.
 
     With the other factors held, sample i's counts are Poisson with means
     X̂(i, ·) = Σ_s W(i, s) G(s, ·), s the sample factor's latent
-    configurations. The likelihood is maximised at the fixed point of
+    configurations. The likelihood of its observed entries is maximised at
+    the fixed point of
 
     .. math::
 
-        W(i, s) \\leftarrow \\frac{1}{\\nu(s)} \\sum_{e \\in i} X(e)
-        \\frac{W(i, s) G(s, e)}{\\hat X(e)}, \\qquad \\nu(s) = \\sum_e G(s, e),
+        W(i, s) \\leftarrow \\frac{1}{\\nu_i(s)} \\sum_{e \\in i} X(e)
+        \\frac{W(i, s) G(s, e)}{\\hat X(e)}, \\qquad \\nu_i(s) = \\sum_{e \\in i,
+        \\text{observed}} G(s, e),
 
     iterated here from the fitted factor's shares of the tokens scaled to
-    the sample's total; ``W(i, s) ν(s)``, the expected number of the sample's
-    tokens in configuration s, then sums to its total count. Each sample
-    stops on its own, so its rows do not depend on the other samples.
+    the sample's total; ``W(i, s) ν_i(s)``, the expected number of the
+    sample's tokens in its observed entries in configuration s, then sums to
+    its total count. Each sample stops on its own, so its rows do not depend
+    on the other samples.
 
     Parameters
     ----------
@@ -565,29 +666,30 @@ def fold_in(coords, counts, n_samples, factors, model, *, max_iter=1000, tol=1e-
     model : Model
         The bound model; it must have a sample factor
         (:meth:`~sklearn_pltf.model.Model.sample_factor`).
+    missing : ndarray of shape (N, n_missing) or None, default=None
+        The samples' missing entries.
 
     Returns
     -------
     W : ndarray of shape (n_samples, S)
-    normaliser : ndarray of shape (S,)
-        ν(s).
+    normaliser : ndarray of shape (n_samples, S)
+        ν_i(s).
     """
-    alpha, axis, latent = sample_factor_layout(model)
-    sample_model = replace(model, sizes={**model.sizes, model.output[0]: n_samples})
-    n_configs = int(np.prod([model.sizes[c] for c in latent], dtype=np.int64))
-    entries = EntryList(sample_model, coords)
-    others = np.empty((counts.size, n_configs))
-    for s in range(n_configs):
-        unit = np.zeros((n_samples, n_configs))
-        unit[:, s] = 1.0
-        held = [as_sample_factor(unit, sample_model) if a == alpha else f
-                for a, f in enumerate(factors)]
-        others[:, s] = entries.xhat(held)
-    normaliser = sample_normaliser(factors, model)
+    alpha, axis, _ = sample_factor_layout(model)
+    others = _configuration_terms(coords, n_samples, factors, model)
+    n_configs = others.shape[1]
+    normaliser = np.tile(sample_normaliser(factors, model), (n_samples, 1))
+    if missing is not None and missing.shape[1]:
+        unobserved = _configuration_terms(missing, n_samples, factors, model)
+        for s in range(n_configs):
+            normaliser[:, s] -= np.bincount(missing[0], weights=unobserved[:, s],
+                                            minlength=n_samples)
+        normaliser = np.maximum(normaliser, _kernels.TINY)
     rows = coords[0]
-    fitted = np.moveaxis(factors[alpha], axis, 0).reshape(-1, n_configs).sum(axis=0) * normaliser
+    fitted = np.moveaxis(factors[alpha], axis, 0).reshape(-1, n_configs).sum(axis=0)
+    fitted = fitted * normaliser
     totals = np.bincount(rows, weights=counts, minlength=n_samples)
-    weights = totals[:, None] * (fitted / fitted.sum()) / normaliser
+    weights = totals[:, None] * (fitted / fitted.sum(axis=1, keepdims=True)) / normaliser
     selector = sp.csr_matrix((counts.astype(np.float64), (rows, np.arange(counts.size))),
                              shape=(n_samples, counts.size))
     active = np.ones(n_samples, dtype=bool)
