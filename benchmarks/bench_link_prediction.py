@@ -208,7 +208,7 @@ BINARY_PRIOR_SHAPES = (0.1, 0.3, 1.0)
 # 28,000 missing cells): components x concentrations, chosen on each training
 # fold by the VB bound, or by the SMC evidence (defaults: 1000 particles, 250
 # moves) over a smaller grid.
-BINARY_BAM_GRIDS = {"bam-vb": ((5, 10, 20), (1.0, 10.0, 100.0)), "bam-smc": ((5, 10), (100.0,))}
+BINARY_BAM_GRIDS = {"bam-vb": ((5, 10, 20), (1.0, 10.0, 100.0, 1000.0)), "bam-smc": ((5, 10), (100.0,))}
 # GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
 
