@@ -27,7 +27,6 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from .._data import physical_memory
-from . import _urn_kernels
 
 __all__ = ["log_missing_weight", "cell_probabilities", "MissingPhase", "missing_phase"]
 
@@ -108,11 +107,12 @@ def _token_cap(data, state):
     return int(5 * expected + 50 * np.sqrt(expected) + 100)
 
 
-def missing_phase(rng, state, data, resample_threshold, n_moves, slots, progress_factory):
+def missing_phase(rng, state, data, place_one, n_moves, progress_factory):
     """Place tokens in the unobserved cells ``data.missing`` after the
     observed ones, one at a time in every particle, until the terms of
     Σ_u w(u) Ẑ(u) are negligible (:data:`NEGLIGIBLE_TERM`) or a cap is
-    reached.
+    reached. ``place_one(state, missing_slots)`` places one more token in
+    every particle and returns the advanced state (the SMC's step).
 
     Returns
     -------
@@ -147,12 +147,7 @@ def missing_phase(rng, state, data, resample_threshold, n_moves, slots, progress
     progress = progress_factory(cap)
     recent = [state.log_evidence.copy()]  # the terms of the last _RATIO_SPAN + 1 tokens
     for u in range(1, cap + 1):
-        move_seed = np.uint64(rng.integers(2**63)) if n_moves else np.uint64(0)
-        _urn_kernels.urn_smc_missing(
-            slots, missing_slots, n_observed + u - 1, network.latent_offsets, network.alpha,
-            rng.random(state.counts.shape[0]), rng.random(state.log_evidence.size),
-            float(resample_threshold), state.counts, state.log_weights, state.log_evidence,
-            state.n_resampled, state.allocations, int(n_moves), move_seed)
+        state = place_one(state, missing_slots)
         terms = state.log_evidence + log_missing_weight(data.concentration, data.rate,
                                                         n_observed, u)
         kept.offer(rng, state, terms, u)

@@ -18,7 +18,7 @@ from .._data import _LANES, _MIX_1, _MIX_2
 
 _GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
 
-__all__ = ["urn_smc", "urn_smc_missing"]
+__all__ = ["urn_smc"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -34,7 +34,7 @@ def _consecutive_tables(offsets):  # pragma: no cover - compiled
     return consecutive
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _parent_products(denominators, counts, p, slots, t, alpha, offsets,
                      consecutive):  # pragma: no cover - compiled
     """``denominators[h]`` = Π_f (n_f + α_f)(parents of table f under h) in
@@ -56,7 +56,7 @@ def _parent_products(denominators, counts, p, slots, t, alpha, offsets,
                 denominators[h] *= alpha[parent] + counts[p, parent]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
                   consecutive):  # pragma: no cover - compiled
     """``terms[h]`` = Π_f (n_f + α_f)(family of table f under h) divided by
@@ -80,7 +80,7 @@ def _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
     return total
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _token_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
                  consecutive):  # pragma: no cover - compiled
     """``terms[h]`` = token t's predictive probability under configuration
@@ -90,7 +90,7 @@ def _token_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
     return _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets, consecutive)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _drawn(terms, total, u):  # pragma: no cover - compiled
     """The configuration whose cumulative term first exceeds u x total."""
     target = u * total
@@ -102,7 +102,7 @@ def _drawn(terms, total, u):  # pragma: no cover - compiled
     return h
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add_token(counts, p, slots, t, offsets, h, step):  # pragma: no cover - compiled
     """Token t enters (step 1) or leaves (-1) particle p's urn under h."""
     for j in range(slots.shape[1]):
@@ -179,9 +179,13 @@ def _resample_island(counts, allocations, n_seen, log_weights, lo, shift, total,
         for _ in range(offspring[a] - 1):
             while offspring[dead] != 0:
                 dead += 1
-            counts[lo + dead] = counts[lo + a]
+            # Element by element: numba's slice assignment compiles a shape
+            # check with string formatting that takes seconds to build.
+            for j in range(counts.shape[1]):
+                counts[lo + dead, j] = counts[lo + a, j]
             if allocations.shape[1]:
-                allocations[lo + dead, :n_seen] = allocations[lo + a, :n_seen]
+                for j in range(n_seen):
+                    allocations[lo + dead, j] = allocations[lo + a, j]
             offspring[dead] = 1  # filled: neither a source nor free
     log_weights[:] = 0.0
 
@@ -229,10 +233,36 @@ def _advance_island(k, increments, n_seen, resample_u, threshold, counts, log_we
                         state, alpha, offsets, consecutive, terms, denominators)
 
 
+@numba.njit(cache=True, nogil=True)
+def _place_missing_token(terms, denominators, cumulative, counts, p, missing_slots, u, alpha,
+                         offsets, consecutive):  # pragma: no cover - compiled
+    """Place a token anywhere in the unobserved cells in particle p's urn:
+    cell m of ``missing_slots`` and configuration h in proportion to their
+    term, both from the uniform ``u`` (its position within the chosen
+    cell's share gives h). Returns log p_M, the urn's probability of the
+    unobserved cells (the token's incremental weight), and ``m x H + h``.
+    Parents are latent indices only, so their products serve every cell."""
+    n_cells = missing_slots.shape[0]
+    _parent_products(denominators, counts, p, missing_slots, 0, alpha, offsets, consecutive)
+    total = 0.0
+    for m in range(n_cells):
+        total += _family_terms(terms, denominators, counts, p, missing_slots, m, alpha, offsets,
+                               consecutive)
+        cumulative[m] = total
+    target = u * total
+    m = min(np.searchsorted(cumulative, target, side="right"), n_cells - 1)
+    below = cumulative[m - 1] if m > 0 else 0.0
+    cell_total = _family_terms(terms, denominators, counts, p, missing_slots, m, alpha, offsets,
+                               consecutive)
+    h = _drawn(terms, cell_total, min(max((target - below) / cell_total, 0.0), 1.0))
+    _add_token(counts, p, missing_slots, m, offsets, h, 1)
+    return np.log(total), m * terms.shape[0] + h
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def urn_smc(slots, start, stop, latent_offsets, alpha, uniforms, resample_uniforms, threshold,
-            counts, log_weights, log_evidence, n_resampled, allocations, n_moves,
-            move_seed):  # pragma: no cover - compiled
+def urn_smc(slots, missing_slots, start, stop, latent_offsets, alpha, uniforms,
+            resample_uniforms, threshold, counts, log_weights, log_evidence, n_resampled,
+            allocations, n_moves, move_seed):  # pragma: no cover - compiled
     """Allocate tokens ``start`` to ``stop`` in every particle; reweight,
     resample and rejuvenate.
 
@@ -248,100 +278,52 @@ def urn_smc(slots, start, stop, latent_offsets, alpha, uniforms, resample_unifor
 
     its sum over h is the incremental weight, and the token is allocated in
     proportion to the terms (the exact conditional: the urn proposal;
-    ``uniforms[t - start, p]``). The island's log evidence grows by
-    log Σ_p W_p w_p, W the normalised weights before the token; when the
-    island's effective sample size falls below ``threshold`` x its size it
-    is resampled systematically (``resample_uniforms[t - start, k]``).
+    ``uniforms[t - start, p]``). Tokens past the observed ones
+    (``t >= slots.shape[0]``) lie anywhere in the unobserved cells
+    ``missing_slots`` (:func:`_place_missing_token`). The island's log
+    evidence grows by log Σ_p W_p w_p and the island is resampled and
+    rejuvenated as :func:`_advance_island` says
+    (``resample_uniforms[t - start, k]``).
 
     With ``n_moves`` > 0, ``allocations[p, t]`` records every token's
-    configuration, and after each resampling every particle of the island
-    makes ``n_moves`` Gibbs moves over the tokens placed so far
-    (resample-move: Gilks & Berzuini 2001), their uniforms from SplitMix64
-    seeded by ``move_seed``, the island, the token and the particle, so the
-    numbers do not depend on the thread count. The moves leave the current
-    target invariant, so the estimate stays unbiased.
+    configuration (``m x H + h`` for cell m of the unobserved ones), and
+    after each resampling every particle of the island makes ``n_moves``
+    Gibbs moves over the tokens placed so far (resample-move: Gilks &
+    Berzuini 2001). The moves leave the current target invariant, so the
+    estimate stays unbiased.
     """
     n_particles = counts.shape[0]
     n_islands = log_evidence.shape[0]
+    n_observed = slots.shape[0]
     size = n_particles // n_islands
     n_configs = latent_offsets.shape[0]
     record = allocations.shape[1] > 0
     offsets = np.ascontiguousarray(latent_offsets.T)
     consecutive = _consecutive_tables(offsets)
-    no_missing = np.empty((0, slots.shape[1]), dtype=slots.dtype)
     for k in numba.prange(n_islands):
         lo = k * size
         terms = np.empty(n_configs)
         denominators = np.empty(n_configs)
         increments = np.empty(size)
         offspring = np.empty(size, dtype=np.int64)
+        cumulative = np.empty(missing_slots.shape[0])
         for t in range(start, stop):
             for q in range(size):
                 p = lo + q
-                total = _token_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
-                                     consecutive)
-                increments[q] = np.log(total)
-                h = _drawn(terms, total, uniforms[t - start, p])
-                _add_token(counts, p, slots, t, offsets, h, 1)
+                u = uniforms[t - start, p]
+                if t < n_observed:
+                    total = _token_terms(terms, denominators, counts, p, slots, t, alpha,
+                                         offsets, consecutive)
+                    increments[q] = np.log(total)
+                    code = _drawn(terms, total, u)
+                    _add_token(counts, p, slots, t, offsets, code, 1)
+                else:
+                    increments[q], code = _place_missing_token(
+                        terms, denominators, cumulative, counts, p, missing_slots, u, alpha,
+                        offsets, consecutive)
                 if record:
-                    allocations[p, t] = h
+                    allocations[p, t] = code
             _advance_island(k, increments, t + 1, resample_uniforms[t - start, k], threshold,
                             counts, log_weights, log_evidence, n_resampled, allocations, n_moves,
-                            move_seed, slots, no_missing, alpha, offsets, consecutive, terms,
+                            move_seed, slots, missing_slots, alpha, offsets, consecutive, terms,
                             denominators, offspring)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def urn_smc_missing(slots, missing_slots, n_placed, latent_offsets, alpha, uniforms,
-                    resample_uniforms, threshold, counts, log_weights, log_evidence, n_resampled,
-                    allocations, n_moves, move_seed):  # pragma: no cover - compiled
-    """Place one more token in the unobserved cells in every particle, after
-    ``n_placed`` tokens (the observed ones, ``slots``, then unobserved ones);
-    reweight, resample and rejuvenate as :func:`urn_smc` does.
-
-    The token's incremental weight is the urn's predictive probability of
-    the unobserved cells, p_M = Σ_{m, h} (the terms of cell m of
-    ``missing_slots`` under h); it takes cell m and configuration h in
-    proportion to their term, both from ``uniforms[p]`` (its position within
-    the chosen cell's share gives the configuration). ``allocations[p,
-    n_placed]`` records ``m x H + h`` when the moves need it.
-    """
-    n_particles = counts.shape[0]
-    n_islands = log_evidence.shape[0]
-    size = n_particles // n_islands
-    n_configs = latent_offsets.shape[0]
-    n_cells = missing_slots.shape[0]
-    record = allocations.shape[1] > 0
-    offsets = np.ascontiguousarray(latent_offsets.T)
-    consecutive = _consecutive_tables(offsets)
-    for k in numba.prange(n_islands):
-        lo = k * size
-        terms = np.empty(n_configs)
-        denominators = np.empty(n_configs)
-        increments = np.empty(size)
-        offspring = np.empty(size, dtype=np.int64)
-        cumulative = np.empty(n_cells)
-        for q in range(size):
-            p = lo + q
-            _parent_products(denominators, counts, p, missing_slots, 0, alpha, offsets,
-                             consecutive)
-            total = 0.0
-            for m in range(n_cells):
-                total += _family_terms(terms, denominators, counts, p, missing_slots, m, alpha,
-                                       offsets, consecutive)
-                cumulative[m] = total
-            increments[q] = np.log(total)
-            target = uniforms[p] * total
-            m = min(np.searchsorted(cumulative, target, side="right"), n_cells - 1)
-            below = cumulative[m - 1] if m > 0 else 0.0
-            cell_total = _family_terms(terms, denominators, counts, p, missing_slots, m, alpha,
-                                       offsets, consecutive)
-            h = _drawn(terms, cell_total, min(max((target - below) / cell_total, 0.0), 1.0))
-            _add_token(counts, p, missing_slots, m, offsets, h, 1)
-            if record:
-                allocations[p, n_placed] = m * n_configs + h
-        _advance_island(k, increments, n_placed + 1, resample_uniforms[k], threshold, counts,
-                        log_weights, log_evidence, n_resampled, allocations, n_moves, move_seed,
-                        slots, missing_slots, alpha, offsets, consecutive, terms, denominators,
-                        offspring)
-

@@ -183,11 +183,13 @@ def token_order(rng, data):
     return cells[rng.permutation(cells.shape[0])]
 
 
-def smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves=0):
+def smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves=0,
+             missing_slots=None):
     """Allocate the next ``n_tokens`` tokens in every particle, reweighting,
     resampling and (``n_moves`` > 0) rejuvenating as they come
-    (:func:`._urn_kernels.urn_smc`); ``slots`` are every token's
-    segment offsets in the order placed.
+    (:func:`._urn_kernels.urn_smc`); ``slots`` are the observed tokens'
+    segment offsets in the order placed, and tokens past them lie anywhere
+    in the unobserved cells whose offsets are ``missing_slots``.
 
     Unlike the package's other steps this one updates ``state``'s arrays in
     place (and returns the advanced state): copying them would cost
@@ -199,10 +201,13 @@ def smc_step(rng, state, data, slots, n_tokens, resample_threshold, n_moves=0):
     resample_uniforms = rng.random((n_tokens, state.log_evidence.size))
     move_seed = np.uint64(rng.integers(2**63)) if n_moves else np.uint64(0)
     network = data.network
+    if missing_slots is None:
+        missing_slots = np.empty((0, slots.shape[1]), dtype=slots.dtype)
     _urn_kernels.urn_smc(
-        slots, state.n_done, state.n_done + n_tokens, network.latent_offsets, network.alpha,
-        uniforms, resample_uniforms, float(resample_threshold), state.counts, state.log_weights,
-        state.log_evidence, state.n_resampled, state.allocations, int(n_moves), move_seed,
+        slots, missing_slots, state.n_done, state.n_done + n_tokens, network.latent_offsets,
+        network.alpha, uniforms, resample_uniforms, float(resample_threshold), state.counts,
+        state.log_weights, state.log_evidence, state.n_resampled, state.allocations,
+        int(n_moves), move_seed,
     )
     return state._replace(n_done=state.n_done + n_tokens)
 
@@ -242,8 +247,12 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5,
             progress(n_tokens)
     n_missing, n_placed, gap = np.zeros(n_particles, dtype=np.int64), 0, np.inf
     if data.missing.shape[1]:
+        def place_one(current, missing_slots):
+            return smc_step(rng, current, data, slots, 1, resample_threshold, n_moves,
+                            missing_slots)
+
         kept, n_placed, gap = missing_phase(
-            rng, state, data, resample_threshold, n_moves, slots,
+            rng, state, data, place_one, n_moves,
             lambda cap: progress_or_none(verbose, "SMC, tokens in the unobserved cells (at most)",
                                          cap, unit="tokens"))
         state = state._replace(counts=kept.counts, log_weights=kept.log_weights,
