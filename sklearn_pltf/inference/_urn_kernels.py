@@ -250,7 +250,16 @@ def _place_missing_token(terms, denominators, cumulative, counts, p, missing_slo
                                consecutive)
         cumulative[m] = total
     target = u * total
-    m = min(np.searchsorted(cumulative, target, side="right"), n_cells - 1)
+    # The first cell whose cumulative term exceeds the target, by bisection
+    # (np.searchsorted compiles its generic comparisons for seconds).
+    lo, hi = 0, n_cells - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cumulative[mid] <= target:
+            lo = mid + 1
+        else:
+            hi = mid
+    m = lo
     below = cumulative[m - 1] if m > 0 else 0.0
     cell_total = _family_terms(terms, denominators, counts, p, missing_slots, m, alpha, offsets,
                                consecutive)
