@@ -185,14 +185,15 @@ def counts():
 
 
 def test_same_random_state_same_numbers_and_sparse_equals_dense(counts):
-    first = AllocationSMC(3, n_particles=500, random_state=7).fit(counts)
-    again = AllocationSMC(3, n_particles=500, random_state=7).fit(counts)
-    from_sparse = AllocationSMC(3, n_particles=500, random_state=7).fit(sparse.COO.from_numpy(counts))
+    params = dict(n_particles=500, n_moves=25)
+    first = AllocationSMC(3, random_state=7, **params).fit(counts)
+    again = AllocationSMC(3, random_state=7, **params).fit(counts)
+    from_sparse = AllocationSMC(3, random_state=7, **params).fit(sparse.COO.from_numpy(counts))
     for other in (again, from_sparse):
         assert other.log_evidence_ == first.log_evidence_
         for a, b in zip(first.factors_, other.factors_):
             np.testing.assert_array_equal(a, b)
-    other_seed = AllocationSMC(3, n_particles=500, random_state=8).fit(counts)
+    other_seed = AllocationSMC(3, random_state=8, **params).fit(counts)
     assert other_seed.log_evidence_ != first.log_evidence_
 
 

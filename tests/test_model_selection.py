@@ -50,7 +50,9 @@ def test_full_data_split():
 def test_grid_search_picks_the_nmf_rank_by_evidence(layout):
     X = poisson_cp((200, 100), 4, seed=0)
     X = {"dense": X, "pydata": sparse.COO.from_numpy(X), "scipy": sp.csr_matrix(X)}[layout]
-    result = search(BayesianNMF(n_init=3, random_state=0), list(range(1, 9)), X, FullDataSplit())
+    # One start per rank: rank 4 leads its nearest rival by 461 nats, with
+    # three starts by 452.
+    result = search(BayesianNMF(random_state=0), list(range(1, 9)), X, FullDataSplit())
     assert result.best_params_["n_components"] == 4
     # the score of the chosen model is its log evidence
     assert result.best_score_ == result.best_estimator_.log_evidence_
