@@ -81,6 +81,7 @@ def test_smc_with_moves_is_unbiased():
     assert abs(ratios.mean() - 1.0) < 4 * ratios.std(ddof=1) / np.sqrt(ratios.size)
 
 
+@pytest.mark.slow(minutes=0.05)
 def test_moves_cut_the_spread_of_the_estimate():
     """Ten runs of 500 particles on 300 tokens, rank 4: without moves the
     log evidence spreads by about 3.2 nats (standard deviation), with 50

@@ -193,8 +193,8 @@ def test_tucker_factors_transform_score_and_inverse_transform(counts, method):
 
 
 def test_tucker_fit_is_reproducible_pickles_and_clones(counts):
-    est = AllocationSMC(2, model=TUCKER, n_particles=500, random_state=0).fit(counts)
-    again = AllocationSMC(2, model=TUCKER, n_particles=500, random_state=0).fit(counts)
+    est = AllocationSMC(2, model=TUCKER, n_particles=500, n_moves=25, random_state=0).fit(counts)
+    again = AllocationSMC(2, model=TUCKER, n_particles=500, n_moves=25, random_state=0).fit(counts)
     assert again.log_evidence_ == est.log_evidence_
     restored = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(restored.transform(counts), est.transform(counts))

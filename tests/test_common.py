@@ -42,7 +42,7 @@ ESTIMATORS = [
     BayesianNMF(2, **FAST),
     PoissonCP(2, **FAST),
     TuckerVB(2, **FAST),
-    GibbsNTF(2, evidence="chib", n_warmup=2, n_draws=4, random_state=0),
+    GibbsNTF(2, evidence="chib", n_warmup=1, n_draws=2, random_state=0),
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
 ]
