@@ -59,6 +59,10 @@ def test_exact_evidence_of_the_observed_entries_matches_a_quadrature(rate):
     assert bam_exact_log_evidence(np.array([3, 7, 1, 2]), 1, mask=observed, concentration=2.0,
                                   rate=rate) == pytest.approx(exact, abs=1e-12)
     assert abs(bam_exact_log_evidence(x, 1, concentration=2.0, rate=rate) - exact) > 0.1
+    # A mask with nothing missing is the plain evidence.
+    assert bam_exact_log_evidence(x, 1, mask=np.ones(4, dtype=bool), concentration=2.0,
+                                  rate=rate) == bam_exact_log_evidence(x, 1, concentration=2.0,
+                                                                       rate=rate)
 
 
 def _smc_and_vb_against_exact(X, mask, sizes, model, rate):
@@ -90,8 +94,8 @@ def test_tucker_smc_with_a_missing_entry_matches_exact_and_vb_lies_below(sizes):
 
 def test_predict_entries_gives_the_exact_posterior_mean_of_a_missing_count():
     """E[X(c) | X_O] from the exact evidence of each filling of the missing
-    cell, against the SMC's particles (20,000 particles; the Monte Carlo
-    error of the mean is about 1% here)."""
+    cell, against the SMC's particles (20,000 particles, which measured
+    1.4% away; the check allows 5%)."""
     cell = (1, 1, 1)
     log_p = []
     for m in range(40):

@@ -8,8 +8,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList

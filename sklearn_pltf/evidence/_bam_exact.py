@@ -198,6 +198,10 @@ def _log_evidence_of_observed(X, mask, n_components, concentration, rate, max_al
                              "concentration / total is undefined; rate must be given")
         rate = a / observed.sum()
     missing = np.flatnonzero(~mask)
+    if missing.size == 0:
+        return bam_exact_log_evidence(observed, n_components, concentration=a, rate=rate,
+                                      max_allocations=max_allocations, model=model,
+                                      dirichlet_prior=dirichlet_prior)
     running, previous = -np.inf, np.inf
     for total in range(_check_int(max_missing_tokens, "max_missing_tokens") + 1):
         terms = []

@@ -161,7 +161,7 @@ class SMCResult(NamedTuple):
     order: np.ndarray  # the tokens' cells in the order placed, T x N
     n_missing: np.ndarray  # per particle, its kept number of tokens in unobserved cells
     n_missing_placed: int  # tokens placed in unobserved cells
-    missing_gap: float  # nats of the last term below the sum over them (inf: none)
+    missing_gap: float  # nats of the rest of the sum over them below it (inf: none)
 
 
 def smc_init(data, n_particles, n_islands, n_moves=0):
@@ -401,10 +401,15 @@ def particle_factor_means(sample, network, total_posterior):
     with threadpool_limits(limits=1, user_api="blas"):
         means = [_normalised(table, parameters) for table, parameters in
                  zip(network.tables, particle_dirichlet_parameters(sample, network))]
-        shape, rate = total_posterior
-        lam = np.broadcast_to(np.asarray(shape, dtype=np.float64) / rate, sample.multiplicity.shape)
-        share = sample.multiplicity / sample.multiplicity.sum()
+        share, lam = _shares_and_lambda(sample, total_posterior)
         return [np.tensordot(share, f, axes=1) for f in _written_factors(network, means, lam)]
+
+
+def _shares_and_lambda(sample, total_posterior):
+    """Each distinct particle's share of the resampled ones and its E[λ]."""
+    shape, rate = total_posterior
+    lam = np.broadcast_to(np.asarray(shape, dtype=np.float64) / rate, sample.multiplicity.shape)
+    return sample.multiplicity / sample.multiplicity.sum(), lam
 
 
 def particle_dirichlet_parameters(sample, network):
@@ -422,9 +427,7 @@ def particle_predictive_means(sample, network, total_posterior, coords):
     predictive probability of the cell (:func:`._allocation_missing.cell_probabilities`),
     exact given its allocation, averaged over the particles (no labels
     involved)."""
-    shape, rate = total_posterior
-    lam = np.broadcast_to(np.asarray(shape, dtype=np.float64) / rate, sample.multiplicity.shape)
-    share = sample.multiplicity / sample.multiplicity.sum()
+    share, lam = _shares_and_lambda(sample, total_posterior)
     return (share * lam) @ cell_probabilities(sample.counts, network, coords)
 
 
