@@ -27,7 +27,7 @@ from ._tensor_export import CPResultMixin, with_cp_attributes
 __all__ = ["AllocationSMC"]
 
 # The SMC's sum over the missing entries' counts, stopped at its cap, is
-# worth a warning when the rest of it may exceed e^-10 of it (4.5e-5 nats).
+# worth a warning when the rest of it may exceed e^-10 of it.
 _TAIL_WARNING = 10.0
 
 
@@ -284,9 +284,9 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             self.lower_bounds_ = result.lower_bounds
             self.converged_ = result.converged
             self.n_iter_ = result.lower_bounds.size - 1
-            factors = allocation.vb_factor_means(result.state, data)
             summary = result.state
             total = allocation.vb_total_posterior(result.state, data)
+            factors = allocation.vb_factor_means(result.state, data.network, total)
         check_poisson_log_evidence(
             self.log_evidence_, observed,
             standard_error=result.standard_error if self.method == "smc" else 0.0,

@@ -28,7 +28,8 @@ from scipy.special import gammaln, logsumexp
 
 from .._data import physical_memory
 
-__all__ = ["log_missing_weight", "cell_probabilities", "MissingPhase", "missing_phase"]
+__all__ = ["log_missing_weight", "cell_probabilities", "within_island", "MissingPhase",
+           "missing_phase"]
 
 #: The sum over the tokens in unobserved cells stops once the rest of it, a
 #: geometric series at the terms' mean ratio over the last :data:`_RATIO_SPAN`
@@ -75,7 +76,7 @@ class MissingPhase:
     def __init__(self, state):
         self.log_sum = state.log_evidence.copy()  # u = 0: w(0) = 1
         self.counts = state.counts.copy()
-        self.log_weights = _within_island(state.log_weights, self.log_sum.size)
+        self.log_weights = within_island(state.log_weights, self.log_sum.size)
         self.n_missing = np.zeros(state.counts.shape[0], dtype=np.int64)
 
     def offer(self, rng, state, terms, u):
@@ -86,12 +87,12 @@ class MissingPhase:
         chance = np.repeat(np.exp(terms - self.log_sum), size)
         kept = rng.random(chance.size) < chance
         self.counts[kept] = state.counts[kept]
-        self.log_weights[kept] = _within_island(state.log_weights, terms.size)[kept]
+        self.log_weights[kept] = within_island(state.log_weights, terms.size)[kept]
         self.n_missing[kept] = u
 
 
-def _within_island(log_weights, n_islands):
-    """Log weights normalised within each island."""
+def within_island(log_weights, n_islands):
+    """Log weights normalised within each island (particles in island order)."""
     within = log_weights.reshape(n_islands, -1)
     return (within - logsumexp(within, axis=1, keepdims=True)).ravel()
 

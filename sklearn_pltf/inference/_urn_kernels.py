@@ -179,8 +179,8 @@ def _resample_island(counts, allocations, n_seen, log_weights, lo, shift, total,
         for _ in range(offspring[a] - 1):
             while offspring[dead] != 0:
                 dead += 1
-            # Element by element: numba's slice assignment compiles a shape
-            # check with string formatting that takes seconds to build.
+            # Element by element: numba's slice assignment would compile a
+            # shape check with string formatting into the kernel.
             for j in range(counts.shape[1]):
                 counts[lo + dead, j] = counts[lo + a, j]
             if allocations.shape[1]:
@@ -251,7 +251,7 @@ def _place_missing_token(terms, denominators, cumulative, counts, p, missing_slo
         cumulative[m] = total
     target = u * total
     # The first cell whose cumulative term exceeds the target, by bisection
-    # (np.searchsorted compiles its generic comparisons for seconds).
+    # (np.searchsorted would compile its generic comparisons into the kernel).
     lo, hi = 0, n_cells - 1
     while lo < hi:
         mid = (lo + hi) // 2

@@ -43,7 +43,7 @@ from . import _urn_kernels
 from .._contract import EntryList
 from .._progress import progress_or_none
 from ..model import Model, cp_model_string
-from ._allocation_missing import cell_probabilities, missing_phase
+from ._allocation_missing import cell_probabilities, missing_phase, within_island
 from ._allocation_network import allocation_network
 
 __all__ = [
@@ -272,8 +272,7 @@ def particle_weights(result):
     evidence times its weight within the island."""
     state = result.state
     n_islands = state.log_evidence.size
-    within = state.log_weights.reshape(n_islands, -1)
-    within = within - logsumexp(within, axis=1, keepdims=True)
+    within = within_island(state.log_weights, n_islands).reshape(n_islands, -1)
     island = result.island_log_evidence - logsumexp(result.island_log_evidence)
     return np.exp(within + island[:, None]).ravel()
 
@@ -592,14 +591,14 @@ def vb_total_posterior(state, data):
     return shape, rate - float(np.exp(_log_terms(log_means, positions)).sum())
 
 
-def vb_factor_means(state, data):
+def vb_factor_means(state, network, total_posterior):
     """The written factors at q's means, combined as
     :func:`particle_factor_means` combines them, with λ at its mean under
-    :func:`vb_total_posterior`."""
-    shape, rate = vb_total_posterior(state, data)
+    ``total_posterior`` (:func:`vb_total_posterior`)."""
+    shape, rate = total_posterior
     means = [_normalised(table, parameters) for table, parameters in
-             zip(data.network.tables, vb_tables(state, data.network))]
-    return [f[0] for f in _written_factors(data.network, means, np.array([shape / rate]))]
+             zip(network.tables, vb_tables(state, network))]
+    return [f[0] for f in _written_factors(network, means, np.array([shape / rate]))]
 
 
 # ---------------------------------------------------------------- fold-in
