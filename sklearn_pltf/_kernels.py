@@ -25,6 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import _threads  # noqa: F401  (before any parallel kernel runs: how its threads wait)
+
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks",
 ]

@@ -33,6 +33,7 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
+from ..inference._convergence import ACCELERATIONS, distance_to_limit, run_to_convergence
 from ..inference._svd_start import svd_start
 from ..distributed import as_distributed_tensor, block_grid, unreachable_nonzeros
 from ..model import Model
@@ -41,9 +42,13 @@ from ._inference_data import export_inference_data, factor_names_of
 from ._predictive import predictive_at_entries
 from ._skeleton import BaseFactorization
 
-__all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices"]
+__all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices", "FOLD_IN_TOL"]
 
 _KERNELS = {"vb": vb, "em": em}
+
+#: A fold-in stops each sample once a step changes its factor by less than
+#: this (or ``tol``, if smaller) relative to its largest entry.
+FOLD_IN_TOL = 1e-6
 _OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
 
 
@@ -200,35 +205,14 @@ def cp_reconstruction(estimator, W):
     return full_xhat(with_n_samples(estimator.model_, W.shape[0]), [W, *estimator.factors_[1:]])
 
 
-def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None):
-    """Step ``kernel`` until the relative change of its objective is below ``tol``.
-
-    Returns ``(state, objectives, converged)``; ``objectives[i]`` is the
-    objective after step ``i + 1``.
-    """
-    objectives = []
-    for iteration in range(1, max_iter + 1):
-        state, info = kernel.step(state, contractor, priors)
-        objectives.append(float(info.objective))
-        if not np.isfinite(objectives[-1]):
-            raise FloatingPointError(
-                f"The objective became {objectives[-1]} at iteration {iteration}; check "
-                "the priors and the scale of the data (no evidence is returned)."
-            )
-        if report is not None:
-            report(iteration, objectives)
-        if iteration > 1 and abs(objectives[-1] - objectives[-2]) <= tol * abs(objectives[-1]):
-            return state, objectives, True
-    return state, objectives, False
-
-
 def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report,
-                 contractor=None, start=None):
+                 contractor=None, start=None, acceleration="squarem"):
     kernel = _KERNELS[method]
     if contractor is None:
         contractor = make_contractor(model, data, likelihood)
     state = kernel.init(rng, model, contractor, priors, given, start)
-    return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report)
+    return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report,
+                              acceleration=acceleration)
 
 
 def _evidence_advice(evidence, priors):
@@ -258,6 +242,7 @@ class BasePoissonPLTF(BaseFactorization):
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "acceleration": [StrOptions(set(ACCELERATIONS)), None],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
@@ -422,7 +407,7 @@ class BasePoissonPLTF(BaseFactorization):
             delayed(_fit_restart)(
                 self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
                 self._reporter(init) if self.verbose else None, contractor=shared,
-                start=first_start if init == 0 else None,
+                start=first_start if init == 0 else None, acceleration=self.acceleration,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )
@@ -455,7 +440,9 @@ class BasePoissonPLTF(BaseFactorization):
         if not converged:
             warnings.warn(
                 f"Best of {self.n_init} initialisation(s) did not converge in "
-                f"{self.max_iter} iterations; increase max_iter, relax tol or check the data.",
+                f"{self.max_iter} iterations (its bound's estimated distance to its limit is "
+                f"{distance_to_limit(objectives):.3g} nats, tol={self.tol:g}); increase "
+                "max_iter, relax tol or check the data.",
                 ConvergenceWarning,
             )
         return state, objectives, converged
@@ -647,7 +634,8 @@ class BasePoissonPLTF(BaseFactorization):
         ).copy()
         state = kernel.state_from_means(means, priors, given)
         state = fold_in(kernel, state, contractor, priors, alpha, axis,
-                        lambda rows: problem(data.take_samples(rows)), tol=self.tol,
+                        lambda rows: problem(data.take_samples(rows)),
+                        tol=min(self.tol, FOLD_IN_TOL),
                         max_iter=self.max_iter)
         return state, contractor, priors
 

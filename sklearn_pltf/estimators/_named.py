@@ -220,7 +220,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         prior_shape=1.0,
         prior_rate=1.0,
         max_iter=1000,
-        tol=1e-6,
+        tol=0.1,
+        acceleration="squarem",
         n_init=1,
         random_state=None,
         verbose=0,
@@ -249,6 +250,7 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         self.prior_rate = prior_rate
         self.max_iter = max_iter
         self.tol = tol
+        self.acceleration = acceleration
         self.n_init = n_init
         self.random_state = random_state
         self.verbose = verbose

@@ -21,7 +21,8 @@ from .._random import as_generator
 from ..inference import svi, vb
 from ..inference._fold_in import with_factor
 from ..model import Model
-from ._base import check_fixed_factors_reach_the_data, run_to_convergence
+from ..inference._convergence import run_to_convergence
+from ._base import check_fixed_factors_reach_the_data
 from ._skeleton import restore_on_failure
 
 __all__ = ["OnlineVBMixin", "ONLINE_PARAMETERS", "ONLINE_CONSTRAINTS"]
@@ -120,7 +121,7 @@ class OnlineVBMixin:
         start = vb.init(rng, model, contractor, priors, {a: (f, f) for a, f in fixed.items()},
                         self._first_start(model, data, fixed))
         self._state, _, _ = run_to_convergence(vb, start, contractor, priors, self.max_iter,
-                                               self.tol)
+                                               self.tol, acceleration=self.acceleration)
         self.model_ = model
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self._keep_sample_start(model, self._state)

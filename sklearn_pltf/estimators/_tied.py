@@ -32,7 +32,7 @@ from ..inference._relational import (drop_relation_axis, priors_with_relation_ax
 from ..inference.rescal_sgld import RescalTarget
 from ..model import Model
 from . import _mcmc
-from ._base import run_to_convergence
+from ..inference._convergence import run_to_convergence
 
 __all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position"]
 
@@ -151,7 +151,8 @@ def tied_structure(model, tied):
     return TiedStructure(first, second, core, core_axes, canonical)
 
 
-def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report):
+def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report,
+                 acceleration="squarem"):
     """One VB or EM run to convergence; VB with ``start="mode"`` begins around
     the posterior mode found by EM from the random start
     (:func:`~sklearn_pltf.inference.rescal.priors_with_a_mode`)."""
@@ -159,11 +160,12 @@ def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, 
     if method == "vb" and start == "mode":
         em, mode_priors = rescal.KERNELS["em"], rescal.priors_with_a_mode(priors)
         mode, _, _ = run_to_convergence(em, em.init(rng, data, mode_priors, n_components), data,
-                                        mode_priors, max_iter, tol)
+                                        mode_priors, max_iter, tol, acceleration=acceleration)
         state = rescal.vb_state_around(mode.factors[0], mode.factors[2])
     else:
         state = kernel.init(rng, data, priors, n_components)
-    return run_to_convergence(kernel, state, data, priors, max_iter, tol, report)
+    return run_to_convergence(kernel, state, data, priors, max_iter, tol, report,
+                              acceleration=acceleration)
 
 
 class TiedFactorMixin:
@@ -294,6 +296,7 @@ class TiedFactorMixin:
             delayed(_fit_restart)(
                 self.method, self._vb_start(init), child, relational, canonical_priors, r,
                 self.max_iter, self.tol, self._reporter(init) if self.verbose else None,
+                self.acceleration,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )

@@ -100,7 +100,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         fixed_factors=None,
         tied_factors=None,
         max_iter=1000,
-        tol=1e-6,
+        tol=0.1,
+        acceleration="squarem",
         n_init=1,
         random_state=None,
         verbose=0,
@@ -129,6 +130,7 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         self.tied_factors = tied_factors
         self.max_iter = max_iter
         self.tol = tol
+        self.acceleration = acceleration
         self.n_init = n_init
         self.random_state = random_state
         self.verbose = verbose

@@ -178,7 +178,8 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         prior_rate=1.0,
         init="auto",
         max_iter=1000,
-        tol=1e-6,
+        tol=0.1,
+        acceleration="squarem",
         n_init=1,
         random_state=None,
         verbose=0,
@@ -202,6 +203,7 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
+        self.acceleration = acceleration
         self.n_init = n_init
         self.random_state = random_state
         self.verbose = verbose

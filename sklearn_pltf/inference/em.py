@@ -35,7 +35,8 @@ from scipy.special import xlogy
 from ._common import initial_factors
 from ._states import EMInfo, EMState
 
-__all__ = ["EMState", "EMInfo", "init", "state_from_means", "step", "log_joint", "check_priors"]
+__all__ = ["EMState", "EMInfo", "init", "state_from_means", "step", "log_joint", "objective",
+           "check_priors"]
 
 
 def check_priors(priors):
@@ -90,3 +91,7 @@ def log_joint(state, contractor, priors):
         a, r, z = priors.shape[alpha], priors.rate[alpha], factors[alpha]
         value += float(np.sum(xlogy(a - 1.0, z) - r * z)) + priors.log_normalizer[alpha]
     return value
+
+
+#: The objective the convergence loop reads (:mod:`._convergence`).
+objective = log_joint

@@ -38,7 +38,8 @@ from ._common import initial_factors
 from ._gamma import gamma_bound_term, gamma_moments
 from ._states import INITIAL_SHAPE, VBInfo, VBState
 
-__all__ = ["VBState", "VBInfo", "init", "step", "bound", "free_parameter", "with_free_parameter"]
+__all__ = ["VBState", "VBInfo", "init", "step", "bound", "objective", "free_parameter",
+           "with_free_parameter"]
 
 def init(rng, model, contractor, priors, given=None, start=None):
     """Initial state: means for the free factors, ``given`` for held ones.
@@ -122,3 +123,7 @@ def bound(state, contractor, priors):
             state.digamma[alpha], priors.log_normalizer[alpha],
         )
     return value
+
+
+#: The objective the convergence loop reads (:mod:`._convergence`).
+objective = bound

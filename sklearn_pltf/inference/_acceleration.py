@@ -1,0 +1,176 @@
+"""SQUAREM for the whole-model VB and EM steps, with a monotone safeguard.
+
+A VB or EM sweep is a fixed-point map :math:`\\theta \\leftarrow F(\\theta)`
+of the free factors' parameters, and plain iteration of it converges
+linearly, slowly where components trade mass (NMF-like problems). SQUAREM
+(Varadhan & Roland 2008, scheme S3) extrapolates from two plain steps: with
+:math:`r = F(\\theta) - \\theta` and :math:`v = F(F(\\theta)) - 2F(\\theta) +
+\\theta`, the step length :math:`s = -\\lVert r \\rVert / \\lVert v \\rVert`,
+clipped to :math:`[-s_{\\max}, -1]`, gives
+
+.. math::
+
+    \\theta' = \\theta - 2 s r + s^2 v,
+
+and one plain step from :math:`\\theta'` ends the cycle (:math:`s = -1`
+gives three plain steps). The coordinates are logs, so extrapolation keeps
+every parameter positive: VB's Gamma shapes and scales, projected back onto
+what a step can produce (shape at least the prior shape, scale at most one
+over the prior rate), and EM's point estimates. No element moves further
+than a factor of :math:`e^2` from :math:`F(F(\\theta))`.
+
+**Safeguard.** The cycle's result is kept only if its objective (VB's bound,
+EM's log joint) is finite and at least that of :math:`\\theta`; otherwise
+the cycle returns :math:`F(F(\\theta))`, two plain steps, whose objective
+is at least that of :math:`\\theta` since each step is coordinate ascent. So
+the objective never decreases from cycle to cycle. :math:`s_{\\max}` starts
+at 1 and is multiplied by 4 each time an extrapolation of that length is
+kept, divided by 4 when one is refused (the adaptive scheme of Varadhan &
+Roland's reference implementation, ``mstep = 4``).
+
+Tied positions (one array at several positions of the state, as RESCAL's
+entity factor) are one set of coordinates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._gamma import gamma_moments
+from ._states import EMState, VBState
+
+__all__ = ["squarem_cycle", "INITIAL_MAX_LENGTH"]
+
+#: s_max at the start of a run (1: the first cycle is three plain steps).
+INITIAL_MAX_LENGTH = 1.0
+#: Factor by which s_max grows after a kept extrapolation of that length and
+#: shrinks after a refused one.
+_LENGTH_FACTOR = 4.0
+#: s_max never grows beyond this: far beyond where the map is linear, an
+#: extrapolation only costs its cycle.
+_LONGEST = 4.0**6
+#: No element moves by more than this in its log-coordinate from where two
+#: plain steps took it (a factor of e^2): an extrapolation far along a
+#: direction where the map is not linear can reach values whose objective
+#: the floats no longer resolve (sums of huge terms that cancel).
+_LARGEST_LOG_MOVE = 2.0
+
+
+def _free_positions(state):
+    """Each free factor's first position, and the positions tied to it
+    (holding the same array)."""
+    arrays = state.shape if isinstance(state, VBState) else state.factors
+    groups = {}
+    for alpha, array in enumerate(arrays):
+        if array is None:
+            continue
+        first = next((beta for beta in groups if arrays[beta] is array), alpha)
+        groups.setdefault(first, []).append(alpha)
+    return groups
+
+
+def _coordinates(state, groups):
+    """The log-coordinates of the free factors, one array (or two, VB's shape
+    and scale) per group of tied positions."""
+    with np.errstate(divide="ignore"):
+        if isinstance(state, VBState):
+            return [np.log(field[alpha]) for alpha in groups for field in (state.shape, state.scale)]
+        return [np.log(state.factors[alpha]) for alpha in groups]
+
+
+def _from_coordinates(template, coordinates, groups, priors, fallback):
+    """``template`` with its free factors at ``coordinates``, projected onto
+    what a step can produce; elements whose extrapolation is not finite
+    take ``fallback``'s values."""
+    values = iter(coordinates)
+    if isinstance(template, VBState):
+        columns = [list(field) for field in template]
+        for alpha, positions in groups.items():
+            shape = _finite_or(np.exp(next(values)), fallback.shape[alpha])
+            scale = _finite_or(np.exp(next(values)), fallback.scale[alpha])
+            shape = np.maximum(shape, _prior(priors.shape, positions))
+            scale = np.minimum(scale, 1.0 / _prior(priors.rate, positions))
+            for beta in positions:
+                for field, value in zip(columns, (shape, scale) + gamma_moments(shape, scale)):
+                    field[beta] = value
+        return VBState(*(tuple(field) for field in columns))
+    factors = list(template.factors)
+    for alpha, positions in groups.items():
+        value = _finite_or(np.exp(next(values)), fallback.factors[alpha])
+        for beta in positions:
+            factors[beta] = value
+    return EMState(tuple(factors))
+
+
+def _prior(parameters, positions):
+    """The prior parameter of a group of tied positions (the first one given)."""
+    return next(parameters[beta] for beta in positions if parameters[beta] is not None)
+
+
+def _finite_or(value, fallback):
+    """``value`` where positive and finite, else ``fallback`` (an extrapolation
+    through a zero, or beyond the floats)."""
+    good = np.isfinite(value) & (value > 0)
+    return value if good.all() else np.where(good, value, fallback)
+
+
+def squarem_cycle(kernel, objective, state, value, contractor, priors, max_length):
+    """One SQUAREM cycle of ``kernel.step`` from ``state`` (module docstring).
+
+    Parameters
+    ----------
+    kernel : module or namespace
+        Its ``step(state, contractor, priors, with_objective)`` is the map.
+    objective : callable
+        ``objective(state, contractor, priors)``: VB's bound or EM's log joint.
+    state : VBState or EMState
+    value : float
+        ``objective`` at ``state``.
+    contractor, priors
+        What the steps read.
+    max_length : float
+        The longest step length :math:`s_{\\max}` allowed now.
+
+    Returns
+    -------
+    state : VBState or EMState
+        The cycle's result.
+    value : float
+        Its objective, at least ``value``.
+    max_length : float
+        :math:`s_{\\max}` for the next cycle.
+    """
+    first, _ = kernel.step(state, contractor, priors, with_objective=False)
+    second, _ = kernel.step(first, contractor, priors, with_objective=False)
+    groups = _free_positions(state)
+    theta, theta_first, theta_second = (_coordinates(s, groups) for s in (state, first, second))
+    with np.errstate(invalid="ignore"):  # EM's zeros: -inf - (-inf)
+        r = [b - a for a, b in zip(theta, theta_first)]
+        v = [c - 2 * b + a for a, b, c in zip(theta, theta_first, theta_second)]
+    r_norm, v_norm = _norm(r), _norm(v)
+    length = -r_norm / v_norm if v_norm > 0 and np.isfinite(v_norm) else -1.0
+    length = float(np.clip(length, -max_length, -1.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        extrapolated = [
+            second_t + np.clip(t - 2 * length * dr + length**2 * dv - second_t,
+                               -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
+            for t, dr, dv, second_t in zip(theta, r, v, theta_second)]
+    start = _from_coordinates(state, extrapolated, groups, priors, fallback=second)
+    new, info = kernel.step(start, contractor, priors, with_objective=True)
+    new_value = float(info.objective)
+    if np.isfinite(new_value) and new_value >= value:
+        if length <= -max_length:
+            max_length = min(max_length * _LENGTH_FACTOR, _LONGEST)
+        return new, new_value, max_length
+    max_length = max(INITIAL_MAX_LENGTH, max_length / _LENGTH_FACTOR)
+    return second, float(objective(second, contractor, priors)), max_length
+
+
+def _norm(parts):
+    """The Euclidean norm over every coordinate, skipping those that are not
+    finite (a factor element at zero under EM has log -inf there)."""
+    total = 0.0
+    for part in parts:
+        finite = np.isfinite(part)
+        total += float(np.sum(np.square(part[finite] if not finite.all() else part)))
+    return np.sqrt(total)

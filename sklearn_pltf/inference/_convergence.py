@@ -1,0 +1,120 @@
+"""The VB and EM loop: steps (or SQUAREM cycles) until the objective is
+within ``tol`` nats of its limit.
+
+**The stopping rule.** A fixed-point iteration that converges linearly at
+rate ρ gains :math:`\\Delta_k = B_k - B_{k-1}` per iteration with
+:math:`\\Delta_{k+1} \\approx \\rho \\Delta_k`, so what is left to gain after
+a block of iterations that gained :math:`G` is about
+:math:`G \\rho_b / (1 - \\rho_b)`, :math:`\\rho_b` the ratio of successive
+blocks' gains. Accelerated gains come in bursts (a long extrapolation, then
+small steps), so the rule reads blocks of five iterations and three of
+them: with :math:`G_0` the last block's gain and :math:`\\rho_b` the larger
+of the two ratios :math:`G_0 / G_1` and :math:`G_1 / G_2`, the distance to
+the limit is estimated as
+
+.. math::
+
+    G_0 \\max\\left(1, \\frac{\\rho_b}{1 - \\rho_b}\\right),
+
+at least the last block's own gain (the bursts' next one may be as large),
+more where the gains shrink slowly; a ratio of 1 or more, where no
+contraction shows, counts as :math:`\\rho_b = 1 - 10^{-3}`. The run stops
+once the estimate is at most ``tol`` nats, so the returned objective is
+then within about ``tol`` nats of the limit of this run, whatever the
+data's size (``benchmarks/README.md`` holds it against long runs). No rule
+read from the trajectory sees a plateau that the iteration leaves later
+(a saddle, components slowly trading mass): restarts (``n_init``) guard
+against those.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._acceleration import INITIAL_MAX_LENGTH, squarem_cycle
+
+__all__ = ["run_to_convergence", "distance_to_limit", "ACCELERATIONS"]
+
+#: The accelerations a fit can ask for (None: plain coordinate ascent).
+ACCELERATIONS = ("squarem",)
+
+#: The rule reads blocks of this many iterations' gains ...
+_BLOCK = 5
+#: ... and this many blocks.
+_N_BLOCKS = 3
+#: The block ratio assumed where the gains do not shrink.
+_SLOWEST_RATE = 1.0 - 1e-3
+
+
+def distance_to_limit(objectives):
+    """The estimated gap between the last objective and the limit of the
+    sequence, in the objective's units (module docstring); ``inf`` until
+    ``_N_BLOCKS`` blocks of gains are known, 0 once the objective repeats
+    exactly."""
+    gains = np.abs(np.diff(objectives[-(_BLOCK * _N_BLOCKS + 1):]))
+    if gains.size and gains[-1] == 0.0:
+        return 0.0
+    if gains.size < _BLOCK * _N_BLOCKS:
+        return np.inf
+    blocks = gains[::-1].reshape(_N_BLOCKS, _BLOCK).sum(axis=1)  # newest first
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = float(np.max(blocks[:-1] / blocks[1:]))
+    if not np.isfinite(rate) or rate >= 1.0:
+        rate = _SLOWEST_RATE
+    return float(blocks[0] * max(1.0, rate / (1.0 - rate)))
+
+
+def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None,
+                       acceleration="squarem"):
+    """Iterate ``kernel`` from ``state`` until :func:`distance_to_limit` of its
+    objective is at most ``tol``, at most ``max_iter`` iterations.
+
+    Parameters
+    ----------
+    kernel : module or namespace
+        ``step(state, contractor, priors, with_objective)`` returning
+        ``(state, info)`` with ``info.objective`` the objective of the new
+        state, and ``objective(state, contractor, priors)``.
+    state, contractor, priors
+        The start, and what the steps read.
+    max_iter : int
+        At most this many iterations.
+    tol : float
+        In the objective's units (nats); 0 stops only where the objective
+        repeats exactly.
+    report : callable, default=None
+        ``report(iteration, objectives)`` after each iteration.
+    acceleration : {"squarem"} or None, default="squarem"
+        None: an iteration is one step (coordinate ascent). ``"squarem"``:
+        the first iteration is one step, each later one a SQUAREM cycle
+        (:mod:`._acceleration`, three steps).
+
+    Returns
+    -------
+    state
+        The last state.
+    objectives : list of float
+        ``objectives[i]``: the objective after iteration ``i + 1``; never
+        decreasing (up to rounding, for coordinate ascent).
+    converged : bool
+    """
+    objectives = []
+    max_length = INITIAL_MAX_LENGTH
+    for iteration in range(1, max_iter + 1):
+        if acceleration is None or iteration == 1:
+            state, info = kernel.step(state, contractor, priors)
+            value = float(info.objective)
+        else:
+            state, value, max_length = squarem_cycle(kernel, kernel.objective, state,
+                                                     objectives[-1], contractor, priors, max_length)
+        objectives.append(value)
+        if not np.isfinite(value):
+            raise FloatingPointError(
+                f"The objective became {value} at iteration {iteration}; check "
+                "the priors and the scale of the data (no evidence is returned)."
+            )
+        if report is not None:
+            report(iteration, objectives)
+        if distance_to_limit(objectives) <= tol:
+            return state, objectives, True
+    return state, objectives, False
