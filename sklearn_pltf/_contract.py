@@ -14,6 +14,8 @@ For a model with factors :math:`Z_\\alpha(v_\\alpha)` and observed indices
 - ``ratio_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M \\circ E[N] / \\hat X)`,
   ``E[N]`` the expected latent count of each entry (:mod:`._likelihood`:
   ``X`` itself for Poisson data, so :math:`\\Delta_\\alpha(M \\circ X / \\hat X)`);
+- ``ratio_deltas(alphas, Z)``: ``{α: ratio_delta(α, Z)}`` for several factors
+  at the same Z (one X̂ and one ratio serve them all on dense data);
 - ``masked_delta(alpha, Z)``: :math:`\\Delta_\\alpha(M)`;
 - ``masked_total(Z)``: :math:`\\sum M \\circ \\hat X`;
 - ``data_loglik(Z)``: the non-zeros' terms of the log-likelihood besides
@@ -38,6 +40,7 @@ import opt_einsum
 
 from . import _kernels
 from ._data import array_bytes
+from ._elementwise import count_ratio_into, floor_in_place, in_layout_of
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -194,6 +197,7 @@ class DenseContractor:
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
         self._last = ((), None)
         self._scratch = None
+        self._laid_out = False
 
     def xhat(self, factors):
         """X̂ over the whole tensor.
@@ -205,10 +209,21 @@ class DenseContractor:
         last_factors, last_xhat = self._last
         if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
             return last_xhat
-        xhat = self._planner.full_xhat(factors)
-        np.maximum(xhat, _kernels.TINY, out=xhat)
+        xhat = floor_in_place(self._planner.full_xhat(factors))
+        if not self._laid_out:
+            self._lay_out_as(xhat)
         self._last = (tuple(factors), xhat)
         return xhat
+
+    def _lay_out_as(self, xhat):
+        """Keep X, the mask and the work array in X̂'s memory layout (the
+        contraction's axis order, the same at every call), so that the
+        element-wise passes read all of them in memory order."""
+        self._x = in_layout_of(self._x, xhat)
+        if self._mask is not None:
+            self._mask = in_layout_of(self._mask, xhat)
+        self._scratch = np.empty_like(xhat)
+        self._laid_out = True
 
     def _delta(self, alpha, factors, weights):
         p, m = self._planner, self.model
@@ -227,17 +242,17 @@ class DenseContractor:
         """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
         return self.likelihood.log_base_measure(self.data)
 
-    def _scratch_like_data(self):
-        """A work array of the data's shape, reused by every call: what is
-        written there is consumed before the call returns."""
-        if self._scratch is None:
-            self._scratch = np.empty_like(self._x)
-        return self._scratch
+    def _ratio(self, factors):
+        """E[N] / X̂ at every entry, in the work array."""
+        xhat = self.xhat(factors)
+        return count_ratio_into(self._x, xhat, self._scratch, self.likelihood.kernel_mode)
 
     def ratio_delta(self, alpha, factors):
-        ratio = self.likelihood.count_ratio(self._x, self.xhat(factors),
-                                            out=self._scratch_like_data())
-        return self._delta(alpha, factors, ratio)
+        return self._delta(alpha, factors, self._ratio(factors))
+
+    def ratio_deltas(self, alphas, factors):
+        ratio = self._ratio(factors)
+        return {alpha: self._delta(alpha, factors, ratio) for alpha in alphas}
 
     def masked_delta(self, alpha, factors):
         if self._mask is None:
@@ -250,7 +265,8 @@ class DenseContractor:
         return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        return self.likelihood.log_terms(self._x, self.xhat(factors), out=self._scratch_like_data())
+        xhat = self.xhat(factors)
+        return self.likelihood.log_terms(self._x, xhat, out=self._scratch)
 
     @property
     def nonzeros(self):
@@ -611,6 +627,9 @@ class SparseContractor:
 
     def ratio_delta(self, alpha, factors):
         return self._nonzeros.delta(alpha, factors, ratio=True)
+
+    def ratio_deltas(self, alphas, factors):
+        return {alpha: self.ratio_delta(alpha, factors) for alpha in alphas}
 
     def masked_delta(self, alpha, factors):
         delta = self._planner.all_observed_delta(alpha, factors)

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_pltf"
 #: from its own layer or those below.
 LAYERS = {
     "model": 0, "_random": 0, "_progress": 0, "_threads": 0,
-    "_kernels": 1, "_data": 1,
+    "_kernels": 1, "_data": 1, "_elementwise": 1,
     "_likelihood": 2,
     "_contract": 3, "distributed": 3,
     "inference": 4,

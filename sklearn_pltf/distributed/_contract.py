@@ -125,6 +125,16 @@ class DistributedContractor:
     def ratio_delta(self, alpha, factors):
         return self._delta("ratio_delta", alpha, factors)
 
+    def ratio_deltas(self, alphas, factors):
+        """``{α: ratio_delta(α, factors)}``, one round trip to each block for all."""
+        totals = {alpha: np.zeros(self.model.factor_shape(alpha)) for alpha in alphas}
+        parts = self._client.gather(self.submit_blocks(_call, [factors], "ratio_deltas",
+                                                       tuple(alphas)))
+        for part, slices in zip(parts, self._slices):
+            for alpha in alphas:
+                totals[alpha][slices[alpha]] += part[alpha]
+        return totals
+
     def masked_delta(self, alpha, factors):
         delta = self._planner.all_observed_delta(alpha, factors)
         if self.data.n_missing:

@@ -56,12 +56,22 @@ SHARED_PARAMETERS = """\
         broadcastable to every factor, or ``{factor position: value}``. A prior
         given as mean ``m`` and shape ``a`` has rate ``a / m``.
     max_iter : int, default=1000
-        Iterations per initialisation (one iteration updates every factor);
-        also caps the fold-in of :meth:`transform`.
-    tol : float, default=1e-6
-        Convergence threshold on the relative change of the objective; in the
-        fold-in of :meth:`transform`, on the change of each sample's factor
-        relative to its largest entry.
+        VB and EM: iterations per initialisation (an iteration is a SQUAREM
+        cycle of three sweeps, or with ``acceleration=None`` one sweep that
+        updates every factor); also caps the fold-in of :meth:`transform`.
+    tol : float, default=0.1
+        VB and EM stop once the objective (VB's bound, EM's log joint) is
+        estimated to be within ``tol`` nats of its limit, from how its gains
+        shrink over the last 24 iterations (see the user guide, "When a fit
+        has converged"); 0 runs until the objective repeats exactly or
+        ``max_iter``. The fold-in of :meth:`transform` (and the one that ends
+        :meth:`fit`) stops each sample once a step changes its factor by less
+        than ``min(tol, 1e-6)`` relative to its largest entry.
+    acceleration : {"squarem"} or None, default="squarem"
+        VB and EM: ``"squarem"`` extrapolates from two sweeps (SQUAREM,
+        Varadhan & Roland 2008) and keeps the result only where the objective
+        did not fall, so it never decreases; None: plain coordinate ascent,
+        one sweep an iteration.
     n_init : int, default=1
         Initialisations; the one with the highest final objective is kept. For
         the samplers: independent chains, pooled after aligning their labels.

@@ -75,10 +75,15 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         ``n_init`` of 2 or more, ``"auto"`` tries both and keeps the higher
         bound. The other methods start at random.
     max_iter : int, default=1000
-        Sweeps (every row of A, then G) per initialisation (VB from the mode:
-        for EM's run and VB's each).
-    tol : float, default=1e-6
-        Convergence threshold on the relative change of the objective.
+        Iterations per initialisation (VB from the mode: for EM's run and
+        VB's each); an iteration is a SQUAREM cycle of three sweeps (every
+        row of A, then G), or one sweep with ``acceleration=None``.
+    tol : float, default=0.1
+        VB and EM stop once the objective is estimated to be within ``tol``
+        nats of its limit (see ``tol`` of :class:`BayesianNMF`).
+    acceleration : {"squarem"} or None, default="squarem"
+        VB and EM: SQUAREM cycles of three sweeps with a safeguard that keeps
+        the objective from falling, or None for plain sweeps.
     n_init : int, default=1
         VB and EM: initialisations, the one with the highest objective kept.
         Samplers: chains, pooled after aligning their cluster labels.

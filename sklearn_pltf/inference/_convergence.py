@@ -7,7 +7,7 @@ rate ρ gains :math:`\\Delta_k = B_k - B_{k-1}` per iteration with
 a block of iterations that gained :math:`G` is about
 :math:`G \\rho_b / (1 - \\rho_b)`, :math:`\\rho_b` the ratio of successive
 blocks' gains. Accelerated gains come in bursts (a long extrapolation, then
-small steps), so the rule reads blocks of five iterations and three of
+small steps), so the rule reads blocks of eight iterations and three of
 them: with :math:`G_0` the last block's gain and :math:`\\rho_b` the larger
 of the two ratios :math:`G_0 / G_1` and :math:`G_1 / G_2`, the distance to
 the limit is estimated as
@@ -39,7 +39,7 @@ __all__ = ["run_to_convergence", "distance_to_limit", "ACCELERATIONS"]
 ACCELERATIONS = ("squarem",)
 
 #: The rule reads blocks of this many iterations' gains ...
-_BLOCK = 5
+_BLOCK = 8
 #: ... and this many blocks.
 _N_BLOCKS = 3
 #: The block ratio assumed where the gains do not shrink.

@@ -1,13 +1,16 @@
 """EM (MAP) for Poisson–Gamma PLTF: the multiplicative fixed point.
 
-One step updates the free factors in turn:
+One step takes the E-step (the expected allocation of the counts) at the
+current factors, then updates the free factors in turn:
 
 .. math::
 
     Z_\\alpha \\leftarrow \\frac{A_\\alpha - 1 + Z_\\alpha \\circ
         \\Delta_\\alpha(M \\circ X / \\hat X)}{R_\\alpha + \\Delta_\\alpha(M)},
 
-the EM update for the latent allocation tensor (Cemgil 2009, §3). With
+the numerator's factors and X̂ at the step's start, the denominator's at
+their current values: the EM update for the latent allocation tensor
+(Cemgil 2009, §3), its M-step taken factor by factor (ECM). With
 ``A = 1`` and ``R → 0`` it is the KL multiplicative update of Lee & Seung.
 Each update maximises the expected complete-data log posterior, so the log
 joint density below never decreases:
@@ -70,13 +73,17 @@ def state_from_means(means, priors, given):
 
 
 def step(state, contractor, priors, with_objective=True):
-    """One sweep of EM updates over the free factors.
+    """One sweep of EM updates over the free factors: the E-step (the
+    expected allocation of the counts) once at the current factors, then a
+    conditional maximisation of each factor in turn given the others'
+    current values (ECM; Meng & Rubin 1993), so the log joint never decreases.
 
     ``with_objective=False`` skips the log joint (a fold-in does not need it).
     """
     factors = list(state.factors)
+    pulls = contractor.ratio_deltas(priors.free, state.factors)  # the E-step, once
     for alpha in priors.free:
-        numerator = priors.shape[alpha] - 1.0 + factors[alpha] * contractor.ratio_delta(alpha, factors)
+        numerator = priors.shape[alpha] - 1.0 + state.factors[alpha] * pulls[alpha]
         denominator = priors.rate[alpha] + contractor.masked_delta(alpha, factors)
         factors[alpha] = np.maximum(numerator, 0.0) / denominator
     new = EMState(tuple(factors))

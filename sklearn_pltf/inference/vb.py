@@ -1,16 +1,20 @@
 """Variational Bayes for Poisson–Gamma PLTF (Cemgil 2009; Yılmaz & Cemgil 2010).
 
 Each free factor has ``q(Z_α) = Gamma(C_α, scale D_α)`` with mean
-``E_α = C_α D_α`` and geometric mean ``L_α = exp(ψ(C_α)) D_α``. One step updates
-the free factors in turn (coordinate ascent, so the bound never decreases):
+``E_α = C_α D_α`` and geometric mean ``L_α = exp(ψ(C_α)) D_α``. One step
+updates q(S), the allocation of the counts over the latent configurations,
+from the current geometric means, and then the free factors in turn
+(coordinate ascent on the bound over q(S) and the q(Z_α), so it never
+decreases):
 
 .. math::
 
     C_\\alpha = A_\\alpha + L_\\alpha \\circ \\Delta^L_\\alpha(M \\circ X / \\hat X_L),
     \\qquad D_\\alpha = 1 / (R_\\alpha + \\Delta^E_\\alpha(M)),
 
-where :math:`\\hat X_L` and :math:`\\Delta^L` use the geometric means and
-:math:`\\Delta^E` the means. The bound on :math:`\\log p(X)` is
+where :math:`\\hat X_L` and :math:`\\Delta^L` use the geometric means at the
+start of the step (they are q(S)'s statistics, so one X̂ serves every
+factor) and :math:`\\Delta^E` the other factors' current means. The bound on :math:`\\log p(X)` is
 
 .. math::
 
@@ -98,12 +102,18 @@ def with_free_parameter(state, alpha, shape, priors):
 def step(state, contractor, priors, with_objective=True):
     """One sweep of coordinate-ascent updates over the free factors.
 
+    The sweep updates q(S), the allocation of the counts, once from the
+    current geometric means, which gives every free factor's shape; then
+    each factor's q in turn, its scale from the other factors' current
+    means (module docstring). Each is the exact maximiser of the bound given
+    the rest, so the bound never decreases, and one X̂ serves the sweep.
     ``with_objective=False`` skips the bound (a fold-in does not need it).
     """
     shape, scale = list(state.shape), list(state.scale)
     mean, geometric, psi = list(state.mean), list(state.geometric), list(state.digamma)
+    pulls = contractor.ratio_deltas(priors.free, state.geometric)
     for alpha in priors.free:
-        c = priors.shape[alpha] + geometric[alpha] * contractor.ratio_delta(alpha, geometric)
+        c = priors.shape[alpha] + state.geometric[alpha] * pulls[alpha]
         d = 1.0 / (priors.rate[alpha] + contractor.masked_delta(alpha, mean))
         shape[alpha], scale[alpha] = c, d
         mean[alpha], geometric[alpha], psi[alpha] = gamma_moments(c, d)

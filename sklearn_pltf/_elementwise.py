@@ -1,0 +1,82 @@
+"""numba kernels over whole dense tensors, entry by entry, in parallel.
+
+- :func:`floor_in_place`: X̂ raised to at least the smallest normal float, so
+  that an entry whose rate underflowed to 0 gives a finite ratio and log;
+- :func:`count_ratio_into`: E[N | X] / X̂ at every entry (``X / X̂`` for
+  Poisson data, ``1 / (1 − e^{−X̂})`` at the ones for Bernoulli–Poisson
+  data, 0 at zeros; :mod:`sklearn_pltf._likelihood`), the weights of Δ in
+  every VB and EM update.
+
+Both read their arrays in memory order (:func:`memory_order_view`), so the
+arrays of one call must share a layout: X̂ comes from the contraction in
+whatever axis order it chose, and the dense contractor keeps X and its
+work arrays in that order (:class:`sklearn_pltf._contract.DenseContractor`).
+No sums here, so nothing depends on the number of threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from . import _threads  # noqa: F401  (before any parallel kernel runs: how its threads wait)
+from ._kernels import BERNOULLI_RATIO, TINY
+
+__all__ = ["floor_in_place", "count_ratio_into", "memory_order_view", "in_layout_of"]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _floor(values):  # pragma: no cover - compiled
+    for i in numba.prange(values.size):
+        values[i] = max(values[i], TINY)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
+    for i in numba.prange(x.size):
+        out[i] = x[i] / xhat[i]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _bernoulli_ratio(x, xhat, out):  # pragma: no cover - compiled
+    for i in numba.prange(x.size):
+        out[i] = 0.0 if x[i] == 0.0 else x[i] / -math.expm1(-xhat[i])
+
+
+def memory_order_view(array):
+    """``array``'s elements as a flat view in memory order (it must be
+    contiguous in some order of its axes, as a transposed C array is)."""
+    if array.flags.c_contiguous:
+        return array.reshape(-1)
+    order = np.argsort(array.strides, kind="stable")[::-1]
+    permuted = array.transpose(order)
+    if not permuted.flags.c_contiguous:
+        raise ValueError("The array is not contiguous in any order of its axes.")
+    return permuted.reshape(-1)
+
+
+def in_layout_of(values, template):
+    """``values`` laid out in memory as ``template`` is (same shape): itself
+    if it already is, else a copy."""
+    if values.strides == template.strides and values.dtype == np.float64:
+        return values
+    copy = np.empty_like(template, dtype=np.float64)  # order="K": template's layout
+    copy[...] = values
+    return copy
+
+
+def floor_in_place(xhat):
+    """Raise every entry of ``xhat`` to at least the smallest normal float."""
+    _floor(memory_order_view(xhat))
+    return xhat
+
+
+def count_ratio_into(x, xhat, out, mode):
+    """Write E[N | X] / X̂ of every entry into ``out`` and return it; ``x``,
+    ``xhat`` (floored, :func:`floor_in_place`) and ``out`` share one layout.
+    ``mode`` is a likelihood's ``kernel_mode`` (:mod:`._kernels`)."""
+    kernel = _bernoulli_ratio if mode == BERNOULLI_RATIO else _poisson_ratio
+    kernel(memory_order_view(x), memory_order_view(xhat), memory_order_view(out))
+    return out
