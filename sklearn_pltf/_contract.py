@@ -40,7 +40,8 @@ import opt_einsum
 
 from . import _kernels
 from ._data import array_bytes
-from ._elementwise import count_ratio_into, floor_in_place, in_layout_of
+from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, memory_axes,
+                           memory_order_view)
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -105,6 +106,42 @@ class _Planner:
         """X̂ over the whole observed tensor."""
         m = self.model
         return self.contract(",".join(self.subs(f) for f in m.factors) + "->" + self.subs(m.output), *factors)
+
+    @functools.cached_property
+    def last_index_split(self):
+        """For X̂ in C order by one matrix product: ``(f, latent)``, the one
+        factor carrying the last observed index, all of whose other indices
+        (``latent``) are latent, or None where no factor is such (or it is
+        the only factor)."""
+        m = self.model
+        last = m.output[-1]
+        carriers = [a for a in range(m.n_factors) if last in m.factors[a]]
+        if len(carriers) != 1 or m.n_factors < 2:
+            return None
+        latent = m.factors[carriers[0]].replace(last, "")
+        if any(c in m.output for c in latent):
+            return None
+        return carriers[0], latent
+
+    def full_xhat_into(self, factors, out):
+        """X̂ written into ``out`` (C-contiguous, the observed shape) as
+        (the other factors contracted to the other observed and ``f``'s
+        latent indices) @ ``f``, where :attr:`last_index_split` applies."""
+        m = self.model
+        f, latent = self.last_index_split
+        others = [a for a in range(m.n_factors) if a != f]
+        kept = m.output[:-1] + latent
+        carried = set().union(*(m.factors[a] for a in others))
+        present = "".join(c for c in kept if c in carried)
+        rest = self.contract(",".join(self.subs(m.factors[a]) for a in others) + "->"
+                             + self.subs(present), *[factors[a] for a in others])
+        rest = expand_to_factor(rest, present, kept, tuple(m.sizes[c] for c in kept))
+        width = int(np.prod([m.sizes[c] for c in latent], dtype=np.int64))
+        own = m.factors[f]
+        table = np.transpose(factors[f], [own.index(c) for c in latent + m.output[-1]])
+        np.matmul(rest.reshape(-1, width), table.reshape(width, -1),
+                  out=out.reshape(-1, m.sizes[m.output[-1]]))
+        return out
 
     def others_of(self, alpha, with_output=False):
         """The other factors' positions, and α's indices that they (or, with
@@ -197,6 +234,7 @@ class DenseContractor:
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
         self._last = ((), None)
         self._scratch = None
+        self._xhat_buffer = None
         self._laid_out = False
 
     def xhat(self, factors):
@@ -209,7 +247,15 @@ class DenseContractor:
         last_factors, last_xhat = self._last
         if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
             return last_xhat
-        xhat = floor_in_place(self._planner.full_xhat(factors))
+        if self._planner.last_index_split is not None:
+            # In C order, like X, into one buffer: only the last X̂ is kept,
+            # and every caller consumes X̂ before asking for another.
+            if self._xhat_buffer is None:
+                self._xhat_buffer = np.empty(self._x.shape)
+            xhat = self._planner.full_xhat_into(factors, self._xhat_buffer)
+        else:
+            xhat = self._planner.full_xhat(factors)
+        floor_in_place(xhat)
         if not self._laid_out:
             self._lay_out_as(xhat)
         self._last = (tuple(factors), xhat)
@@ -226,16 +272,53 @@ class DenseContractor:
         self._laid_out = True
 
     def _delta(self, alpha, factors, weights):
+        """Δ_α(weights), ``weights`` a tensor of the data's shape and layout.
+
+        The data-sized tensor is first contracted, by one matrix product
+        over its memory as it lies (no transposed copy), with the factor
+        that alone carries the index at either end of its memory order;
+        the rest, smaller by that index's size over the factor's others, is
+        left to the planned contraction.
+        """
         p, m = self._planner, self.model
         own = m.factors[alpha]
         others, present = p.others_of(alpha, with_output=True)
-        subscripts = (
-            ",".join([p.subs(m.output)] + [p.subs(m.factors[a]) for a in others])
-            + "->"
-            + p.subs(present)
-        )
-        result = p.contract(subscripts, weights, *[factors[a] for a in others])
+        reduced, indices, used = self._reduce_by_one_factor(alpha, factors, weights)
+        rest = [a for a in others if a != used]
+        subscripts = (",".join([p.subs(indices)] + [p.subs(m.factors[a]) for a in rest])
+                      + "->" + p.subs(present))
+        result = p.contract(subscripts, reduced, *[factors[a] for a in rest])
         return expand_to_factor(result, present, own, m.factor_shape(alpha))
+
+    def _reduce_by_one_factor(self, alpha, factors, weights):
+        """``(tensor, its indices, the factor used or None)``: ``weights``
+        contracted over the index at one end of its memory order with the one
+        factor other than α that carries it, by one matrix product; or
+        ``weights`` itself where no end index qualifies."""
+        m = self.model
+        axes = memory_axes(weights)
+        in_memory = "".join(m.output[a] for a in axes)
+        for end in (-1, 0):
+            index = in_memory[end]
+            carriers = [a for a in range(m.n_factors) if index in m.factors[a]]
+            if index in m.factors[alpha] or len(carriers) != 1 or weights.shape[axes[end]] < 2:
+                continue
+            used = carriers[0]
+            indices = m.factors[used]
+            rest_of_factor = indices.replace(index, "")
+            if any(c in in_memory for c in rest_of_factor):  # it would pair two axes
+                continue
+            table = np.moveaxis(factors[used], indices.index(index), 0)
+            table = table.reshape(m.sizes[index], -1)
+            flat = memory_order_view(weights)
+            if end == -1:  # (rest of memory, index) @ (index, rest of factor)
+                product = flat.reshape(-1, m.sizes[index]) @ table
+                kept = in_memory[:-1] + rest_of_factor
+            else:  # (rest of factor, index) @ (index, rest of memory)
+                product = table.T @ flat.reshape(m.sizes[index], -1)
+                kept = rest_of_factor + in_memory[1:]
+            return product.reshape(tuple(m.sizes[c] for c in kept)), kept, used
+        return weights, m.output, None
 
     @property
     def log_base_measure(self):
@@ -266,7 +349,24 @@ class DenseContractor:
 
     def data_loglik(self, factors):
         xhat = self.xhat(factors)
-        return self.likelihood.log_terms(self._x, xhat, out=self._scratch)
+        positions = self._sparse_positions()
+        if positions is None:
+            return self.likelihood.log_terms(self._x, xhat, out=self._scratch)
+        return self.likelihood.log_terms(self._x_at_nonzeros,
+                                         memory_order_view(xhat)[positions])
+
+    def _sparse_positions(self):
+        """Where X is non-zero, as positions in memory order, if under half
+        of the entries are (the log terms are then taken there alone); else
+        None. Found once, after X has its layout."""
+        if not hasattr(self, "_x_at_nonzeros"):
+            flat = memory_order_view(self._x)
+            positions = np.flatnonzero(flat)
+            if 2 * positions.size < flat.size:
+                self._positions, self._x_at_nonzeros = positions, flat[positions]
+            else:
+                self._positions, self._x_at_nonzeros = None, None
+        return self._positions
 
     @property
     def nonzeros(self):

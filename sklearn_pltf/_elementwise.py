@@ -24,7 +24,7 @@ import numpy as np
 from . import _threads  # noqa: F401  (before any parallel kernel runs: how its threads wait)
 from ._kernels import BERNOULLI_RATIO, TINY
 
-__all__ = ["floor_in_place", "count_ratio_into", "memory_order_view", "in_layout_of"]
+__all__ = ["floor_in_place", "count_ratio_into", "memory_axes", "memory_order_view", "in_layout_of"]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -45,13 +45,18 @@ def _bernoulli_ratio(x, xhat, out):  # pragma: no cover - compiled
         out[i] = 0.0 if x[i] == 0.0 else x[i] / -math.expm1(-xhat[i])
 
 
+def memory_axes(array):
+    """``array``'s axes from the one whose steps through memory are longest
+    to the shortest (``range(ndim)`` for a C-contiguous array)."""
+    if array.flags.c_contiguous:
+        return tuple(range(array.ndim))
+    return tuple(int(a) for a in np.argsort(array.strides, kind="stable")[::-1])
+
+
 def memory_order_view(array):
     """``array``'s elements as a flat view in memory order (it must be
     contiguous in some order of its axes, as a transposed C array is)."""
-    if array.flags.c_contiguous:
-        return array.reshape(-1)
-    order = np.argsort(array.strides, kind="stable")[::-1]
-    permuted = array.transpose(order)
+    permuted = array.transpose(memory_axes(array))
     if not permuted.flags.c_contiguous:
         raise ValueError("The array is not contiguous in any order of its axes.")
     return permuted.reshape(-1)
