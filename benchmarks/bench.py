@@ -22,6 +22,9 @@ Usage, from the repository root, with the ``bench`` extra installed
     python benchmarks/bench.py sti-analytic  # (s) STI against the Gaussian additive model's exact evidence
     python benchmarks/bench.py dask         # (u) one VB fit on a 2-worker LocalCluster vs in memory
     python benchmarks/bench.py online       # (v) partial_fit in 1000-row batches vs batch VB
+    python benchmarks/bench.py neighbour    # (w) parallel calls beside one busy process
+    python benchmarks/bench.py converged    # (x) time to a converged evidence, ours vs the peers
+    python benchmarks/bench.py threads      # (y) one VB sweep at 1, 2, 4, ... threads
     python benchmarks/bench.py all
 
 Each workload prints one JSON line per measurement and a summary with the
@@ -50,12 +53,15 @@ import numpy as np
 import sparse
 
 import bench_allocation
+import bench_converged
 import bench_dask
 import bench_online
 import bench_evidence
 import bench_link_prediction
+import bench_neighbour
 import bench_gaussian
 import bench_sti_analytic
+import bench_threads
 import bench_whole_fit
 import peers
 import timing
@@ -531,7 +537,8 @@ def main():
     parser.add_argument("workload", choices=["nmf", "sparse", "oslo", "sparse-nmf", "gibbs", "chib-rank",
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank",
                                              "bam-variance", "link-prediction", "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
-                                             "sti-analytic", "whole-fit", "dask", "online", "all"])
+                                             "sti-analytic", "whole-fit", "dask", "online", "neighbour",
+                                             "converged", "threads", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -641,6 +648,12 @@ def main():
     if args.workload in ("whole-fit", "all"):
         summary.update(bench_whole_fit.bench_whole_fit(args.repeats,
                                                        peer_threads=args.peer_numba_threads))
+    if args.workload in ("neighbour", "all"):
+        bench_neighbour.bench_neighbour()
+    if args.workload in ("converged", "all"):
+        bench_converged.bench_converged(args.repeats)
+    if args.workload in ("threads", "all"):
+        bench_threads.bench_threads(args.repeats)
     if args.workload in ("dask", "all"):
         summary.update(bench_dask.bench_dask(tuple(args.dask_shape), args.dask_counts,
                                              chunks=args.dask_chunks, n_iter=args.dask_iter))

@@ -41,6 +41,22 @@ def dense_poisson_nmf(n_rows=2000, n_cols=1000, rank=20, random_state=0):
     return rng.poisson(W @ H).astype(np.float64)
 
 
+def dense_poisson_cp(size=200, rank=20, random_state=0):
+    """Draw a dense size x size x size count tensor from a Poisson CP model.
+
+    The factors have independent Gamma(shape=0.5, scale=1) entries and the
+    rate is their CP product divided by ``rank`` (a mean of 1/8 an entry,
+    about 11% of the entries non-zero at the defaults).
+
+    Returns
+    -------
+    X : ndarray of shape (size, size, size), dtype float64
+    """
+    rng = np.random.default_rng(random_state)
+    A, B, C = (rng.gamma(0.5, 1.0, (size, rank)) for _ in range(3))
+    return rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C) / rank).astype(np.float64)
+
+
 def _sample_cells(rng, n_tokens, weights, factors):
     """Draw ``n_tokens`` cells of a CP model, one token at a time.
 

@@ -1,0 +1,82 @@
+"""(y) Thread scaling: one VB sweep at 1, 2, 4, ... threads, up to every core.
+
+Each thread count runs in a fresh process with numba's and BLAS's threads
+set to it (``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), and times
+:func:`sklearn_pltf.inference.vb.step` (every factor updated once, and the
+bound) on a prepared state, median of ``repeats`` after one warm-up sweep.
+Workloads: the sparse 1000^3 CP tensor of (b) at rank 10 (10^6 non-zeros),
+and a dense Poisson NMF 20000 x 10000 of rank 50 (2·10^8 entries; about
+8 GB in all at its peak).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+_SWEEP = r"""
+import json, sys, time
+import numpy as np
+sys.path.insert(0, {bench!r})
+import workloads
+from sklearn_pltf._contract import make_contractor
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.inference import vb
+from sklearn_pltf.inference._common import gamma_priors
+from sklearn_pltf.model import Model
+
+kind, repeats = {kind!r}, {repeats}
+if kind == "sparse":
+    X = workloads.sparse_poisson_cp((1000, 1000, 1000), 10, 1_000_000, random_state=0)
+    model = Model.parse("ir,jr,kr->ijk").bind(X.shape, {{"r": 10}})
+else:
+    X = workloads.dense_poisson_nmf(20000, 10000, 50, random_state=0)
+    model = Model.parse("ik,kj->ij").bind(X.shape, {{"k": 50}})
+data = as_observed_tensor(X)
+del X
+contractor = make_contractor(model, data)
+priors = gamma_priors(model, 1.0, 1.0)
+state = vb.init(np.random.default_rng(0), model, contractor, priors)
+state, _ = vb.step(state, contractor, priors)
+times = []
+for _ in range(repeats):
+    start = time.perf_counter()
+    state, _ = vb.step(state, contractor, priors)
+    times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+def _sweep_seconds(kind, threads, repeats):
+    env = dict(os.environ)
+    for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                 "MKL_NUM_THREADS"):
+        env[name] = str(threads)
+    bench = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", _SWEEP.format(bench=bench, kind=kind,
+                                                              repeats=repeats)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return statistics.median(json.loads(out.strip().splitlines()[-1]))
+
+
+def bench_threads(repeats=3, kinds=("sparse", "dense")):
+    counts, n = [], 1
+    while n < os.cpu_count():
+        counts.append(n)
+        n *= 2
+    counts.append(os.cpu_count())
+    for kind in kinds:
+        base = None
+        for threads in counts:
+            seconds = _sweep_seconds(kind, threads, repeats)
+            base = base or seconds
+            print(f"{kind:6s} threads {threads:3d}: {seconds:.3f} s a sweep, "
+                  f"speed-up {base / seconds:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    bench_threads(kinds=sys.argv[1:] or ("sparse", "dense"))

@@ -1,0 +1,108 @@
+"""The VB/EM loop: SQUAREM's safeguard, and a stopping rule that keeps its
+promise in nats."""
+
+import numpy as np
+import pytest
+
+from sklearn_pltf import BayesianNMF, PoissonCP
+from sklearn_pltf.inference._convergence import distance_to_limit
+
+
+def test_distance_is_unknown_until_three_blocks_and_zero_at_a_repeat():
+    assert distance_to_limit([-10.0, -5.0]) == np.inf
+    assert distance_to_limit(list(-(0.5 ** np.arange(20)))) == np.inf  # 19 gains < 24
+    assert distance_to_limit([-3.0, -2.0, -2.0]) == 0.0
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.9, 0.99])
+def test_distance_covers_a_linear_tail(rate):
+    """Gains shrinking by ``rate`` each iteration leave Δ ρ / (1 − ρ) to
+    gain; the block estimate is at least that (and the last block's gain)."""
+    gains = 10.0 * rate ** np.arange(30)  # the last still resolved beside the sum
+    objectives = np.concatenate([[0.0], np.cumsum(gains)])
+    left = 10.0 * rate**30 / (1 - rate)  # Σ of the gains not yet made
+    estimate = distance_to_limit(list(objectives))
+    assert estimate >= left * (1 - 1e-9)
+    assert estimate <= max(left, gains[-8:].sum()) * 1.01
+
+
+def test_gains_that_do_not_shrink_count_as_a_slow_tail():
+    objectives = list(np.arange(30.0))  # one nat every iteration
+    # a block of 8 nats, at the slowest rate the rule assumes (1 - 1e-3)
+    assert distance_to_limit(objectives) == pytest.approx(8 * (1 - 1e-3) / 1e-3)
+
+
+def _problems():
+    rng = np.random.default_rng(3)
+    W, H = rng.gamma(0.5, 1.0, (40, 3)), rng.gamma(0.5, 1.0, (3, 30))
+    A, B, C = (rng.gamma(0.5, 1.0, (n, 3)) for n in (20, 15, 10))
+    return {
+        "nmf": (BayesianNMF, rng.poisson(3 * W @ H).astype(float)),
+        "cp": (PoissonCP, rng.poisson(2 * np.einsum("ir,jr,kr->ijk", A, B, C)).astype(float)),
+    }
+
+
+@pytest.mark.parametrize("name", ["nmf", "cp"])
+@pytest.mark.parametrize("acceleration", [None, "squarem"])
+def test_the_returned_bound_is_within_tol_of_the_runs_limit(name, acceleration):
+    """At the default tol (0.1 nats) the bound is within tol of the same run
+    continued until it repeats exactly (or 1e-9 nats)."""
+    make, X = _problems()[name]
+    settings = dict(n_components=3, random_state=0, acceleration=acceleration)
+    fitted = make(**settings).fit(X)
+    assert fitted.converged_
+    continued = make(tol=1e-9, max_iter=100_000, **settings).fit(X)
+    np.testing.assert_array_equal(continued.lower_bounds_[:fitted.n_iter_], fitted.lower_bounds_)
+    assert 0.0 <= continued.lower_bounds_[-1] - fitted.lower_bounds_[-1] <= fitted.tol
+
+
+@pytest.mark.parametrize("method", ["vb", "em"])
+def test_squarem_reaches_the_plain_limit_in_fewer_sweeps(method):
+    make, X = _problems()["nmf"]
+    settings = dict(n_components=3, method=method, prior_shape=1.5, tol=1e-9, max_iter=100_000,
+                    random_state=0)
+    plain = make(acceleration=None, **settings).fit(X)
+    accelerated = make(**settings).fit(X)
+    # Both at the limit from the same start; 1e-6 relative covers EM's slow
+    # tail (it gains ~1e-9 nats a sweep long before it is there).
+    np.testing.assert_allclose(accelerated.lower_bounds_[-1], plain.lower_bounds_[-1], rtol=1e-6)
+    sweeps = 1 + 3 * (accelerated.n_iter_ - 1)  # a first step, then cycles of three
+    assert sweeps < plain.n_iter_ / 2
+
+
+def test_a_refused_extrapolation_keeps_the_plain_steps(monkeypatch):
+    """An extrapolation whose objective falls (here: forced, by scoring every
+    extrapolated cycle at -inf) is replaced by the two plain steps, so the
+    trajectory is then that of plain steps two at a time."""
+    make, X = _problems()["nmf"]
+    settings = dict(n_components=3, random_state=0, tol=0.0, max_iter=6)
+    plain = make(acceleration=None, **dict(settings, max_iter=11)).fit(X)
+
+    class Refusing:
+        def __init__(self, kernel):
+            self.kernel = kernel
+            self.objective = kernel.objective
+            self.calls = 0
+
+        def step(self, state, contractor, priors, with_objective=True):
+            new, info = self.kernel.step(state, contractor, priors, with_objective)
+            if with_objective:  # the step from the extrapolated point
+                info = info._replace(objective=-np.inf)
+            return new, info
+
+    from sklearn_pltf.inference import _convergence
+
+    original = _convergence.squarem_cycle
+
+    def refusing_cycle(kernel, objective, *args):
+        return original(Refusing(kernel), objective, *args)
+
+    monkeypatch.setattr(_convergence, "squarem_cycle", refusing_cycle)
+    refused = make(**settings).fit(X)
+    # iteration 1: one step; each later iteration: two plain steps
+    np.testing.assert_allclose(refused.lower_bounds_, plain.lower_bounds_[::2], rtol=1e-12)
+
+
+def test_acceleration_is_validated():
+    with pytest.raises(ValueError, match="acceleration"):
+        BayesianNMF(2, acceleration="anderson").fit(np.ones((4, 3)))
