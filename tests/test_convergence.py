@@ -106,3 +106,18 @@ def test_a_refused_extrapolation_keeps_the_plain_steps(monkeypatch):
 def test_acceleration_is_validated():
     with pytest.raises(ValueError, match="acceleration"):
         BayesianNMF(2, acceleration="anderson").fit(np.ones((4, 3)))
+
+
+@pytest.mark.parametrize("method", ["vb", "em"])
+def test_extrapolation_leaves_fixed_factors_as_given(method):
+    """Only the free factors are extrapolated: a fixed factor (here the
+    convolutive model's kernel, with zeros) stays bit for bit what was given."""
+    from sklearn_pltf import PLTF
+
+    rng = np.random.default_rng(0)
+    kernel = rng.gamma(1.0, size=(4, 40, 2))
+    kernel[0, :5] = 0.0
+    X = rng.poisson(3.0, size=40).astype(float)[None]
+    est = PLTF("r,d,dtr->t", {"r": 2}, method=method, prior_shape=1.5, fixed_factors={2: kernel},
+               random_state=0, max_iter=30, tol=0.0).fit(X[0])
+    np.testing.assert_array_equal(est.factors_[2], kernel)

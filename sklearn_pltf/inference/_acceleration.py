@@ -56,16 +56,18 @@ _LONGEST = 4.0**6
 _LARGEST_LOG_MOVE = 2.0
 
 
-def _free_positions(state):
+def _free_positions(state, priors):
     """Each free factor's first position, and the positions tied to it
-    (holding the same array)."""
+    (holding the same array). Held factors (no prior: fixed, or held during
+    a fold-in) are not coordinates, unless tied to a free one."""
     arrays = state.shape if isinstance(state, VBState) else state.factors
     groups = {}
     for alpha, array in enumerate(arrays):
-        if array is None:
-            continue
-        first = next((beta for beta in groups if arrays[beta] is array), alpha)
-        groups.setdefault(first, []).append(alpha)
+        first = next((beta for beta in groups if arrays[beta] is array), None)
+        if first is not None:
+            groups[first].append(alpha)
+        elif array is not None and priors.shape[alpha] is not None:
+            groups[alpha] = [alpha]
     return groups
 
 
@@ -142,7 +144,7 @@ def squarem_cycle(kernel, objective, state, value, contractor, priors, max_lengt
     """
     first, _ = kernel.step(state, contractor, priors, with_objective=False)
     second, _ = kernel.step(first, contractor, priors, with_objective=False)
-    groups = _free_positions(state)
+    groups = _free_positions(state, priors)
     theta, theta_first, theta_second = (_coordinates(s, groups) for s in (state, first, second))
     with np.errstate(invalid="ignore"):  # EM's zeros: -inf - (-inf)
         r = [b - a for a, b in zip(theta, theta_first)]
