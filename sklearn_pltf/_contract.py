@@ -40,8 +40,8 @@ import opt_einsum
 
 from . import _kernels
 from ._data import array_bytes
-from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, memory_axes,
-                           memory_order_view)
+from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, log_terms_sum,
+                           memory_axes, memory_order_view)
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -327,7 +327,7 @@ class DenseContractor:
 
     def _ratio(self, factors):
         """E[N] / X̂ at every entry, in the work array."""
-        xhat = self.xhat(factors)
+        xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
         return count_ratio_into(self._x, xhat, self._scratch, self.likelihood.kernel_mode)
 
     def ratio_delta(self, alpha, factors):
@@ -348,25 +348,8 @@ class DenseContractor:
         return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        xhat = self.xhat(factors)
-        positions = self._sparse_positions()
-        if positions is None:
-            return self.likelihood.log_terms(self._x, xhat, out=self._scratch)
-        return self.likelihood.log_terms(self._x_at_nonzeros,
-                                         memory_order_view(xhat)[positions])
-
-    def _sparse_positions(self):
-        """Where X is non-zero, as positions in memory order, if under half
-        of the entries are (the log terms are then taken there alone); else
-        None. Found once, after X has its layout."""
-        if not hasattr(self, "_x_at_nonzeros"):
-            flat = memory_order_view(self._x)
-            positions = np.flatnonzero(flat)
-            if 2 * positions.size < flat.size:
-                self._positions, self._x_at_nonzeros = positions, flat[positions]
-            else:
-                self._positions, self._x_at_nonzeros = None, None
-        return self._positions
+        xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
+        return log_terms_sum(self._x, xhat, self.likelihood.kernel_mode)
 
     @property
     def nonzeros(self):

@@ -1,22 +1,27 @@
-"""numba kernels over whole dense tensors, entry by entry, in parallel.
+"""Passes over whole dense tensors, entry by entry, in parallel.
 
 - :func:`floor_in_place`: X̂ raised to at least the smallest normal float, so
   that an entry whose rate underflowed to 0 gives a finite ratio and log;
 - :func:`count_ratio_into`: E[N | X] / X̂ at every entry (``X / X̂`` for
   Poisson data, ``1 / (1 − e^{−X̂})`` at the ones for Bernoulli–Poisson
   data, 0 at zeros; :mod:`sklearn_pltf._likelihood`), the weights of Δ in
-  every VB and EM update.
+  every VB and EM update;
+- :func:`log_terms_sum`: Σ over the non-zeros of their log-likelihood term
+  besides −X̂ (``X log X̂``, or ``log(e^{X̂} − 1)`` at a one), the data term
+  of the bound, by numpy's vectorised log on chunks spread over threads.
 
-Both read their arrays in memory order (:func:`memory_order_view`), so the
+They read their arrays in memory order (:func:`memory_order_view`), so the
 arrays of one call must share a layout: X̂ comes from the contraction in
 whatever axis order it chose, and the dense contractor keeps X and its
 work arrays in that order (:class:`sklearn_pltf._contract.DenseContractor`).
-No sums here, so nothing depends on the number of threads.
+The sum runs over fixed chunks, then over the chunks in order, so it does
+not depend on the number of threads.
 """
 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -24,7 +29,11 @@ import numpy as np
 from . import _threads  # noqa: F401  (before any parallel kernel runs: how its threads wait)
 from ._kernels import BERNOULLI_RATIO, TINY
 
-__all__ = ["floor_in_place", "count_ratio_into", "memory_axes", "memory_order_view", "in_layout_of"]
+# Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
+_CHUNK = 1 << 18
+
+__all__ = ["floor_in_place", "count_ratio_into", "log_terms_sum", "memory_axes",
+           "memory_order_view", "in_layout_of"]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -76,6 +85,36 @@ def floor_in_place(xhat):
     """Raise every entry of ``xhat`` to at least the smallest normal float."""
     _floor(memory_order_view(xhat))
     return xhat
+
+
+def log_terms_sum(x, xhat, mode):
+    """Σ over the non-zeros of X log X̂ (Poisson) or log(e^{X̂} − 1) (a
+    Bernoulli–Poisson one), ``x`` and ``xhat`` (floored) in one layout.
+
+    numpy's vectorised log runs on fixed chunks of the entries, the chunks
+    spread over numba's threads (numpy releases the GIL), and the chunks'
+    sums are added in order: the sum does not depend on the thread count.
+    """
+    x, xhat = memory_order_view(x), memory_order_view(xhat)
+    bernoulli = mode == BERNOULLI_RATIO
+
+    def chunk_sum(start):
+        stop = min(start + _CHUNK, x.size)
+        rate = xhat[start:stop]
+        if bernoulli:  # log(e^X̂ − 1) = X̂ + log(1 − e^−X̂), without overflow
+            terms = rate + np.log(-np.expm1(-rate))
+        else:
+            terms = np.log(rate)
+        terms *= x[start:stop]
+        return float(np.sum(terms))
+
+    starts = range(0, x.size, _CHUNK)
+    threads = min(numba.get_num_threads(), len(starts))
+    if threads <= 1:
+        return float(sum(map(chunk_sum, starts)))
+    # A pool per call: one kept across calls would hang in a forked child.
+    with ThreadPoolExecutor(threads) as pool:
+        return float(sum(pool.map(chunk_sum, starts)))
 
 
 def count_ratio_into(x, xhat, out, mode):
