@@ -113,7 +113,8 @@ def _limits(fit, X):
     return continued, plain
 
 
-def bench_converged(repeats=3):
+def bench_converged(repeats=3, only=None):
+    """Print (x) for every workload, or those whose label starts with one of ``only``."""
     dense = workloads.dense_poisson_nmf(2000, 1000, 20, random_state=0)
     T = workloads.sparse_poisson_cp((20000, 5000), 20, 500_000, random_state=0)
     sparse_matrix = sp.csr_matrix((T.data, tuple(T.coords)), shape=T.shape)
@@ -126,6 +127,8 @@ def bench_converged(repeats=3):
         "(b) sparse 1000^3 (10^6 non-zeros), rank 10, vs pyttb cp_apr":
             (cube, _ours_cp, _theirs_cp),
     }
+    if only:
+        cases = {name: case for name, case in cases.items() if name.startswith(tuple(only))}
     first, second = _in_fresh_process(_first_fit_seconds)
     print(f"one-time compilation (first fit in a fresh process less the second): "
           f"{first - second:.2f} s", flush=True)
@@ -155,4 +158,6 @@ def bench_converged(repeats=3):
 
 
 if __name__ == "__main__":
-    bench_converged()
+    import sys
+
+    bench_converged(only=sys.argv[1:])  # e.g. "(a)" "(d)"
