@@ -109,37 +109,42 @@ class _Planner:
 
     @functools.cached_property
     def last_index_split(self):
-        """For X̂ in C order by one matrix product: ``(f, latent)``, the one
-        factor carrying the last observed index, all of whose other indices
-        (``latent``) are latent, or None where no factor is such (or it is
-        the only factor)."""
+        """For X̂ in C order by one matrix product: the plan
+        ``(f, others, subscripts, present, kept, f_axes, width)``, ``f`` the
+        one factor carrying the last observed index, all of whose other
+        indices (``latent``) are latent; None where no factor is such (or it
+        is the only factor). The other factors contract by ``subscripts``
+        to ``present``, broadcast to ``kept`` (the other observed indices,
+        then ``latent``); ``f_axes`` puts ``f`` in (``latent``, last) order
+        and ``width`` is the size of ``latent``."""
         m = self.model
         last = m.output[-1]
         carriers = [a for a in range(m.n_factors) if last in m.factors[a]]
         if len(carriers) != 1 or m.n_factors < 2:
             return None
-        latent = m.factors[carriers[0]].replace(last, "")
+        f = carriers[0]
+        latent = m.factors[f].replace(last, "")
         if any(c in m.output for c in latent):
             return None
-        return carriers[0], latent
+        others = [a for a in range(m.n_factors) if a != f]
+        kept = m.output[:-1] + latent
+        carried = set().union(*(m.factors[a] for a in others))
+        present = "".join(c for c in kept if c in carried)
+        subscripts = (",".join(self.subs(m.factors[a]) for a in others) + "->"
+                      + self.subs(present))
+        f_axes = [m.factors[f].index(c) for c in latent + last]
+        width = int(np.prod([m.sizes[c] for c in latent], dtype=np.int64))
+        return f, others, subscripts, present, kept, f_axes, width
 
     def full_xhat_into(self, factors, out):
         """X̂ written into ``out`` (C-contiguous, the observed shape) as
         (the other factors contracted to the other observed and ``f``'s
         latent indices) @ ``f``, where :attr:`last_index_split` applies."""
         m = self.model
-        f, latent = self.last_index_split
-        others = [a for a in range(m.n_factors) if a != f]
-        kept = m.output[:-1] + latent
-        carried = set().union(*(m.factors[a] for a in others))
-        present = "".join(c for c in kept if c in carried)
-        rest = self.contract(",".join(self.subs(m.factors[a]) for a in others) + "->"
-                             + self.subs(present), *[factors[a] for a in others])
+        f, others, subscripts, present, kept, f_axes, width = self.last_index_split
+        rest = self.contract(subscripts, *[factors[a] for a in others])
         rest = expand_to_factor(rest, present, kept, tuple(m.sizes[c] for c in kept))
-        width = int(np.prod([m.sizes[c] for c in latent], dtype=np.int64))
-        own = m.factors[f]
-        table = np.transpose(factors[f], [own.index(c) for c in latent + m.output[-1]])
-        np.matmul(rest.reshape(-1, width), table.reshape(width, -1),
+        np.matmul(rest.reshape(-1, width), np.transpose(factors[f], f_axes).reshape(width, -1),
                   out=out.reshape(-1, m.sizes[m.output[-1]]))
         return out
 
@@ -331,7 +336,7 @@ class DenseContractor:
         return count_ratio_into(self._x, xhat, self._scratch, self.likelihood.kernel_mode)
 
     def ratio_delta(self, alpha, factors):
-        return self._delta(alpha, factors, self._ratio(factors))
+        return self.ratio_deltas((alpha,), factors)[alpha]
 
     def ratio_deltas(self, alphas, factors):
         ratio = self._ratio(factors)
@@ -349,7 +354,7 @@ class DenseContractor:
 
     def data_loglik(self, factors):
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        return log_terms_sum(self._x, xhat, self.likelihood.kernel_mode)
+        return log_terms_sum(self._x, xhat, self.likelihood)
 
     @property
     def nonzeros(self):

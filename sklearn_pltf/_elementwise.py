@@ -8,7 +8,7 @@
   every VB and EM update;
 - :func:`log_terms_sum`: Σ over the non-zeros of their log-likelihood term
   besides −X̂ (``X log X̂``, or ``log(e^{X̂} − 1)`` at a one), the data term
-  of the bound, by numpy's vectorised log on chunks spread over threads.
+  of the bound, the likelihood's own terms on chunks spread over threads.
 
 They read their arrays in memory order (:func:`memory_order_view`), so the
 arrays of one call must share a layout: X̂ comes from the contraction in
@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from . import _threads  # noqa: F401  (before any parallel kernel runs: how its threads wait)
 from ._kernels import BERNOULLI_RATIO, TINY
 
 # Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
@@ -87,26 +86,20 @@ def floor_in_place(xhat):
     return xhat
 
 
-def log_terms_sum(x, xhat, mode):
-    """Σ over the non-zeros of X log X̂ (Poisson) or log(e^{X̂} − 1) (a
-    Bernoulli–Poisson one), ``x`` and ``xhat`` (floored) in one layout.
+def log_terms_sum(x, xhat, likelihood):
+    """``likelihood.log_terms`` of ``x`` at ``xhat`` (floored; one layout):
+    Σ over the non-zeros of X log X̂ (Poisson) or log(e^{X̂} − 1) (a
+    Bernoulli–Poisson one).
 
-    numpy's vectorised log runs on fixed chunks of the entries, the chunks
-    spread over numba's threads (numpy releases the GIL), and the chunks'
-    sums are added in order: the sum does not depend on the thread count.
+    The likelihood's own vectorised numpy terms run on fixed chunks of the
+    entries, the chunks spread over numba's threads (numpy releases the
+    GIL), and the chunks' sums are added in order: the sum does not depend
+    on the thread count.
     """
     x, xhat = memory_order_view(x), memory_order_view(xhat)
-    bernoulli = mode == BERNOULLI_RATIO
 
     def chunk_sum(start):
-        stop = min(start + _CHUNK, x.size)
-        rate = xhat[start:stop]
-        if bernoulli:  # log(e^X̂ − 1) = X̂ + log(1 − e^−X̂), without overflow
-            terms = rate + np.log(-np.expm1(-rate))
-        else:
-            terms = np.log(rate)
-        terms *= x[start:stop]
-        return float(np.sum(terms))
+        return likelihood.log_terms(x[start:start + _CHUNK], xhat[start:start + _CHUNK])
 
     starts = range(0, x.size, _CHUNK)
     threads = min(numba.get_num_threads(), len(starts))

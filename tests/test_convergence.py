@@ -94,8 +94,8 @@ def test_a_refused_extrapolation_keeps_the_plain_steps(monkeypatch):
 
     original = _convergence.squarem_cycle
 
-    def refusing_cycle(kernel, objective, *args):
-        return original(Refusing(kernel), objective, *args)
+    def refusing_cycle(kernel, *args):
+        return original(Refusing(kernel), *args)
 
     monkeypatch.setattr(_convergence, "squarem_cycle", refusing_cycle)
     refused = make(**settings).fit(X)

@@ -42,14 +42,13 @@ from ._inference_data import export_inference_data, factor_names_of
 from ._predictive import predictive_at_entries
 from ._skeleton import BaseFactorization
 
-__all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices", "FOLD_IN_TOL"]
+__all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices"]
 
 _KERNELS = {"vb": vb, "em": em}
 
 #: A fold-in stops each sample once a step changes its factor by less than
 #: this (or ``tol``, if smaller) relative to its largest entry.
 FOLD_IN_TOL = 1e-6
-_OBJECTIVES = {"vb": vb.bound, "em": em.log_joint}
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
@@ -419,7 +418,7 @@ class BasePoissonPLTF(BaseFactorization):
             alpha = model.sample_factor()
             folded, fold_contractor, _ = self._fold_in(data, state, contractor=contractor)
             state = with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
-            final_objective = _OBJECTIVES[self.method](state, fold_contractor, priors)
+            final_objective = _KERNELS[self.method].objective(state, fold_contractor, priors)
             self._folded_in_fit = True
         self.n_iter_ = len(objectives)
         self.converged_ = converged
@@ -727,7 +726,7 @@ class BasePoissonPLTF(BaseFactorization):
         return super().score(X, y, mask)
 
     def _predictive_score(self, data):
-        return _OBJECTIVES[self._fold_in_method](*self._fold_in(data, self._state))
+        return _KERNELS[self._fold_in_method].objective(*self._fold_in(data, self._state))
 
     @property
     def _fold_in_method(self):

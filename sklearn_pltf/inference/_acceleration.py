@@ -116,18 +116,18 @@ def _finite_or(value, fallback):
     return value if good.all() else np.where(good, value, fallback)
 
 
-def squarem_cycle(kernel, objective, state, value, contractor, priors, max_length):
+def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     """One SQUAREM cycle of ``kernel.step`` from ``state`` (module docstring).
 
     Parameters
     ----------
     kernel : module or namespace
-        Its ``step(state, contractor, priors, with_objective)`` is the map.
-    objective : callable
-        ``objective(state, contractor, priors)``: VB's bound or EM's log joint.
+        Its ``step(state, contractor, priors, with_objective)`` is the map,
+        and ``objective(state, contractor, priors)`` VB's bound or EM's log
+        joint.
     state : VBState or EMState
     value : float
-        ``objective`` at ``state``.
+        The objective at ``state``.
     contractor, priors
         What the steps read.
     max_length : float
@@ -165,7 +165,7 @@ def squarem_cycle(kernel, objective, state, value, contractor, priors, max_lengt
             max_length = min(max_length * _LENGTH_FACTOR, _LONGEST)
         return new, new_value, max_length
     max_length = max(INITIAL_MAX_LENGTH, max_length / _LENGTH_FACTOR)
-    return second, float(objective(second, contractor, priors)), max_length
+    return second, float(kernel.objective(second, contractor, priors)), max_length
 
 
 def _norm(parts):

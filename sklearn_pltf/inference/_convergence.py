@@ -105,8 +105,8 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
             state, info = kernel.step(state, contractor, priors)
             value = float(info.objective)
         else:
-            state, value, max_length = squarem_cycle(kernel, kernel.objective, state,
-                                                     objectives[-1], contractor, priors, max_length)
+            state, value, max_length = squarem_cycle(kernel, state, objectives[-1], contractor,
+                                                     priors, max_length)
         objectives.append(value)
         if not np.isfinite(value):
             raise FloatingPointError(
