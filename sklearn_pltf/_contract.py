@@ -276,30 +276,35 @@ class DenseContractor:
         self._scratch = np.empty_like(xhat)
         self._laid_out = True
 
-    def _delta(self, alpha, factors, weights):
+    def _delta(self, alpha, factors, weights, reductions=None):
         """Δ_α(weights), ``weights`` a tensor of the data's shape and layout.
 
         The data-sized tensor is first contracted, by one matrix product
         over its memory as it lies (no transposed copy), with the factor
         that alone carries the index at either end of its memory order;
         the rest, smaller by that index's size over the factor's others, is
-        left to the planned contraction.
+        left to the planned contraction. ``reductions``, a dict, keeps those
+        products across calls on the same ``weights`` and ``factors``: in a
+        three-way CP model the first two factors' Δ share one (the
+        "dimension tree" of CP-ALS, Phan, Tichavský & Cichocki 2013).
         """
         p, m = self._planner, self.model
         own = m.factors[alpha]
         others, present = p.others_of(alpha, with_output=True)
-        reduced, indices, used = self._reduce_by_one_factor(alpha, factors, weights)
+        reduced, indices, used = self._reduce_by_one_factor(alpha, factors, weights, reductions)
         rest = [a for a in others if a != used]
         subscripts = (",".join([p.subs(indices)] + [p.subs(m.factors[a]) for a in rest])
                       + "->" + p.subs(present))
         result = p.contract(subscripts, reduced, *[factors[a] for a in rest])
         return expand_to_factor(result, present, own, m.factor_shape(alpha))
 
-    def _reduce_by_one_factor(self, alpha, factors, weights):
+    def _reduce_by_one_factor(self, alpha, factors, weights, reductions=None):
         """``(tensor, its indices, the factor used or None)``: ``weights``
         contracted over the index at one end of its memory order with the one
         factor other than α that carries it, by one matrix product; or
-        ``weights`` itself where no end index qualifies."""
+        ``weights`` itself where no end index qualifies. A product already
+        in ``reductions`` (keyed by end and factor) is reused, a new one
+        stored there."""
         m = self.model
         axes = memory_axes(weights)
         in_memory = "".join(m.output[a] for a in axes)
@@ -313,16 +318,23 @@ class DenseContractor:
             rest_of_factor = indices.replace(index, "")
             if any(c in in_memory for c in rest_of_factor):  # it would pair two axes
                 continue
+            if end == -1:
+                kept = in_memory[:-1] + rest_of_factor
+            else:
+                kept = rest_of_factor + in_memory[1:]
+            if reductions is not None and (end, used) in reductions:
+                return reductions[end, used], kept, used
             table = np.moveaxis(factors[used], indices.index(index), 0)
             table = table.reshape(m.sizes[index], -1)
             flat = memory_order_view(weights)
             if end == -1:  # (rest of memory, index) @ (index, rest of factor)
                 product = flat.reshape(-1, m.sizes[index]) @ table
-                kept = in_memory[:-1] + rest_of_factor
             else:  # (rest of factor, index) @ (index, rest of memory)
                 product = table.T @ flat.reshape(m.sizes[index], -1)
-                kept = rest_of_factor + in_memory[1:]
-            return product.reshape(tuple(m.sizes[c] for c in kept)), kept, used
+            product = product.reshape(tuple(m.sizes[c] for c in kept))
+            if reductions is not None:
+                reductions[end, used] = product
+            return product, kept, used
         return weights, m.output, None
 
     @property
@@ -340,7 +352,8 @@ class DenseContractor:
 
     def ratio_deltas(self, alphas, factors):
         ratio = self._ratio(factors)
-        return {alpha: self._delta(alpha, factors, ratio) for alpha in alphas}
+        reductions = {}
+        return {alpha: self._delta(alpha, factors, ratio, reductions) for alpha in alphas}
 
     def masked_delta(self, alpha, factors):
         if self._mask is None:
