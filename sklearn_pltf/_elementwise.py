@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from ._kernels import BERNOULLI_RATIO, TINY
+from ._threads import parallel_kernel
 
 # Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
 _CHUNK = 1 << 18
@@ -35,19 +36,19 @@ __all__ = ["floor_in_place", "count_ratio_into", "log_terms_sum", "memory_axes",
            "memory_order_view", "in_layout_of"]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _floor(values):  # pragma: no cover - compiled
     for i in numba.prange(values.size):
         values[i] = max(values[i], TINY)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
     for i in numba.prange(x.size):
         out[i] = x[i] / xhat[i]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _bernoulli_ratio(x, xhat, out):  # pragma: no cover - compiled
     for i in numba.prange(x.size):
         out[i] = 0.0 if x[i] == 0.0 else x[i] / -math.expm1(-xhat[i])

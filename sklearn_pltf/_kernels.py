@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import _threads  # noqa: F401  (before any parallel kernel runs: how its threads wait)
+from ._threads import parallel_kernel  # first: how the parallel kernels' threads wait
 
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks",
@@ -95,7 +95,7 @@ def _config_term(buffer, bases, cols, l):  # pragma: no cover - compiled
     return term
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - compiled
     """X̂ at every listed entry: out[n] = Σ_l Π_α table_α[rows[α, n], cols[α, l]]."""
     n_factors, n_entries = rows.shape
@@ -109,7 +109,7 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
         out[n] = total
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, bounds, out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
@@ -178,7 +178,7 @@ def pair_delta(first, second, rows, alpha, weights, mode, bounds, out):  # pragm
                 out[own_row, k] += w * other[other_row, k]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def entry_allocate(buffer, offsets, widths, rows, cols, alpha, counts, first_token, uniforms, bounds, out):  # pragma: no cover
     """Allocate each entry's count over the latent configurations; sum onto factor α.
 

@@ -1,21 +1,91 @@
-"""How the package's parallel kernels wait for work: passively.
+"""How the package's parallel kernels use their threads: they wait
+passively, and a forked child runs them serially.
 
-numba's OpenMP threading layer (GNU OpenMP) keeps its idle threads spinning
-for a while after each parallel region, by default. On cores that other
-processes share (a pytest-xdist worker beside another, a loky worker, a
-server beside a database), those spinning threads take the cores the other
-processes need, and a parallel call waits for cores that do no work.
-``OMP_WAIT_POLICY=PASSIVE`` makes idle threads sleep at once. The runtime
-reads the variable once, when it loads, which numba does at the first
-parallel kernel launch; so it is set here, at import, unless the user set it.
-Set ``OMP_WAIT_POLICY=ACTIVE`` before importing the package to keep spinning
-threads (the timings in ``benchmarks/README.md`` compare both).
+Waiting. numba's OpenMP threading layer (GNU OpenMP) keeps its idle
+threads spinning for a while after each parallel region, by default. On
+cores that other processes share (a pytest-xdist worker beside another, a
+loky worker, a server beside a database), those spinning threads take the
+cores the other processes need, and a parallel call waits for cores that
+do no work. ``OMP_WAIT_POLICY=PASSIVE`` makes idle threads sleep at once.
+The runtime reads the variable once, when it loads, which numba does at the
+first parallel kernel launch; so it is set here, at import, unless the user
+set it. Set ``OMP_WAIT_POLICY=ACTIVE`` before importing the package to keep
+spinning threads (the timings in ``benchmarks/README.md`` compare both).
+
+Forking. GNU OpenMP cannot run parallel regions in a child made by
+``os.fork()`` once the parent has started its threads (``multiprocessing``'s
+default start method on Linux, pre-fork servers, joblib's multiprocessing
+backend): numba terminates such a child at its first parallel kernel. Every
+parallel kernel of the package is therefore compiled twice
+(:func:`parallel_kernel`): a child forked after the parent started OpenMP's
+threads runs the serial twin, the same loop body without threads, so it
+computes the same numbers (the kernels' results do not depend on the thread
+count), on one core. numba's ``tbb`` layer, where installed, and
+``workqueue`` are fork-safe and keep their threads in a child.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import types
 
-__all__: list = []
+import numba
+
+__all__ = ["parallel_kernel"]
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+#: Set in a child forked after the parent started GNU OpenMP's threads.
+_serial_only = False
+
+
+def _openmp_threads_started():
+    """Whether this process has started numba's OpenMP threads (whose
+    GNU runtime a forked child cannot use)."""
+    from numba.np.ufunc import parallel
+
+    return bool(parallel._is_initialized) and numba.threading_layer() == "omp"
+
+
+def _after_fork_in_child():
+    global _serial_only
+    if _openmp_threads_started():
+        _serial_only = True
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _ForkSafeKernel:
+    """A ``numba.njit(parallel=True)`` kernel with a serial twin for forked
+    children (module docstring). The twin is a copy of the function under
+    its own qualified name, so numba's on-disk cache keeps the two apart."""
+
+    def __init__(self, function):
+        functools.update_wrapper(self, function)
+        self._function = function
+        self.parallel = numba.njit(cache=True, nogil=True, parallel=True)(function)
+        self._serial = None
+
+    @property
+    def serial(self):
+        if self._serial is None:
+            f = self._function
+            twin = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__,
+                                      f.__closure__)
+            twin.__qualname__ = f.__qualname__ + "__serial"
+            self._serial = numba.njit(cache=True, nogil=True)(twin)
+        return self._serial
+
+    def __call__(self, *args):
+        if _serial_only:
+            return self.serial(*args)
+        return self.parallel(*args)
+
+
+def parallel_kernel(function):
+    """Compile ``function`` (its loops over ``numba.prange``) as a parallel
+    numba kernel that a forked child runs serially (module docstring)."""
+    return _ForkSafeKernel(function)

@@ -16,6 +16,8 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
+from .._threads import parallel_kernel
+
 __all__ = ["digamma", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
 
 # Below this many elements the kernels run on one thread: starting threads,
@@ -61,7 +63,7 @@ def _digamma(x):  # pragma: no cover - compiled
     return shift + math.log(x) - 0.5 / x - series
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _digamma_into(x, out):  # pragma: no cover - compiled
     for i in numba.prange(x.size):
         out[i] = _digamma(x[i])
@@ -80,7 +82,7 @@ def digamma(x):
     return out.reshape(x.shape)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _moments_into(shape, scale, mean, geometric, psi):  # pragma: no cover - compiled
     for i in numba.prange(shape.size):
         psi[i] = _digamma(shape[i])
@@ -102,7 +104,7 @@ def gamma_moments(shape, scale):
     return tuple(v.reshape(shape.shape) for v in (mean, geometric, psi))
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _bound_term(prior_shape, prior_rate, shape, scale, psi):  # pragma: no cover - compiled
     n = shape.size
     edges = np.linspace(0, n, _N_BLOCKS + 1).astype(np.int64)

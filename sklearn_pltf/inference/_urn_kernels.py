@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from .._data import _LANES, _MIX_1, _MIX_2
+from .._threads import parallel_kernel
 
 _GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
 
@@ -268,7 +269,7 @@ def _place_missing_token(terms, denominators, cumulative, counts, p, missing_slo
     return np.log(total), m * terms.shape[0] + h
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def urn_smc(slots, missing_slots, start, stop, latent_offsets, alpha, uniforms,
             resample_uniforms, threshold, counts, log_weights, log_evidence, n_resampled,
             allocations, n_moves, move_seed):  # pragma: no cover - compiled
