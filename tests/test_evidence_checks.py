@@ -41,8 +41,11 @@ def test_check_raises_on_non_finite_and_impossible_values():
     for value in (np.nan, np.inf, -np.inf):
         with pytest.raises(FloatingPointError, match="raise prior_shape"):
             check_log_evidence(value, advice="raise prior_shape")
-    # Four standard errors above the bound is not noise; three may be.
-    assert check_log_evidence(-7.0, standard_error=1.0, upper_bound=-10.0) == -7.0
+    # Four standard errors above the bound is not noise; three may be, but
+    # log p(X) cannot take the value: the bound is returned, with a warning.
+    with pytest.warns(RuntimeWarning, match="-10 is returned instead"):
+        assert check_log_evidence(-7.0, standard_error=1.0, upper_bound=-10.0) == -10.0
+    assert check_log_evidence(-10.0, standard_error=1.0, upper_bound=-10.0) == -10.0
     with pytest.raises(FloatingPointError, match="impossible.*more particles"):
         check_log_evidence(-5.9, standard_error=1.0, upper_bound=-10.0, advice="more particles")
     with pytest.raises(FloatingPointError, match="impossible"):

@@ -7,6 +7,7 @@ problem and the remedy, or gives the right answer.
 
 import inspect
 import sys
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -16,6 +17,8 @@ import sparse
 from sklearn.base import clone
 
 from sklearn_pltf import PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.evidence._checks import saturated_log_likelihood
 
 
 @pytest.fixture
@@ -173,3 +176,129 @@ def test_silently_accepted_parameters_now_raise(counts, params, message):
         params["fixed_factors"] = {k: arrays[v] for k, v in params["fixed_factors"].items()}
     with pytest.raises(ValueError, match=message):
         PLTF("ik,kj->ij", **params).fit(counts)
+
+
+# ------------------------------------------- first contact with newer features
+@pytest.mark.parametrize("method", ["vb", "em", "gibbs", "sada", "sgld"])
+@pytest.mark.parametrize("data", ["one entity", "diagonal only"])
+def test_rescal_without_an_off_diagonal_entry_is_a_clear_error(method, data):
+    X = (np.ones((1, 1, 3)) if data == "one entity"
+         else np.where(np.eye(3, dtype=bool)[:, :, None], 1.0, np.nan) * np.ones((3, 3, 2)))
+    with pytest.raises(ValueError, match="No off-diagonal entry"):
+        BayesianRESCAL(2, method=method).fit(X)
+
+
+@pytest.mark.parametrize("method", ["vb", "em", "gibbs"])
+def test_tied_entity_factors_may_be_written_latent_first(method):
+    """'ai,bj,abk->ijk' is 'ia,jb,abk->ijk' with the entity factor transposed:
+    the same fit, the factor in the layout the model writes."""
+    X = np.random.default_rng(0).poisson(1.0, (6, 6, 3)).astype(float)
+    short = dict(method=method, random_state=0, n_draws=10, n_warmup=5, keep_draws=True)
+    canonical = PLTF("ia,jb,abk->ijk", 2, tied_factors={1: 0}, **short).fit(X)
+    latent_first = PLTF("ai,bj,abk->ijk", 2, tied_factors={1: 0}, **short).fit(X)
+    mixed = PLTF("ai,jb,abk->ijk", 2, tied_factors={1: 0}, **short).fit(X)
+    A = canonical.factors_[0]
+    np.testing.assert_allclose(latent_first.factors_[0], A.T)
+    np.testing.assert_allclose(latent_first.factors_[1], A.T)
+    np.testing.assert_allclose(mixed.factors_[0], A.T)
+    np.testing.assert_allclose(mixed.factors_[1], A)
+    for est in (latent_first, mixed):
+        assert est.score(X) == pytest.approx(canonical.score(X))
+        np.testing.assert_allclose(est.transform(X), A)
+        np.testing.assert_allclose(est.inverse_transform(A), canonical.inverse_transform(A))
+    if method == "gibbs":
+        np.testing.assert_allclose(latent_first.draws_[0], np.swapaxes(canonical.draws_[0], 2, 3))
+
+
+@pytest.mark.parametrize("method", ["gibbs", "sada"])
+def test_rescal_sampler_evidence_ignores_the_diagonal_as_the_fit_does(method):
+    """Large counts on the (ignored) diagonal lowered the bound the evidence
+    is checked against below a correct estimate of the off-diagonal data."""
+    X = (np.random.default_rng(0).random((6, 6, 2)) < 0.1).astype(float)
+    X[np.arange(6), np.arange(6)] = 30.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        est = BayesianRESCAL(2, method=method, random_state=0, n_draws=20, n_warmup=10).fit(X)
+    off_diagonal = X.copy()
+    off_diagonal[np.arange(6), np.arange(6)] = 0.0
+    bound = saturated_log_likelihood(as_observed_tensor(off_diagonal))
+    assert est.log_evidence_ <= bound
+    # ... and above the bound with the diagonal, which the check once used.
+    assert est.log_evidence_ > saturated_log_likelihood(as_observed_tensor(X))
+
+
+def test_a_log_evidence_of_binary_data_is_never_positive():
+    with pytest.warns(RuntimeWarning, match="0 is returned instead"):
+        est = BayesianNMF(2, likelihood="bernoulli", method="sada", evidence="chib", n_draws=6,
+                          n_warmup=4, random_state=0).fit(np.ones((6, 5)))
+    assert est.log_evidence_ == 0.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BayesianNMF(2, init="svd"), lambda: PoissonCP(2, init="svd"),
+    lambda: PLTF("ik,kj->ij", 2, init="svd")])
+def test_svd_start_of_all_zero_data_is_a_clear_error(make):
+    X = np.zeros((6, 5, 3)) if isinstance(make(), PoissonCP) else np.zeros((6, 5))
+    with pytest.raises(ValueError, match="init='svd'.*every observed entry is zero"):
+        make().fit(X)
+
+
+@pytest.mark.parametrize("init, message", [
+    ({0: "W", "ik": "2W"}, "gives factor 0 .* twice"),
+    ({0: "complex"}, "init for factor 0 must be real numbers.*complex"),
+    ({0: "strings"}, "init for factor 0 must be real numbers"),
+    ({0: "ragged"}, "init for factor 0 is not a regular array"),
+])
+def test_init_factors_are_checked_as_fixed_factors_are(counts, init, message):
+    W = np.random.default_rng(1).gamma(1.0, size=(6, 2))
+    arrays = {"W": W, "2W": 2 * W, "complex": W + 1j, "strings": [["a", "b"]] * 6,
+              "ragged": [[1.0, 2.0], [3.0]] + [[1.0, 1.0]] * 4}
+    with pytest.raises(ValueError, match=message):
+        PLTF("ik,kj->ij", 2, init={k: arrays[v] for k, v in init.items()}).fit(counts)
+
+
+@pytest.mark.parametrize("first", [
+    dict(method="gibbs", evidence=None, n_draws=6, n_warmup=4), dict(method="em")])
+def test_partial_fit_after_a_fit_that_is_not_vb_is_a_clear_error(counts, first):
+    est = BayesianNMF(2, random_state=0, **first).fit(counts)
+    with pytest.raises(ValueError, match="not fitted by VB.*clone"):
+        est.set_params(method="vb").partial_fit(counts[:3])
+    BayesianNMF(2, random_state=0).fit(counts).partial_fit(counts[:3])  # VB continues
+
+
+def test_partial_fit_after_set_params_changes_the_model_is_a_clear_error(counts):
+    est = BayesianNMF(2, random_state=0).partial_fit(counts[:3])
+    est.set_params(n_components=3)
+    with pytest.raises(ValueError, match="set_params since the last partial_fit"):
+        est.partial_fit(counts[3:])
+    assert est.components_.shape == (2, 5)
+
+
+def test_an_all_zero_first_partial_fit_batch_is_a_clear_error(counts3):
+    est = PoissonCP(2, random_state=0)
+    with pytest.raises(ValueError, match="first partial_fit batch has no non-zero"):
+        est.partial_fit(np.zeros((3, 3, 3)))
+    assert not hasattr(est, "factors_")
+    est.partial_fit(np.zeros((3, 3, 3)) + counts3[:3])  # a batch with counts starts it
+
+
+def test_factor_names_must_name_different_factors_differently():
+    pytest.importorskip("arviz")
+    X = np.random.default_rng(0).poisson(1.0, (6, 6, 2)).astype(float)
+    est = BayesianRESCAL(2, method="gibbs", evidence=None, n_draws=6, n_warmup=4,
+                         random_state=0).fit(X)
+    with pytest.raises(ValueError, match="name 'A' to factors 0 and 2"):
+        est.to_inference_data(X, factor_names={2: "A"})
+    # The two positions of the tied entity factor share one name.
+    assert set(est.to_inference_data(X).posterior.data_vars) == {"A", "R"}
+
+
+def test_an_export_without_the_data_says_what_loo_needs(counts):
+    pytest.importorskip("arviz")
+    est = BayesianNMF(2, method="gibbs", evidence=None, n_draws=6, n_warmup=4,
+                      random_state=0).fit(counts)
+    with pytest.warns(UserWarning, match=r"to_inference_data\(X\)"):
+        assert "log_likelihood" not in est.to_inference_data().groups()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert "log_likelihood" in est.to_inference_data(counts).groups()

@@ -155,7 +155,10 @@ def given_start(model, init):
         if position in model.fixed:
             raise ValueError(f"init gives factor {position} ({model.factors[position]!r}), "
                              "which is fixed; give only free factors.")
-        array = np.array(value, dtype=np.float64, copy=True)
+        if position in start:
+            raise ValueError(f"init gives factor {position} ({model.factors[position]!r}) "
+                             "twice; give each factor once.")
+        array = real_factor_copy(value, f"init for factor {key!r}")
         if array.shape != model.factor_shape(position):
             raise ValueError(
                 f"init for factor {position} ({model.factors[position]!r}) has shape "
@@ -165,6 +168,19 @@ def given_start(model, init):
                              "started at zero stays there).")
         start[position] = array
     return start
+
+
+def real_factor_copy(value, what):
+    """``value`` as a new float64 array, or a ValueError naming ``what``
+    unless it is a regular array of real numbers (or booleans)."""
+    try:
+        given = np.asarray(value)
+    except ValueError as exc:  # ragged nested sequences
+        raise ValueError(f"{what} is not a regular array of numbers: {exc}") from None
+    if np.iscomplexobj(given) or not (np.issubdtype(given.dtype, np.number)
+                                      or given.dtype == bool):
+        raise ValueError(f"{what} must be real numbers, got dtype {given.dtype}.")
+    return np.array(given, dtype=np.float64, copy=True)
 
 
 def factor_position(model, key, name):
@@ -470,7 +486,8 @@ class BasePoissonPLTF(BaseFactorization):
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:
             self.log_evidence_ = check_poisson_log_evidence(
-                posterior.log_evidence, data, standard_error=posterior.log_evidence_error or 0.0,
+                posterior.log_evidence, self._modelled_data(data),
+                standard_error=posterior.log_evidence_error or 0.0,
                 advice=_evidence_advice(evidence, priors), likelihood=self.likelihood)
         if posterior.log_evidence_error is not None:
             self.log_evidence_error_ = posterior.log_evidence_error
@@ -556,7 +573,7 @@ class BasePoissonPLTF(BaseFactorization):
                 "No draws to export: fit with method='gibbs', 'sada' or 'sgld' and keep_draws=True."
             )
         model, draws, tied = self.model_, self.draws_, self._tied_factors
-        names = factor_names_of(model, factor_names, self._default_factor_names())
+        names = factor_names_of(model, factor_names, self._default_factor_names(), tied)
         likelihood = get_likelihood(self.likelihood)
 
         def factors_at(chain, draw):
@@ -578,6 +595,11 @@ class BasePoissonPLTF(BaseFactorization):
     def _modelled_entries(self, coords, values):
         """The observed entries (coordinates, values) the fit modelled: all."""
         return coords, values
+
+    def _modelled_data(self, data):
+        """The part of ``data`` the fitted model covers, what its evidence is
+        of: all of it."""
+        return data
 
     def _reporter(self, init):
         start = time.perf_counter()

@@ -5,6 +5,8 @@ data, ``observed_data`` and the pointwise ``log_likelihood`` that
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._contract import EntryList
@@ -29,10 +31,11 @@ def mode_factor_names(model):
     return [chr(ord("A") + n) for n in range(len(model.output))]
 
 
-def factor_names_of(model, given, default):
+def factor_names_of(model, given, default, tied=None):
     """One variable name per factor: ``given`` (a sequence in model order, or
     ``{position: name}`` overriding ``default``), checked to be distinct
-    strings where the factors differ."""
+    strings where the factors differ (``tied``, ``{position: source
+    position}``, names the positions that hold one factor)."""
     names = list(default)
     if given is not None:
         if isinstance(given, dict):
@@ -48,6 +51,15 @@ def factor_names_of(model, given, default):
                                  f"{model.string!r}), got {len(names)}.")
     if not all(isinstance(name, str) and name for name in names):
         raise ValueError(f"factor_names must be non-empty strings, got {names}.")
+    tied = tied or {}
+    first_of = {}
+    for position, name in enumerate(names):
+        factor = tied.get(position, position)
+        if first_of.setdefault(name, (position, factor))[1] != factor:
+            raise ValueError(
+                f"factor_names gives the name {name!r} to factors {first_of[name][0]} and "
+                f"{position} ({model.factors[first_of[name][0]]!r} and "
+                f"{model.factors[position]!r}), which differ; give each factor its own name.")
     return names
 
 
@@ -117,7 +129,12 @@ def export_inference_data(model, draws, names, *, sample_stats, coords=None, dat
         dims[names[a]] = [dim(c) for c in model.factors[a]]
     coords = {dim(c): labels for c, labels in (coords or {}).items()}
     groups = dict(posterior=posterior)
-    if data is not None:
+    if data is None:
+        warnings.warn(
+            "Exported without the training data, so the InferenceData has no log_likelihood "
+            "group and ArviZ's loo and waic cannot read it; pass the data the estimator was "
+            "fitted to, to_inference_data(X), for them.", UserWarning, stacklevel=3)
+    else:
         n_chains, n_draws = next(d for d in draws if d is not None).shape[:2]
         needed, memory = 8.0 * n_chains * n_draws * data.n_observed, physical_memory()
         if memory is not None and needed > memory / 4:

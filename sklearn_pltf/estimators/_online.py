@@ -20,6 +20,7 @@ from .._likelihood import get_likelihood
 from .._random import as_generator
 from ..inference import svi, vb
 from ..inference._fold_in import with_factor
+from ..inference._states import VBState
 from ..model import Model
 from ..inference._convergence import run_to_convergence
 from ._base import check_fixed_factors_reach_the_data
@@ -88,6 +89,8 @@ class OnlineVBMixin:
         if first:
             self._start_online(data)
         self._check_sample_shape(data)
+        if not first:
+            self._check_continuable(data)
         alpha = self._sample_factor()
         folded, contractor, _ = self._fold_in(data, self._state)
         state = with_factor(self._state, alpha, folded, lambda batch, _: batch)
@@ -109,9 +112,35 @@ class OnlineVBMixin:
         self.n_batch_iter_ = step + 1
         return self
 
+    def _check_continuable(self, data):
+        """Raise unless the fitted posterior is VB's, of the model the
+        parameters now give: the batch's step continues that posterior."""
+        restart = ("refit, or start online learning afresh on a new estimator "
+                   "(sklearn.base.clone(estimator).partial_fit(X)).")
+        state = self._state
+        if not isinstance(state, VBState) or any(state.shape[a] is None for a in self.model_.free):
+            raise ValueError(
+                "partial_fit continues a variational posterior, and this estimator's was not "
+                f"fitted by VB (a sampler's or EM's); {restart}")
+        spec, sizes, fixed = self._model_spec(len(data.shape))
+        model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
+        if model != self._resized_model(data.shape[0]):
+            raise ValueError(
+                f"The parameters now give the model {model.string!r} with index sizes "
+                f"{model.sizes}, not the fitted {self.model_.string!r} with "
+                f"{self._resized_model(data.shape[0]).sizes} (set_params since the last "
+                f"partial_fit?); partial_fit continues the fitted posterior: {restart}")
+
     def _start_online(self, data):
         """The first batch: the model, and every factor's q fitted to the batch
         by VB from a random start (or ``init``), as :meth:`fit` would."""
+        if data.total == 0:
+            # VB on zeros shrinks every factor towards zero; the next batch's
+            # samples, folded in against those, would carry the whole scale.
+            raise ValueError(
+                "The first partial_fit batch has no non-zero observed entry: the first batch "
+                "sets the factors' scale, and zeros give none. Start with a batch that has "
+                "counts.")
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         check_fixed_factors_reach_the_data(model, data, fixed)

@@ -47,13 +47,27 @@ class TiedStructure(NamedTuple):
     ``first`` and ``second`` are the positions of the entity factor on the
     data's first and second axes, ``core`` the core's; the core's axis ``m``
     is canonical axis ``core_axes[m]`` (0: the first entity's cluster, 1:
-    the second's, 2: the relation)."""
+    the second's, 2: the relation). ``latent_first`` says, for the entity
+    factors at ``first`` and ``second``, whether the model writes them
+    (cluster, entity), the transpose of the canonical (entity, cluster)."""
 
     first: int
     second: int
     core: int
     core_axes: tuple
     canonical: Model  # "ia,jb,abk->ijk" or "ia,jb,ab->ij", bound to the same sizes
+    latent_first: tuple = (False, False)
+
+    def entity_to_model(self, position, entity, lead=0):
+        """The canonical (entity, cluster) factor (after ``lead`` axes) in
+        the layout the model writes the entity factor at ``position``."""
+        transposed = self.latent_first[0 if position == self.first else 1]
+        return np.swapaxes(entity, lead, lead + 1) if transposed and entity is not None else entity
+
+    def entity_to_canonical(self, position, entity):
+        """The model's entity factor at ``position`` (or an array of its
+        shape, such as its prior) as the canonical (entity, cluster) one."""
+        return self.entity_to_model(position, entity) if np.ndim(entity) == 2 else entity
 
     def core_to_canonical(self, core, lead=0):
         """The core (with ``lead`` leading axes, e.g. draws) in canonical axis order."""
@@ -64,7 +78,8 @@ class TiedStructure(NamedTuple):
         """Canonical (A, A, G) as the model's tuple of three, the core's axes
         in the model's order; None stays None."""
         out = [None, None, None]
-        out[self.first], out[self.second] = per_position[0], per_position[1]
+        out[self.first] = self.entity_to_model(self.first, per_position[0], lead)
+        out[self.second] = self.entity_to_model(self.second, per_position[1], lead)
         core = per_position[2]
         out[self.core] = None if core is None else np.transpose(
             core, tuple(range(lead)) + tuple(lead + m for m in self.core_axes))
@@ -73,7 +88,8 @@ class TiedStructure(NamedTuple):
     def priors_to_canonical(self, priors):
         """Gamma priors of the model as the canonical model's, G's as (R, R, K)."""
         def canonical(field):
-            return (field[self.first], field[self.first], field[self.core])
+            entity = self.entity_to_canonical(self.first, field[self.first])
+            return (entity, entity, field[self.core])
 
         shape, rate = canonical(priors.shape), canonical(priors.rate)
         shape = shape[:2] + (self.core_to_canonical(shape[2]),)
@@ -148,7 +164,8 @@ def tied_structure(model, tied):
     spec = RESCAL_MODEL if len(output) == 3 else SINGLE_RELATION_MODEL
     canonical = Model.parse(spec).bind(model.observed_shape, {"a": r, "b": r})
     core_axes = tuple(canonical_order.index(c) for c in core_indices)
-    return TiedStructure(first, second, core, core_axes, canonical)
+    latent_first = (entity_first.index(output[0]) == 1, entity_second.index(output[1]) == 1)
+    return TiedStructure(first, second, core, core_axes, canonical, latent_first)
 
 
 def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report,
@@ -246,6 +263,13 @@ class TiedFactorMixin:
         off_diagonal = coords[0] != coords[1]
         return coords[:, off_diagonal], values[off_diagonal]
 
+    def _modelled_data(self, data):
+        """The observed entries :meth:`_modelled_entries` keeps, without the
+        diagonal's, as data: what the evidence is of."""
+        if self._structure(self.model_) is None:
+            return data
+        return relational_data(with_relation_axis(data), self.likelihood).observed
+
     def _token_by_token_methods(self, model):
         if self._structure(model) is None:
             return super()._token_by_token_methods(model)
@@ -338,7 +362,8 @@ class TiedFactorMixin:
         if structure is None:
             return super()._transform_data(data)
         self._require_training_data(data, "transforms")
-        return np.array(self.factors_[structure.first])
+        return np.array(structure.entity_to_canonical(structure.first,
+                                                      self.factors_[structure.first]))
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X``; with a tied factor, of the training data
@@ -371,5 +396,6 @@ class TiedFactorMixin:
         if W.ndim != 2 or W.shape[1] != r:
             raise ValueError(f"Expected an array of shape (n_entities, {r}), got {W.shape}.")
         factors = list(self.factors_)
-        factors[structure.first] = factors[structure.second] = W
+        factors[structure.first] = structure.entity_to_model(structure.first, W)
+        factors[structure.second] = structure.entity_to_model(structure.second, W)
         return np.einsum(self.model_.string, *factors)

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..model import Model
-from ._base import BasePoissonPLTF, factor_position
+from ._base import BasePoissonPLTF, factor_position, real_factor_copy
 from ._named import fill_doc
 from ._tied import TiedFactorMixin, tied_by_position
 
@@ -173,13 +173,7 @@ def _fixed_by_position(model, fixed_factors):
                 f"fixed_factors gives factor {position} ({model.factors[position]!r}) twice; "
                 "give each factor once."
             )
-        given = np.asarray(value)
-        if np.iscomplexobj(given) or not (np.issubdtype(given.dtype, np.number)
-                                          or given.dtype == bool):
-            raise ValueError(
-                f"Fixed factor {key!r} must be real numbers, got dtype {given.dtype}."
-            )
-        array = np.array(given, dtype=np.float64, copy=True)
+        array = real_factor_copy(value, f"Fixed factor {key!r}")
         if not np.all(np.isfinite(array)) or (array < 0).any():
             raise ValueError(f"Fixed factor {key!r} must be finite and non-negative.")
         fixed[position] = array

@@ -20,6 +20,8 @@ probability.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._likelihood import get_likelihood
@@ -66,25 +68,37 @@ def check_log_evidence(value, *, standard_error=0.0, upper_bound=None, advice=""
     Returns
     -------
     value : float
-        The same value, when it passes.
+        The same value, when it passes; ``upper_bound`` when the estimate
+        lies above it by no more than four standard errors (with a warning).
 
     Raises
     ------
     FloatingPointError
         If ``value`` is not finite, or lies above ``upper_bound`` by more than
         four standard errors.
+
+    Warns
+    -----
+    RuntimeWarning
+        When ``value`` lies above ``upper_bound`` within four standard errors:
+        Monte Carlo noise, but a value log p(X) cannot take, so the bound, the
+        nearest possible value, is returned instead.
     """
     value = float(value)
     if not np.isfinite(value):
         raise FloatingPointError(f"The log evidence estimate is {value}. {advice}".strip())
     error = float(standard_error) if np.isfinite(standard_error) else 0.0
-    if upper_bound is not None and value > upper_bound + _N_STANDARD_ERRORS * error:
-        raise FloatingPointError(
-            f"The log evidence estimate {value:.6g} (standard error {error:.3g}) is impossible: "
-            f"no model of this likelihood gives these data a log-likelihood above "
-            f"{upper_bound:.6g}, so log p(X) cannot exceed it. {advice}".strip()
-        )
-    return value
+    if upper_bound is None or value <= upper_bound:
+        return value
+    above = (f"above {upper_bound:.6g}: no model of this likelihood gives these data a higher "
+             "log-likelihood, so log p(X) cannot exceed it")
+    if value > upper_bound + _N_STANDARD_ERRORS * error:
+        raise FloatingPointError(f"The log evidence estimate {value:.6g} (standard error "
+                                 f"{error:.3g}) is impossible: it lies {above}. {advice}".strip())
+    warnings.warn(f"The log evidence estimate {value:.6g} (standard error {error:.3g}) lies "
+                  f"{above}; {upper_bound:.6g} is returned instead. The estimate is that noisy: "
+                  f"run longer for a usable one. {advice}".strip(), RuntimeWarning, stacklevel=3)
+    return float(upper_bound)
 
 
 def check_poisson_log_evidence(value, data, *, standard_error=0.0, advice="", likelihood="poisson"):

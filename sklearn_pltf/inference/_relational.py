@@ -88,7 +88,8 @@ def relational_data(data, likelihood):
     Raises
     ------
     ValueError
-        Unless the data have three axes and the first two have the same size.
+        Unless the data have three axes and the first two have the same size,
+        or if no off-diagonal entry is observed.
     """
     if len(data.shape) != 3 or data.shape[0] != data.shape[1]:
         raise ValueError(
@@ -109,6 +110,13 @@ def relational_data(data, likelihood):
     entities = np.repeat(np.arange(n), n_relations)
     diagonal = np.array([entities, entities, np.tile(np.arange(n_relations), n)])
     missing = np.concatenate([missing, diagonal], axis=1)
+    if missing.shape[1] == n * n * n_relations:
+        raise ValueError(
+            f"No off-diagonal entry of the data (shape {tuple(data.shape)}) is observed: RESCAL "
+            "models the links between two different entities and ignores the diagonal, so "
+            "there is nothing to fit. It needs at least two entities and an observed link "
+            "between two of them."
+        )
     observed = ObservedTensor(shape=tuple(data.shape), coords=coords,
                               values=np.asarray(values, dtype=np.float64), missing=missing)
     likelihood = get_likelihood(likelihood)

@@ -41,7 +41,15 @@ def svd_start(model, data, free, given=None):
     -------
     start : dict
         ``{position: array}`` for every free factor.
+
+    Raises
+    ------
+    ValueError
+        If every observed entry is zero: the data have no singular vectors.
     """
+    if data.total == 0:
+        raise ValueError("init='svd' starts from the data's leading singular vectors, and "
+                         "every observed entry is zero, so there are none; use init='random'.")
     carriers = {}
     for alpha in free:
         observed = [c for c in model.factors[alpha] if c in model.output]
