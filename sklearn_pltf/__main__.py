@@ -124,12 +124,34 @@ def _score_fold(X, train, test, model, settings):
     return link_prediction_auc(estimator, X, test), time.perf_counter() - tic
 
 
-def cross_validate(X, mask, model, settings, n_splits, n_jobs=None):
+def entry_folds(X, mask, n_splits, seed):
+    """The ``(train, test)`` splits of step 2, or a ValueError saying why
+    they cannot be scored: a test fold without a link or a non-link has no
+    AUC."""
+    n_observed = int(np.count_nonzero(mask))
+    if n_splits > n_observed:
+        raise ValueError(f"--folds {n_splits}: there are only {n_observed} observed entries.")
+    folds = list(EntryKFold(n_splits, random_state=seed).split(X, mask=mask))
+    values = X[tuple(np.asarray(mask).nonzero())] if mask is not None else X.ravel()
+    n_links = int(np.count_nonzero(values))
+    for train, test in folds:
+        links = np.count_nonzero(X[tuple(np.asarray(test).T)])
+        if links == 0 or links == len(test):
+            raise ValueError(
+                f"--folds {n_splits}: a held-out fold would hold no "
+                f"{'link' if links == 0 else 'non-link'}, which an AUC needs; the data have "
+                f"{n_links} links and {values.size - n_links} non-links among the observed "
+                "entries. Use fewer folds.")
+    return folds
+
+
+def cross_validate(X, mask, model, settings, n_splits, n_jobs=None, folds=None):
     """Step 2: AUC-ROC and AUC-PR on each of ``n_splits`` folds of the
     observed entries of ``model`` (structure, rank, prior shape), printed as
-    each fold ends."""
+    each fold ends (``folds``: :func:`entry_folds`, if already made)."""
     print(f"{'fold':>6}  {'held out':>8}  {'AUC-ROC':>7}  {'AUC-PR':>7}  {'seconds':>7}")
-    folds = list(EntryKFold(n_splits, random_state=settings["seed"]).split(X, mask=mask))
+    if folds is None:
+        folds = entry_folds(X, mask, n_splits, settings["seed"])
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(_score_fold)(X, train, test, model, settings) for train, test in folds)
     scores, start = [], time.perf_counter()
@@ -189,7 +211,7 @@ def build_parser():
                         help="VB restarts per fit (default: 3)")
     parser.add_argument("--folds", type=_non_negative_int, default=10,
                         help="folds of the link prediction; 0 skips it (default: 10)")
-    parser.add_argument("--n-jobs", type=int, default=None,
+    parser.add_argument("--n-jobs", type=_n_jobs, default=None,
                         help="fits run in parallel (joblib; -1: every core)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--plot", metavar="FILE",
@@ -218,6 +240,15 @@ def main(argv=None, *, candidates=None):
         parser.error("--likelihood bernoulli needs 0/1 data; these hold other values.")
     settings = dict(seed=args.seed, likelihood=likelihood, mean=float(X[observed].mean()),
                     n_init=args.restarts)
+    # Everything that can be refused is refused before the first fit.
+    folds = None
+    if args.folds:
+        try:
+            folds = entry_folds(X, observed, args.folds, args.seed)
+        except ValueError as exc:
+            parser.error(str(exc))
+    if args.plot:
+        _check_plot_path(parser, args.plot)
     print(data.summary)
     print(f"Step 1: structure, rank and prior shape by the log evidence (variational bound,\n"
           f"        {likelihood} likelihood, {args.restarts} restarts, prior scaled to the "
@@ -232,7 +263,7 @@ def main(argv=None, *, candidates=None):
         print(f"Step 2: {args.folds}-fold link prediction over the observed entries with that "
               "model")
         roc, pr = cross_validate(X, observed, (structure, rank, shape), settings, args.folds,
-                                 args.n_jobs).T
+                                 args.n_jobs, folds).T
         share = float((X[observed] != 0).mean())
         print(f"Mean over the folds: AUC-ROC {roc.mean():.3f} (SD {roc.std(ddof=1):.3f}), "
               f"AUC-PR {pr.mean():.3f} (SD {pr.std(ddof=1):.3f}); links are "
@@ -268,7 +299,9 @@ def _ranks(text):
             ranks = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a range like 1-10 or a list like 2,4,8")
-    if not ranks or min(ranks) < 1:
+    if not ranks:
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty range: write it low-high")
+    if min(ranks) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: ranks must be positive integers")
     return ranks
 
@@ -278,9 +311,34 @@ def _floats(text):
         values = tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers")
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: prior shapes must be positive")
+    if not values or not all(np.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: prior shapes must be positive and finite")
     return values
+
+
+def _n_jobs(text):
+    value = int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 fits in parallel means nothing: give a positive "
+                                         "number, or -1 for every core")
+    return value
+
+
+def _check_plot_path(parser, path):
+    """Refuse ``--plot FILE`` before any fit if it cannot be written."""
+    from pathlib import Path
+
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        parser.error("--plot needs matplotlib: pip install 'sklearn-pltf[plot]'.")
+    target = Path(path)
+    if not target.parent.is_dir():
+        parser.error(f"--plot {path}: the folder {target.parent} does not exist.")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if target.suffix.lstrip(".").lower() not in formats:
+        parser.error(f"--plot {path}: name a file ending in one of "
+                     f"{', '.join('.' + f for f in sorted(formats))}.")
 
 
 def _positive_int(text):

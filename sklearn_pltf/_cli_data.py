@@ -53,6 +53,9 @@ def load_data(source, *, key=None, exclude_diagonal=False):
         raise ValueError(f"{source}: no entry is observed.")
     X = np.where(observed, X, 0.0)
     values = X[observed]
+    if not values.any():
+        raise ValueError(f"{source}: every observed entry is zero; there is nothing to "
+                         "factorise.")
     where = " off the diagonal" if exclude_diagonal else ""
     summary = (f"{name}, {int(np.count_nonzero(values))} non-zero entries "
                f"({np.count_nonzero(values) / values.size:.1%} of the observed entries{where}), "
@@ -60,14 +63,27 @@ def load_data(source, *, key=None, exclude_diagonal=False):
     return CommandData(X, observed, summary)
 
 
+#: How each file format starts (a .npz file is a zip archive), and what writes it.
+_MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}
+_SAVER = {".npy": "save", ".npz": "savez"}
+
+
 def _read_array(path, key):
     if path.suffix not in (".npy", ".npz"):
         raise ValueError(f"--data {path}: give a shipped name ({', '.join(SHIPPED)}) or a .npy "
                          "or .npz file.")
+    with open(path, "rb") as file:
+        start = file.read(6)
+    expected = _MAGIC[path.suffix]
+    if not start.startswith(expected):
+        raise ValueError(f"{path} is not a NumPy {path.suffix} file (it does not start as one "
+                         f"does); save the array with np.{_SAVER[path.suffix]}.")
     loaded = np.load(path, allow_pickle=False)
     if path.suffix == ".npz":
         with loaded:
             names = list(loaded.files)
+            if not names:
+                raise ValueError(f"{path} holds no array.")
             if "format" in names and "indptr" in names:
                 raise ValueError(f"{path} holds a scipy.sparse matrix; the command reads dense "
                                  "arrays (save it with np.save, or fit it from Python).")

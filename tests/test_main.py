@@ -100,3 +100,30 @@ def test_bad_arguments_exit_with_a_message(user_counts, argv, message, capsys):
         main(argv)
     assert raised.value.code == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--folds", "1000"], "--folds 1000: there are only 599 observed entries"),
+    (["--folds", "500"], "--folds 500: a held-out fold would hold no non-link.*Use fewer folds"),
+    (["--prior-shapes", "nan"], "prior shapes must be positive and finite"),
+    (["--n-jobs", "0"], "--n-jobs: 0 fits in parallel means nothing"),
+    (["--plot", "/no/such/dir/e.png"], "the folder /no/such/dir does not exist"),
+    (["--plot", "{tmp}/evidence.nope"], "name a file ending in one of .*png"),
+    (["--ranks", "5-1"], "'5-1' is an empty range"),
+    (["--data", "{tmp}/zeros.npy"], "every observed entry is zero"),
+    (["--data", "{tmp}/text.npy"], "is not a NumPy .npy file.*np.save"),
+    (["--data", "{tmp}/empty.npz"], "holds no array"),
+])
+def test_bad_arguments_are_refused_before_any_fit(user_counts, tmp_path, argv, message, capsys):
+    np.save(tmp_path / "zeros.npy", np.zeros((5, 4)))
+    (tmp_path / "text.npy").write_text("1,2,3\n4,5,6\n")
+    np.savez(tmp_path / "empty.npz")
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    if "--data" not in argv:
+        argv = ["--data", str(user_counts)] + argv
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
+    captured = capsys.readouterr()
+    assert re.search(message, captured.err), captured.err
+    assert "Step 1" not in captured.out
