@@ -213,7 +213,8 @@ def build_parser():
                         help="folds of the link prediction; 0 skips it (default: 10)")
     parser.add_argument("--n-jobs", type=_n_jobs, default=None,
                         help="fits run in parallel (joblib; -1: every core)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--seed", type=_seed, default=0,
+                        help="random seed, 0 to 2**32 - 1 (default: 0)")
     parser.add_argument("--plot", metavar="FILE",
                         help="save the evidence-against-rank figure to FILE (needs matplotlib)")
     return parser
@@ -249,6 +250,15 @@ def main(argv=None, *, candidates=None):
             parser.error(str(exc))
     if args.plot:
         _check_plot_path(parser, args.plot)
+    try:
+        return _run(args, X, observed, candidates, settings, likelihood, folds, data, start)
+    except (FloatingPointError, ValueError) as exc:  # a fit refused the data or the priors
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args, X, observed, candidates, settings, likelihood, folds, data, start):
+    """Steps 1 and 2 on checked arguments (:func:`main`)."""
     print(data.summary)
     print(f"Step 1: structure, rank and prior shape by the log evidence (variational bound,\n"
           f"        {likelihood} likelihood, {args.restarts} restarts, prior scaled to the "
@@ -314,6 +324,13 @@ def _floats(text):
     if not values or not all(np.isfinite(v) and v > 0 for v in values):
         raise argparse.ArgumentTypeError(f"{text!r}: prior shapes must be positive and finite")
     return values
+
+
+def _seed(text):
+    value = int(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{text!r}: a seed is an integer from 0 to 2**32 - 1")
+    return value
 
 
 def _n_jobs(text):

@@ -110,6 +110,7 @@ def test_bad_arguments_exit_with_a_message(user_counts, argv, message, capsys):
     (["--plot", "/no/such/dir/e.png"], "the folder /no/such/dir does not exist"),
     (["--plot", "{tmp}/evidence.nope"], "name a file ending in one of .*png"),
     (["--ranks", "5-1"], "'5-1' is an empty range"),
+    (["--seed", "-1"], "a seed is an integer from 0"),
     (["--data", "{tmp}/zeros.npy"], "every observed entry is zero"),
     (["--data", "{tmp}/text.npy"], "is not a NumPy .npy file.*np.save"),
     (["--data", "{tmp}/empty.npz"], "holds no array"),
@@ -127,3 +128,12 @@ def test_bad_arguments_are_refused_before_any_fit(user_counts, tmp_path, argv, m
     captured = capsys.readouterr()
     assert re.search(message, captured.err), captured.err
     assert "Step 1" not in captured.out
+
+
+def test_a_fit_that_fails_ends_the_command_with_one_line(user_counts, capsys):
+    """A prior no fit can use (its rate overflows) is found by the first fit:
+    exit 1 with the fit's message, not a traceback."""
+    argv = ["--data", str(user_counts), "--prior-shapes", "1e308", "--ranks", "1", "--folds", "0"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("python -m sklearn_pltf: error: ")

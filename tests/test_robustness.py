@@ -257,6 +257,16 @@ def test_init_factors_are_checked_as_fixed_factors_are(counts, init, message):
         PLTF("ik,kj->ij", 2, init={k: arrays[v] for k, v in init.items()}).fit(counts)
 
 
+def test_init_and_fixed_factors_may_be_sparse_arrays(counts):
+    W = np.random.default_rng(1).gamma(1.0, size=(6, 2))
+    given = PLTF("ik,kj->ij", 2, init={0: W}, random_state=0).fit(counts)
+    for container in (sparse.COO.from_numpy, sp.csr_matrix):
+        est = PLTF("ik,kj->ij", 2, init={0: container(W)}, random_state=0).fit(counts)
+        np.testing.assert_array_equal(est.factors_[0], given.factors_[0])
+        fixed = PLTF("ik,kj->ij", 2, fixed_factors={0: container(W)}).fit(counts)
+        np.testing.assert_array_equal(fixed.factors_[0], W)
+
+
 @pytest.mark.parametrize("first", [
     dict(method="gibbs", evidence=None, n_draws=6, n_warmup=4), dict(method="em")])
 def test_partial_fit_after_a_fit_that_is_not_vb_is_a_clear_error(counts, first):

@@ -171,8 +171,13 @@ def given_start(model, init):
 
 
 def real_factor_copy(value, what):
-    """``value`` as a new float64 array, or a ValueError naming ``what``
-    unless it is a regular array of real numbers (or booleans)."""
+    """``value`` (array-like, or a sparse array: a factor is small) as a new
+    dense float64 array, or a ValueError naming ``what`` unless it is a
+    regular array of real numbers (or booleans)."""
+    if hasattr(value, "toarray"):  # scipy.sparse
+        value = value.toarray()
+    elif hasattr(value, "todense"):  # pydata sparse, which refuses np.asarray
+        value = value.todense()
     try:
         given = np.asarray(value)
     except ValueError as exc:  # ragged nested sequences
