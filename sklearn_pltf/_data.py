@@ -19,10 +19,13 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 import sparse
 from scipy.special import gammaln
+
+from ._threads import parallel_kernel
 
 __all__ = ["ObservedTensor", "TensorExtent", "as_observed_tensor", "is_sparse_input", "is_dask_array",
            "entry_digest", "combine_digests", "MAX_COUNT"]
@@ -177,6 +180,8 @@ class ObservedTensor(TensorExtent):
         """A hash of shape, observed non-zeros and missing entries, to recognise
         the same data whatever its container (dense, pydata sparse, scipy.sparse,
         or a Dask array of chunks) or storage order (:func:`entry_digest`)."""
+        if not self.is_sparse:
+            return combine_digests(self.shape, [dense_digest(self.dense, self.mask)])
         coords, values = self.nonzero_entries
         return combine_digests(self.shape,
                                [entry_digest(self.shape, coords, values, self.missing_entries)])
@@ -270,6 +275,51 @@ def entry_digest(shape, coords, values, missing):
             + (missing.shape[1],) + _multiset_hash(flat(missing), no_value))
 
 
+# Entries per chunk of the compiled passes over dense data.
+_DENSE_CHUNK = 1 << 16
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix_one(z):  # pragma: no cover - compiled
+    """:func:`_mix` of one uint64."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+@parallel_kernel
+def _dense_digest_sums(values, bits, observed, masked, lanes, out):  # pragma: no cover - compiled
+    """Per chunk of the C-order entries: the count and lane hashes of the
+    observed non-zeros (columns 0, 1..L) and of the missing entries
+    (columns L+1, L+2..2L+1), as :func:`entry_digest` sums them."""
+    n_lanes = lanes.size
+    for c in numba.prange(out.shape[0]):
+        for i in range(c * _DENSE_CHUNK, min((c + 1) * _DENSE_CHUNK, values.size)):
+            missing = masked and not observed[i]
+            if not missing and values[i] == 0.0:
+                continue
+            base = n_lanes + 1 if missing else 0
+            word = np.uint64(0) if missing else bits[i]
+            out[c, base] += np.uint64(1)
+            for lane in range(n_lanes):
+                out[c, base + 1 + lane] += _mix_one(_mix_one(np.uint64(i) + lanes[lane]) ^ word)
+
+
+def dense_digest(dense, mask=None):
+    """:func:`entry_digest` of dense data (zeros at missing entries, ``mask``
+    True where observed, None if all are) in one parallel pass, without
+    listing the non-zeros."""
+    values = np.ravel(np.asarray(dense, dtype=np.float64))  # C order: the flat index
+    masked = mask is not None
+    observed = np.ravel(mask) if masked else np.ones(1, dtype=bool)
+    lanes = np.array(_LANES, dtype=np.uint64)
+    out = np.zeros((-(-values.size // _DENSE_CHUNK), 2 * lanes.size + 2), dtype=np.uint64)
+    _dense_digest_sums(values, values.view(np.uint64), observed, masked, lanes, out)
+    with np.errstate(over="ignore"):
+        totals = out.sum(axis=0, dtype=np.uint64)
+    return tuple(int(t) for t in totals)
+
+
 def combine_digests(shape, digests):
     """The fingerprint (hex) of a tensor of ``shape`` from the
     :func:`entry_digest` of each of its disjoint parts."""
@@ -321,13 +371,14 @@ def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True
     else:
         dense, observed = _dense_parts(X, allow_negative)
         if mask is not None:
-            observed &= _dense_mask(mask, dense.shape)
-        all_observed = bool(observed.all())
-        data = ObservedTensor(
-            shape=dense.shape,
-            dense=np.where(observed, dense, 0.0),
-            mask=None if all_observed else observed,
-        )
+            given = _dense_mask(mask, dense.shape)
+            observed = given if observed is None else observed & given
+        if observed is None or observed.all():
+            # A copy in C order: the fit never aliases the user's array.
+            data = ObservedTensor(shape=dense.shape, dense=np.array(dense, order="C"), mask=None)
+        else:
+            data = ObservedTensor(shape=dense.shape, dense=np.where(observed, dense, 0.0),
+                                  mask=observed)
     if require_observed and data.n_observed == 0:
         raise ValueError("All entries of the data are missing; there is nothing to fit.")
     return data
@@ -343,9 +394,39 @@ def _dense_parts(X, allow_negative=False):
     if array.ndim == 0 or array.size == 0:
         raise ValueError(f"The data are empty (shape {array.shape}); need at least one entry.")
     array = array.astype(np.float64, copy=False)
-    observed = ~np.isnan(array)
-    _check_values(array[observed], allow_negative)
-    return array, observed
+    n_missing, n_infinite, smallest = _scan_values(np.ravel(array))
+    if n_infinite:
+        raise ValueError("The data contain infinite values; use NaN to mark missing entries.")
+    if not allow_negative and smallest < 0:
+        raise ValueError(
+            "Negative values in data: a Poisson model needs non-negative counts "
+            f"(smallest value {smallest:g})."
+        )
+    return array, (~np.isnan(array) if n_missing else None)
+
+
+def _scan_values(values):
+    """(NaNs, infinities, the smallest other value) of a flat float64 array,
+    in one parallel pass."""
+    n_chunks = -(-values.size // _DENSE_CHUNK)
+    counts, smallest = np.zeros((n_chunks, 2), dtype=np.int64), np.full(n_chunks, np.inf)
+    _scan_chunks(values, counts, smallest)
+    return int(counts[:, 0].sum()), int(counts[:, 1].sum()), float(smallest.min())
+
+
+@parallel_kernel
+def _scan_chunks(values, counts, smallest):  # pragma: no cover - compiled
+    for c in numba.prange(smallest.size):
+        low = np.inf
+        for i in range(c * _DENSE_CHUNK, min((c + 1) * _DENSE_CHUNK, values.size)):
+            v = values[i]
+            if np.isnan(v):
+                counts[c, 0] += 1
+            elif np.isinf(v):
+                counts[c, 1] += 1
+            elif v < low:
+                low = v
+        smallest[c] = low
 
 
 def _dense_mask(mask, shape):

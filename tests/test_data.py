@@ -148,3 +148,25 @@ def test_take_samples_is_the_data_of_those_samples(layout, rng):
     direct = as_observed_tensor(as_input(X[rows]), mask[rows])
     assert taken.shape == direct.shape == (4, 4, 3)
     assert taken.fingerprint == direct.fingerprint  # same values, missing entries and order
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (30, 20), (7, 5, 3), (70, 40, 30)])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_the_dense_fingerprint_pass_equals_the_listed_entries_digest(shape, with_mask):
+    """The one-pass digest of dense data (no listing of the non-zeros) is
+    the digest of its listed non-zeros and missing entries, so a dense array
+    and the same data in a sparse container share a fingerprint."""
+    from sklearn_pltf._data import dense_digest, entry_digest
+
+    rng = np.random.default_rng(0)
+    X = np.asfortranarray(rng.poisson(0.5, shape).astype(float))  # any memory order
+    mask = rng.random(shape) > 0.2 if with_mask else None
+    if with_mask:
+        mask.flat[0] = True  # one entry observed at least
+    data = as_observed_tensor(X, mask=mask)
+    coords, values = data.nonzero_entries
+    assert dense_digest(data.dense, data.mask) == entry_digest(shape, coords, values,
+                                                                data.missing_entries)
+    nan_where_missing = np.where(mask, X, np.nan) if with_mask else X
+    assert as_observed_tensor(sparse.COO.from_numpy(nan_where_missing)).fingerprint \
+        == data.fingerprint
