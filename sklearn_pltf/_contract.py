@@ -40,8 +40,8 @@ import opt_einsum
 
 from . import _kernels
 from ._data import array_bytes
-from ._elementwise import (count_ratio_into, in_layout_of, memory_axes, memory_order_view,
-                           ratio_and_log_terms_into)
+from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, log_terms_sum,
+                           memory_axes, memory_order_view)
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -205,12 +205,6 @@ class _Planner:
         return float(self.contract_presummed(list(factors), list(model.factors), ""))
 
 
-def _same_arrays(kept, factors):
-    """Whether ``factors`` are the very arrays ``kept`` (inference never
-    changes a factor array in place, so the same arrays mean the same X̂)."""
-    return len(kept) == len(factors) and all(a is b for a, b in zip(kept, factors))
-
-
 def _sum_of_products(a, b):
     """Σ a·b by numpy's pairwise summation, not BLAS ``dot``: BLAS splits the sum
     over its threads, so its result depends on the thread count (and differs
@@ -245,7 +239,6 @@ class DenseContractor:
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
         self._last = ((), None)
         self._scratch = None
-        self._ratio_of = ()  # the factors the work array's ratio was taken at
         self._xhat_buffer = None
         self._laid_out = False
 
@@ -257,7 +250,7 @@ class DenseContractor:
         X̂ (the bound's X̂ serves the next step's first update).
         """
         last_factors, last_xhat = self._last
-        if _same_arrays(last_factors, factors):
+        if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
             return last_xhat
         if self._planner.last_index_split is not None:
             # In C order, like X, into one buffer: only the last X̂ is kept,
@@ -267,6 +260,7 @@ class DenseContractor:
             xhat = self._planner.full_xhat_into(factors, self._xhat_buffer)
         else:
             xhat = self._planner.full_xhat(factors)
+        floor_in_place(xhat)
         if not self._laid_out:
             self._lay_out_as(xhat)
         self._last = (tuple(factors), xhat)
@@ -349,12 +343,8 @@ class DenseContractor:
         return self.likelihood.log_base_measure(self.data)
 
     def _ratio(self, factors):
-        """E[N] / X̂ at every entry, in the work array (left there by the
-        bound's pass where that was at the same factor arrays)."""
-        if _same_arrays(self._ratio_of, factors):
-            return self._scratch
+        """E[N] / X̂ at every entry, in the work array."""
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        self._ratio_of = tuple(factors)
         return count_ratio_into(self._x, xhat, self._scratch, self.likelihood.kernel_mode)
 
     def ratio_delta(self, alpha, factors):
@@ -376,13 +366,8 @@ class DenseContractor:
         return _sum_of_products(self._mask, self.xhat(factors))
 
     def data_loglik(self, factors):
-        """The bound's data term; the ratio at the same factors, which the
-        next sweep starts from, comes from the same pass."""
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        _, total = ratio_and_log_terms_into(self._x, xhat, self._scratch,
-                                            self.likelihood.kernel_mode)
-        self._ratio_of = tuple(factors)
-        return total
+        return log_terms_sum(self._x, xhat, self.likelihood)
 
     @property
     def nonzeros(self):
