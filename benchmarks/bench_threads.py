@@ -4,7 +4,10 @@ Each thread count runs in a fresh process with numba's and BLAS's threads
 set to it (``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``), and times
 :func:`sklearn_pltf.inference.vb.step` (every factor updated once, and the
-bound) on a prepared state, median of ``repeats`` after one warm-up sweep.
+bound) on a prepared state, median of ``repeats`` after one warm-up sweep,
+under each of numba's threading layers asked for (``NUMBA_THREADING_LAYER``:
+``omp``, the usual one on Linux, and ``workqueue``, numba's own, which a
+forked child could use with its threads; ``tbb`` where installed).
 Workloads: the sparse 1000^3 CP tensor of (b) at rank 10 (10^6 non-zeros),
 and a dense Poisson NMF 20000 x 10000 of rank 50 (2·10^8 entries; about
 8 GB in all at its peak).
@@ -51,8 +54,8 @@ print(json.dumps(times))
 """
 
 
-def _sweep_seconds(kind, threads, repeats):
-    env = dict(os.environ)
+def _sweep_seconds(kind, threads, repeats, layer="omp"):
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer)
     for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                  "MKL_NUM_THREADS"):
         env[name] = str(threads)
@@ -63,20 +66,29 @@ def _sweep_seconds(kind, threads, repeats):
     return statistics.median(json.loads(out.strip().splitlines()[-1]))
 
 
-def bench_threads(repeats=3, kinds=("sparse", "dense")):
+def bench_threads(repeats=3, kinds=("sparse", "dense"), layers=("omp",)):
     counts, n = [], 1
     while n < os.cpu_count():
         counts.append(n)
         n *= 2
     counts.append(os.cpu_count())
     for kind in kinds:
-        base = None
-        for threads in counts:
-            seconds = _sweep_seconds(kind, threads, repeats)
-            base = base or seconds
-            print(f"{kind:6s} threads {threads:3d}: {seconds:.3f} s a sweep, "
-                  f"speed-up {base / seconds:.2f}", flush=True)
+        for layer in layers:
+            base = None
+            for threads in counts:
+                seconds = _sweep_seconds(kind, threads, repeats, layer)
+                base = base or seconds
+                print(f"{kind:6s} {layer:9s} threads {threads:3d}: {seconds:.3f} s a sweep, "
+                      f"speed-up {base / seconds:.2f}", flush=True)
 
 
 if __name__ == "__main__":
-    bench_threads(kinds=sys.argv[1:] or ("sparse", "dense"))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kinds", nargs="*", default=["sparse", "dense"])
+    parser.add_argument("--layers", nargs="+", default=["omp"],
+                        help="numba threading layers to compare, e.g. omp workqueue")
+    parser.add_argument("--repeats", type=int, default=3)
+    arguments = parser.parse_args()
+    bench_threads(arguments.repeats, arguments.kinds, arguments.layers)
