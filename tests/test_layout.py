@@ -18,7 +18,7 @@ LAYERS = {
     "model": 0, "_random": 0, "_progress": 0, "_threads": 0,
     "_kernels": 1, "_data": 1, "_elementwise": 1,
     "_likelihood": 2,
-    "_contract": 3, "distributed": 3,
+    "_contract": 3, "distributed": 3, "_coupled": 3,
     "inference": 4,
     "evidence": 5,
     "estimators": 6,

@@ -1,0 +1,295 @@
+"""``CoupledPLTF``: several tensors that share factors, fitted as one model
+with one evidence (generalised coupled tensor factorisation;
+:mod:`sklearn_pltf._coupled`)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._coupled import CoupledContractor, CoupledModel, bind_models
+from .._data import as_observed_tensor
+from .._likelihood import LIKELIHOODS, get_likelihood
+from .._random import as_generator
+from ..evidence._checks import check_log_evidence, saturated_log_likelihood
+from ..inference import em, vb
+from ..inference._common import gamma_priors
+from ..inference._convergence import ACCELERATIONS, distance_to_limit, run_to_convergence
+from ._base import check_entry_indices
+from ._predictive import predictive_at_entries
+from ._skeleton import restore_on_failure
+
+__all__ = ["CoupledPLTF"]
+
+_KERNELS = {"vb": vb, "em": em}
+
+
+class CoupledPLTF(BaseEstimator):
+    """Several count, binary or non-negative tensors whose factors share
+    indices, fitted as one Bayesian model with one evidence.
+
+    Each observed tensor has its own model string over one alphabet of
+    indices; a factor whose index string appears in several models is one
+    shared factor (Yılmaz, Cemgil & Şimşekli, NIPS 2011). For a user x item
+    x context tensor with item features, ``models=("ur,ir,cr->uic",
+    "ir,rf->if")`` shares the item factor ``"ir"``. Each tensor has its own
+    likelihood and missing entries; every factor has a Gamma prior, and
+    variational Bayes (or EM) updates a shared factor from every tensor that
+    holds it, so the bound is one evidence of all the tensors together.
+
+    Parameters
+    ----------
+    models : sequence of str
+        One model string per observed tensor, in the order the tensors are
+        given to :meth:`fit`. The first tensor is the one
+        :meth:`predict_entries` addresses by default (the target of link
+        prediction; the others are side information).
+    n_components : int or dict, default=2
+        Size of every latent index, or ``{index: size}`` for each latent
+        index of every model.
+    likelihood : {"poisson", "bernoulli"} or sequence of them, default="poisson"
+        One for all tensors, or one per tensor (``"bernoulli"`` for 0/1
+        relations, the Bernoulli–Poisson link).
+    method : {"vb", "em"}, default="vb"
+        Variational Bayes (posterior means and the evidence bound) or EM
+        (the posterior mode; needs ``prior_shape >= 1``).
+    prior_shape, prior_rate : float, default=1.0
+        The Gamma prior of every factor element.
+    max_iter : int, default=1000
+        Most sweeps per restart.
+    tol : float, default=0.1
+        Stop when the bound's estimated distance to its limit is below
+        ``tol`` nats (as for :class:`~sklearn_pltf.PLTF`).
+    acceleration : {"squarem"} or None, default="squarem"
+        SQUAREM acceleration of the sweeps, or plain coordinate ascent.
+    n_init : int, default=1
+        Restarts from random starts; the highest final bound is kept.
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+        1: each restart's start and end; 2: every iteration's objective.
+
+    Attributes
+    ----------
+    models_ : tuple of Model
+        The bound model of each tensor.
+    factor_indices_ : tuple of str
+        The index string of every distinct factor, in order of first
+        appearance across ``models``.
+    shared_factors_ : tuple of str
+        Those held by more than one model.
+    factors_ : tuple of ndarray
+        Posterior means (EM: the mode), in the order of ``factor_indices_``.
+    log_evidence_ : float
+        The converged variational bound on log p(all tensors) (VB only).
+    lower_bound_, lower_bounds_, n_iter_, converged_
+        The final objective, its trace, the sweeps run and whether the
+        stopping rule was met, for the best restart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_pltf import CoupledPLTF
+    >>> rng = np.random.default_rng(0)
+    >>> A, B, F = rng.gamma(1.0, 1.0, (30, 2)), rng.gamma(1.0, 1.0, (20, 2)), rng.gamma(1.0, 1.0, (2, 6))
+    >>> X, Y = rng.poisson(A @ B.T), rng.poisson(A @ F)
+    >>> est = CoupledPLTF(("ir,jr->ij", "ir,rf->if"), n_components=2, random_state=0).fit([X, Y])
+    >>> est.shared_factors_
+    ('ir',)
+    """
+
+    _parameter_constraints: dict = {
+        "models": ["array-like"],
+        "n_components": [Interval(Integral, 1, None, closed="left"), dict],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), "array-like"],
+        "method": [StrOptions(set(_KERNELS))],
+        "prior_shape": [Interval(Real, 0, None, closed="neither")],
+        "prior_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "acceleration": [StrOptions(set(ACCELERATIONS)), None],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, models, n_components=2, *, likelihood="poisson", method="vb",
+                 prior_shape=1.0, prior_rate=1.0, max_iter=1000, tol=0.1,
+                 acceleration="squarem", n_init=1, random_state=None, verbose=0):
+        self.models = models
+        self.n_components = n_components
+        self.likelihood = likelihood
+        self.method = method
+        self.prior_shape = prior_shape
+        self.prior_rate = prior_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.acceleration = acceleration
+        self.n_init = n_init
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
+    def fit(self, X, y=None, mask=None):
+        """Fit every factor to all the tensors at once.
+
+        Parameters
+        ----------
+        X : sequence of array-like
+            One tensor per model string, in the same order: dense NumPy (NaN
+            marks a missing entry), pydata ``sparse`` or ``scipy.sparse``.
+        y : None
+            Ignored.
+        mask : sequence of (array-like of bool or None), default=None
+            Per tensor, True where an entry is observed (None: all).
+
+        Returns
+        -------
+        self : object
+        """
+        datas, likelihoods = self._observed(X, mask)
+        if self.method == "em" and self.prior_shape < 1:
+            raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
+        models = bind_models(self._model_strings(), [d.shape for d in datas], self.n_components)
+        model = CoupledModel.from_models(models)
+        contractor = CoupledContractor(model, datas, likelihoods)
+        priors = gamma_priors(model, self.prior_shape, self.prior_rate)
+        kernel = _KERNELS[self.method]
+        results, generator = [], as_generator(self.random_state)
+        for init, rng in enumerate(generator.spawn(self.n_init)):
+            start = time.perf_counter()
+            state = kernel.init(rng, model, contractor, priors)
+            results.append(run_to_convergence(kernel, state, contractor, priors, self.max_iter,
+                                              self.tol, self._reporter(init),
+                                              acceleration=self.acceleration))
+            if self.verbose:
+                print(f"Initialization {init}: {len(results[-1][1])} iterations, objective "
+                      f"{results[-1][1][-1]:.6g}, {time.perf_counter() - start:.2f} s")
+        state, objectives, converged = max(results, key=lambda result: result[1][-1])
+        if not converged:
+            warnings.warn(
+                f"Best of {self.n_init} initialisation(s) did not converge in {self.max_iter} "
+                f"iterations (estimated distance to the limit "
+                f"{distance_to_limit(objectives):.3g} nats, tol={self.tol:g}); increase "
+                "max_iter or relax tol.", ConvergenceWarning)
+        for stale in ("log_evidence_",):
+            self.__dict__.pop(stale, None)
+        self.models_, self._coupled = tuple(models), model
+        self._likelihoods = tuple(likelihoods)
+        self.factor_indices_ = model.factors
+        self.shared_factors_ = tuple(model.factors[a] for a in model.sharing())
+        self.factors_ = tuple(np.array(m) for m in state.mean)
+        self._state = state
+        self.lower_bounds_ = np.asarray(objectives)
+        self.lower_bound_ = float(objectives[-1])
+        self.n_iter_, self.converged_ = len(objectives), converged
+        if self.method == "vb":
+            self.log_evidence_ = self._checked_evidence(datas, likelihoods)
+        self._fingerprints = tuple(d.fingerprint for d in datas)
+        # Seeds predict_entries' draws: its own stream, spawned last.
+        self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
+        return self
+
+    def _model_strings(self):
+        if isinstance(self.models, str):
+            raise ValueError("models is a sequence of model strings, one per tensor; for one "
+                             "tensor use PLTF.")
+        strings = list(self.models)
+        if not strings:
+            raise ValueError("models needs at least one model string.")
+        return strings
+
+    def _observed(self, X, mask):
+        """Each tensor checked, with its likelihood."""
+        strings = self._model_strings()
+        if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) != len(strings):
+            raise ValueError(f"X must be a sequence of {len(strings)} tensors, one per model "
+                             f"string of models, in the same order.")
+        masks = [None] * len(strings) if mask is None else list(mask)
+        if len(masks) != len(strings):
+            raise ValueError(f"mask must be None or a sequence of {len(strings)} masks (None "
+                             "where a tensor has none).")
+        likelihoods = ([self.likelihood] * len(strings) if isinstance(self.likelihood, str)
+                       else list(self.likelihood))
+        if len(likelihoods) != len(strings):
+            raise ValueError(f"likelihood must be one name or {len(strings)}, one per tensor.")
+        datas = []
+        for t, (tensor, tensor_mask, name) in enumerate(zip(X, masks, likelihoods)):
+            data = as_observed_tensor(tensor, mask=tensor_mask)
+            get_likelihood(name).check(data)
+            datas.append(data)
+        return datas, likelihoods
+
+    def _checked_evidence(self, datas, likelihoods):
+        """The bound, checked against the sum of the tensors' saturated
+        log-likelihoods (no model gives the data more)."""
+        bound = sum(saturated_log_likelihood(d, lik) for d, lik in zip(datas, likelihoods))
+        return check_log_evidence(
+            self.lower_bound_, upper_bound=bound,
+            advice="A variational bound cannot lie above log p(X): please report this.")
+
+    def _reporter(self, init):
+        if self.verbose < 2:
+            return None
+        start = time.perf_counter()
+
+        def report(iteration, objectives):
+            print(f"  Iteration {iteration}\t time lapse {time.perf_counter() - start:.3f}s"
+                  f"\t objective {objectives[-1]:.6g}")
+
+        return report
+
+    # ---------------------------------------------------- predict and score
+    def predict_entries(self, indices, tensor=0):
+        """Posterior predictive mean at entries of one tensor (link
+        prediction): E[X̂] for counts, P(x = 1) for binary data (as
+        :meth:`sklearn_pltf.PLTF.predict_entries`).
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n_entries, n_dims)
+            Coordinates in tensor ``tensor``.
+        tensor : int, default=0
+            Which tensor, by its position in ``models``.
+
+        Returns
+        -------
+        prediction : ndarray of shape (n_entries,)
+        """
+        check_is_fitted(self)
+        if not isinstance(tensor, Integral) or not 0 <= tensor < len(self.models_):
+            raise ValueError(f"tensor must be a position 0..{len(self.models_) - 1}, got "
+                             f"{tensor!r}.")
+        model = self.models_[tensor]
+        coords = check_entry_indices(indices, model.observed_shape)
+        positions = self._coupled.positions[tensor]
+        local = type(self._state)(*(None if field is None else tuple(field[a] for a in positions)
+                                    for field in self._state))
+        return predictive_at_entries(model, local, coords.T, self._likelihoods[tensor],
+                                     method=self.method, seed=self._predictive_seed)
+
+    def score(self, X, y=None, mask=None):
+        """The log evidence of the training tensors (``log_evidence_``; EM:
+        its log joint at the mode). New data have no score here: a coupled
+        model is scored on the tensors it was fitted to."""
+        check_is_fitted(self)
+        datas, _ = self._observed(X, mask)
+        if tuple(d.fingerprint for d in datas) != self._fingerprints:
+            raise ValueError("CoupledPLTF scores the tensors it was fitted to only; refit to "
+                             "score others.")
+        return float(getattr(self, "log_evidence_", self.lower_bound_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,183 @@
+"""Coupled factorization: several tensors sharing factors, one model, one
+evidence (issue 44's engine and estimator; not yet exported)."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import sparse
+from sklearn.base import clone
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_pltf import PLTF
+from sklearn_pltf._contract import make_contractor
+from sklearn_pltf._coupled import CoupledContractor, CoupledModel, bind_models
+from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.estimators.coupled import CoupledPLTF
+from sklearn_pltf.inference import vb
+from sklearn_pltf.inference._common import gamma_priors
+from sklearn_pltf.model_selection import FullDataSplit
+
+COUPLED = ("ir,jr->ij", "ir,rf->if")      # the row factor "ir" shared
+INDEPENDENT = ("ir,jr->ij", "ks,sf->kf")  # no factor shared
+
+
+def _draw(seed, coupled=True, shape=(30, 20, 8), rank=3, scale=1.0):
+    """A count matrix and an attribute matrix whose rows are the same
+    entities (sharing their factor when ``coupled``)."""
+    rng = np.random.default_rng(seed)
+    A = rng.gamma(1.0, scale, (shape[0], rank))
+    B = rng.gamma(1.0, 1.0, (shape[1], rank))
+    F = rng.gamma(1.0, 1.0, (rank, shape[2]))
+    other = A if coupled else rng.gamma(1.0, scale, (shape[0], rank))
+    return rng.poisson(A @ B.T).astype(float), rng.poisson(other @ F).astype(float)
+
+
+def test_with_no_shared_factor_a_sweep_and_the_bound_are_the_separate_ones():
+    """Without a shared factor the coupled model is the separate models side
+    by side: from the same factors, one coupled VB sweep gives each tensor's
+    own sweep exactly, and the bound is the sum of theirs."""
+    X, Y = _draw(0)
+    datas = [as_observed_tensor(X), as_observed_tensor(sparse.COO.from_numpy(Y))]
+    models = bind_models(INDEPENDENT, [X.shape, Y.shape], 3)
+    joint = CoupledModel.from_models(models)
+    contractor = CoupledContractor(joint, datas, ["poisson", "poisson"])
+    priors = gamma_priors(joint, 1.0, 1.0)
+    state = vb.init(np.random.default_rng(0), joint, contractor, priors)
+    new, info = vb.step(state, contractor, priors)
+    total = 0.0
+    for t, (model, data) in enumerate(zip(models, datas)):
+        part = make_contractor(model, data)
+        local_priors = gamma_priors(model, 1.0, 1.0)
+        local = type(state)(*(tuple(field[a] for a in joint.positions[t]) for field in state))
+        stepped, local_info = vb.step(local, part, local_priors)
+        for a, own in zip(joint.positions[t], stepped.mean):
+            np.testing.assert_allclose(new.mean[a], own, rtol=1e-12)
+        total += local_info.objective
+    assert info.objective == pytest.approx(total, rel=1e-12)
+
+
+def test_a_shared_factor_sums_the_tensors_pulls():
+    """The shared factor's Δ is the sum of each tensor's Δ for it."""
+    X, Y = _draw(7)
+    datas = [as_observed_tensor(X), as_observed_tensor(Y)]
+    models = bind_models(COUPLED, [X.shape, Y.shape], 2)
+    joint = CoupledModel.from_models(models)
+    contractor = CoupledContractor(joint, datas, ["poisson", "poisson"])
+    factors = [np.random.default_rng(a).gamma(1.0, 1.0, joint.factor_shape(a))
+               for a in range(joint.n_factors)]
+    shared = joint.factors.index("ir")
+    expected = sum(make_contractor(m, d).ratio_delta(0, [factors[a] for a in p])
+                   for m, d, p in zip(models, datas, joint.positions))
+    np.testing.assert_allclose(contractor.ratio_deltas((shared,), factors)[shared], expected)
+    np.testing.assert_allclose(
+        contractor.masked_delta(shared, factors),
+        sum(make_contractor(m, d).masked_delta(0, [factors[a] for a in p])
+            for m, d, p in zip(models, datas, joint.positions)))
+
+
+@pytest.mark.parametrize("method", ["vb", "em"])
+def test_the_objective_never_decreases_with_mixed_likelihoods_and_missing_entries(method):
+    X, Y = _draw(1)
+    links = (X > 0).astype(float)
+    links[0, :3] = np.nan  # missing entries in the binary tensor
+    est = CoupledPLTF(COUPLED, 3, likelihood=("bernoulli", "poisson"), method=method,
+                      acceleration=None, tol=1e-3, max_iter=300, random_state=0,
+                      prior_shape=1.0).fit([links, Y])
+    steps = np.diff(est.lower_bounds_)
+    assert np.all(steps >= -1e-8 * np.abs(est.lower_bounds_[1:])), steps.min()
+    assert est.n_iter_ > 20 and est.lower_bounds_[-1] > est.lower_bounds_[0]
+
+
+def test_dense_and_sparse_tensors_give_the_same_fit():
+    X, Y = _draw(2)
+    dense = CoupledPLTF(COUPLED, 2, tol=1e-6, random_state=0).fit([X, Y])
+    mixed = CoupledPLTF(COUPLED, 2, tol=1e-6, random_state=0).fit(
+        [sparse.COO.from_numpy(X), Y])
+    assert mixed.log_evidence_ == pytest.approx(dense.log_evidence_, rel=1e-9)
+    for a, b in zip(mixed.factors_, dense.factors_):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_evidence_prefers_the_model_that_drew_the_data(seed):
+    """Coupled data: the coupled model's bound is higher than independent
+    factorizations'; independent data: the other way round."""
+    for coupled in (True, False):
+        tensors = list(_draw(10 + seed, coupled=coupled, shape=(40, 30, 12)))
+        bounds = {m: CoupledPLTF(m, 3, n_init=2, random_state=0).fit(tensors).log_evidence_
+                  for m in (COUPLED, INDEPENDENT)}
+        winner = max(bounds, key=bounds.get)
+        assert winner == (COUPLED if coupled else INDEPENDENT), bounds
+
+
+def test_grid_search_over_ranks_and_coupling_by_the_evidence():
+    X, Y = _draw(3, shape=(40, 30, 12))
+    search = GridSearchCV(CoupledPLTF(COUPLED, random_state=0),
+                          {"n_components": [1, 3], "models": [COUPLED, INDEPENDENT]},
+                          cv=FullDataSplit()).fit([X, Y])
+    assert search.best_params_["models"] == COUPLED
+    assert search.best_estimator_.score([X, Y]) == search.best_score_
+
+
+def test_cold_start_an_entity_without_links_gets_its_factor_from_its_attributes():
+    """Rows 0-3 of the binary relation are all missing; their attributes
+    are observed. The coupled model ranks their links better than the
+    relation alone can (which knows only the columns' popularity)."""
+    rng = np.random.default_rng(0)
+    A, B = rng.gamma(0.5, 1.0, (40, 3)), rng.gamma(0.5, 1.0, (30, 3))
+    F = rng.gamma(0.5, 2.0, (3, 15))
+    X, Y = (rng.poisson(A @ B.T) > 0).astype(float), rng.poisson(A @ F).astype(float)
+    mask = np.ones(X.shape, dtype=bool)
+    mask[:4] = False
+    cold = np.argwhere(~mask)
+    coupled = CoupledPLTF(COUPLED, 3, likelihood=("bernoulli", "poisson"),
+                          random_state=0).fit([X, Y], mask=[mask, None])
+    alone = PLTF(COUPLED[0], 3, likelihood="bernoulli", random_state=0).fit(X, mask=mask)
+    truth = X[tuple(cold.T)]
+    assert (roc_auc_score(truth, coupled.predict_entries(cold))
+            > roc_auc_score(truth, alone.predict_entries(cold)) + 0.05)
+
+
+def test_predictions_per_tensor_and_reproducibility():
+    X, Y = _draw(4)
+    links = (X > 0).astype(float)
+    est = CoupledPLTF(COUPLED, 2, likelihood=("bernoulli", "poisson"), random_state=0)
+    est.fit([links, Y])
+    p = est.predict_entries([[0, 1], [2, 3]])
+    assert np.all((p > 0) & (p < 1))  # link probabilities
+    counts = est.predict_entries([[0, 1], [5, 7]], tensor=1)
+    assert counts.shape == (2,) and np.all(counts > 0)
+    again = clone(est).fit([links, Y])
+    np.testing.assert_array_equal(again.predict_entries([[0, 1], [2, 3]]), p)
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.predict_entries([[0, 1], [2, 3]]), p)
+    assert restored.score([links, Y]) == est.log_evidence_
+
+
+@pytest.mark.parametrize("models, X, mask, message", [
+    (COUPLED, "one", None, "sequence of 2 tensors"),
+    (COUPLED, "three", None, "sequence of 2 tensors"),
+    (COUPLED, "pair", [None], "mask must be None or a sequence of 2"),
+    (("ir,jr->ij", "jr,rf->jf"), "pair", None, "Index 'j' has size"),
+    ("ir,jr->ij", "pair", None, "'models' parameter"),
+])
+def test_bad_input_is_a_clear_error(models, X, mask, message):
+    tensors = _draw(5)
+    given = {"one": tensors[0], "three": list(tensors) * 2, "pair": list(tensors)}[X]
+    if X == "three":
+        given = given[:3]
+    with pytest.raises(ValueError, match=message):
+        CoupledPLTF(models, 2).fit(given, mask=mask)
+
+
+def test_a_new_tensor_has_no_score():
+    X, Y = _draw(6)
+    est = CoupledPLTF(COUPLED, 2, random_state=0).fit([X, Y])
+    with pytest.raises(ValueError, match="scores the tensors it was fitted to"):
+        est.score([X + 1, Y])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert est.score([X.copy(), sparse.COO.from_numpy(Y)]) == est.log_evidence_
