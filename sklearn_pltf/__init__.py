@@ -5,6 +5,7 @@ from .estimators import (
     AllocationSMC,
     BayesianNMF,
     BayesianRESCAL,
+    CoupledPLTF,
     GibbsNTF,
     PoissonCP,
     TuckerVB,
@@ -12,5 +13,5 @@ from .estimators import (
 from .model import Model
 
 __all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "BayesianRESCAL",
-           "Model"]
+           "CoupledPLTF", "Model"]
 __version__ = "0.1.0.dev0"

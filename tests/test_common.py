@@ -26,6 +26,7 @@ from sklearn_pltf import (
     AllocationSMC,
     BayesianNMF,
     BayesianRESCAL,
+    CoupledPLTF,
     GibbsNTF,
     PoissonCP,
     TuckerVB,
@@ -90,9 +91,20 @@ def _expected_failed_checks(estimator):
 
 
 
+# An estimator of several tensors at once: its X is a list of arrays, so
+# scikit-learn runs only the checks that apply to such input (its tags say
+# it takes no 2-D array); tests/test_coupled.py tests its contracts.
+MULTI_TENSOR = [CoupledPLTF(("ik,kj->ij", "ik,kf->if"), 2, **FAST)]
+
+
 def test_every_exported_estimator_is_checked():
     exported = {name for name in sklearn_pltf.__all__ if name != "Model"}
-    assert exported == {type(e).__name__ for e in ESTIMATORS}
+    assert exported == {type(e).__name__ for e in ESTIMATORS + MULTI_TENSOR}
+
+
+@parametrize_with_checks(MULTI_TENSOR)
+def test_sklearn_checks_that_apply_to_several_tensors(estimator, check):
+    check(estimator)
 
 
 # Every check passes except AllocationSMC's on non-integer data and

@@ -1,5 +1,5 @@
 """Coupled factorization: several tensors sharing factors, one model, one
-evidence (issue 44's engine and estimator; not yet exported)."""
+evidence (generalised coupled tensor factorisation)."""
 
 import pickle
 import warnings
@@ -11,11 +11,10 @@ from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_pltf import PLTF
+from sklearn_pltf import PLTF, CoupledPLTF
 from sklearn_pltf._contract import make_contractor
 from sklearn_pltf._coupled import CoupledContractor, CoupledModel, bind_models
 from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.estimators.coupled import CoupledPLTF
 from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model_selection import FullDataSplit
