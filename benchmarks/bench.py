@@ -62,6 +62,7 @@ import bench_neighbour
 import bench_gaussian
 import bench_sti_analytic
 import bench_threads
+import bench_coupled
 import bench_whole_fit
 import peers
 import timing
@@ -538,7 +539,7 @@ def main():
                                              "sti-rank", "sgld-cost", "ntf-heldout", "ntf-cost", "bam-rank",
                                              "bam-variance", "link-prediction", "binary-links", "binary-cost", "vb-em", "bam-cost", "evidence-sandwich",
                                              "sti-analytic", "whole-fit", "dask", "online", "neighbour",
-                                             "converged", "threads", "all"])
+                                             "converged", "threads", "coupled", "all"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nmf-iter", type=int, default=200)
     parser.add_argument("--sparse-iter", type=int, default=5)
@@ -654,6 +655,8 @@ def main():
         bench_converged.bench_converged(args.repeats)
     if args.workload in ("threads", "all"):
         bench_threads.bench_threads(args.repeats)
+    if args.workload in ("coupled", "all"):
+        bench_coupled.bench_coupled(args.repeats)
     if args.workload in ("dask", "all"):
         summary.update(bench_dask.bench_dask(tuple(args.dask_shape), args.dask_counts,
                                              chunks=args.dask_chunks, n_iter=args.dask_iter))
