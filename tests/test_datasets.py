@@ -101,3 +101,15 @@ def test_make_bam_has_its_tokens():
     assert [t.shape for t in thetas] == [(2, 5), (2, 4), (2, 3)]
     with pytest.raises(ValueError, match="n_components"):
         make_bam(n_components=0)
+
+
+def test_kinships_with_attributes_loads_as_documented():
+    from sklearn_pltf.datasets import load_kinships_attributes
+
+    kinships = load_kinships_attributes()
+    assert kinships.data.shape == (104, 104, 26) and int(kinships.data.sum()) == 10790
+    assert kinships.attributes.shape == (104, len(kinships.attribute_names))
+    # one code per categorical column, so each person has one value per column
+    n_columns = len({name.split(" = ")[0] for name in kinships.attribute_names})
+    assert set(kinships.attributes.sum(axis=1)) == {n_columns}
+    assert kinships.codes.shape == (104, 14)

@@ -2,7 +2,8 @@
 
 - :func:`load_nations`, :func:`load_kinships`: binary entity x entity x
   relation tensors for link prediction; :func:`off_diagonal_mask` leaves out
-  their (empty) self-relations.
+  their (empty) self-relations; :func:`load_kinships_attributes`: Kinships
+  with each person's attributes, for coupled factorization.
 - ``make_*``: data drawn from the package's models, with the parameters that
   generated them (Poisson NMF, CP and Tucker, any PLTF model string, Gaussian
   non-negative CP, the Bayesian Allocation Model); :func:`make_dask_poisson_cp`
@@ -18,9 +19,9 @@ from ._generators import (
     make_poisson_nmf,
     make_poisson_tucker,
 )
-from ._relational import load_kinships, load_nations, off_diagonal_mask
+from ._relational import load_kinships, load_kinships_attributes, load_nations, off_diagonal_mask
 
 __all__ = [
-    "load_nations", "load_kinships", "off_diagonal_mask", "make_pltf", "make_poisson_nmf", "make_poisson_cp",
+    "load_nations", "load_kinships", "load_kinships_attributes", "off_diagonal_mask", "make_pltf", "make_poisson_nmf", "make_poisson_cp",
     "make_poisson_tucker", "make_gaussian_ntf", "make_bam", "make_dask_poisson_cp",
 ]

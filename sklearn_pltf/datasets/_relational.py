@@ -8,7 +8,7 @@ import numpy as np
 import sparse
 from sklearn.utils import Bunch
 
-__all__ = ["load_nations", "load_kinships", "off_diagonal_mask"]
+__all__ = ["load_nations", "load_kinships", "load_kinships_attributes", "off_diagonal_mask"]
 
 _PROVENANCE = """\
 The {title} relational data set as used by Kemp et al. (2006, the infinite
@@ -133,3 +133,54 @@ def load_kinships(*, as_sparse=False):
     ((104, 104, 25), 10686)
     """
     return _load("kinships", as_sparse)
+
+
+_ATTRIBUTES_DESCR = """\
+The classic Alyawarra kinship data of Denham as used by Kemp et al. (2006)
+and Nickel, Tresp & Kriegel (2011), from the public repository
+gzupanda/HRESCAL (data/alyawarradata.mat): 104 people x 104 people x 26 kin
+terms, binary, 10,790 ones (entry (a, b, r) is 1 when person a calls person
+b by term r), with 14 integer-coded attributes per person whose meanings
+(sex, age group, kinship section and the like) the file does not record.
+``attributes`` one-hot encodes the categorical columns among them, those
+with 2 to 20 distinct codes ({n_columns} columns, {n_values} values); the
+constant column and those coding identity (one code per person, or nearly)
+are left out. The people are in the file's order, not that of
+:func:`load_kinships`, which has 25 kin terms.
+"""
+
+
+def load_kinships_attributes():
+    """The Alyawarra kinship tensor with attributes of each person, for
+    relations coupled with attributes (:class:`~sklearn_pltf.CoupledPLTF`).
+
+    Returns
+    -------
+    data : sklearn.utils.Bunch
+        ``data``, the int8 tensor of shape (104, 104, 26); ``attributes``, a
+        binary (104, n_values) matrix, each person's one-hot attribute values;
+        ``attribute_names``, ``"column c = code v"`` per column of
+        ``attributes``; ``codes``, the raw (104, 14) integer codes; ``DESCR``.
+
+    Examples
+    --------
+    >>> from sklearn_pltf.datasets import load_kinships_attributes
+    >>> kinships = load_kinships_attributes()
+    >>> kinships.data.shape, int(kinships.data.sum()), kinships.attributes.shape[0]
+    ((104, 104, 26), 10790, 104)
+    """
+    with resources.files(__package__).joinpath("data", "kinships_attributes.npz").open("rb") as f:
+        stored = np.load(f)
+        coords, shape = stored["coords"], tuple(int(s) for s in stored["shape"])
+        codes = stored["features"].astype(np.int64)
+    data = np.zeros(shape, dtype=np.int8)
+    data[tuple(coords.T.astype(np.intp))] = 1
+    blocks, names = [], []
+    for column in range(codes.shape[1]):
+        values = np.unique(codes[:, column])
+        if 2 <= values.size <= 20:
+            blocks.append(codes[:, column, None] == values[None, :])
+            names += [f"column {column} = code {v}" for v in values]
+    attributes = np.hstack(blocks).astype(np.int8)
+    return Bunch(data=data, attributes=attributes, attribute_names=names, codes=codes,
+                 DESCR=_ATTRIBUTES_DESCR.format(n_columns=len(blocks), n_values=len(names)))
