@@ -235,6 +235,21 @@ def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, 
                               acceleration=acceleration)
 
 
+def best_restart(results, n_init, max_iter, tol):
+    """The ``(state, objectives, converged)`` of the restart with the highest
+    final objective among ``results``; warns if it did not converge."""
+    state, objectives, converged = max(results, key=lambda result: result[1][-1])
+    if not converged:
+        warnings.warn(
+            f"Best of {n_init} initialisation(s) did not converge in {max_iter} iterations "
+            f"(its bound's estimated distance to its limit is "
+            f"{distance_to_limit(objectives):.3g} nats, tol={tol:g}); increase max_iter, "
+            "relax tol or check the data.",
+            ConvergenceWarning,
+        )
+    return state, objectives, converged
+
+
 def _evidence_advice(evidence, priors):
     """What to change when a sampler's evidence estimate fails its check."""
     if evidence == "sti":
@@ -454,18 +469,7 @@ class BasePoissonPLTF(BaseFactorization):
         return state
 
     def _best_restart(self, results):
-        """The ``(state, objectives, converged)`` of the restart with the
-        highest final objective; warns if it did not converge."""
-        state, objectives, converged = max(results, key=lambda result: result[1][-1])
-        if not converged:
-            warnings.warn(
-                f"Best of {self.n_init} initialisation(s) did not converge in "
-                f"{self.max_iter} iterations (its bound's estimated distance to its limit is "
-                f"{distance_to_limit(objectives):.3g} nats, tol={self.tol:g}); increase "
-                "max_iter, relax tol or check the data.",
-                ConvergenceWarning,
-            )
-        return state, objectives, converged
+        return best_restart(results, self.n_init, self.max_iter, self.tol)
 
     def _token_by_token_methods(self, model):
         """The samplers that draw a uniform for every token (count) in each sweep."""

@@ -5,12 +5,10 @@ with one evidence (generalised coupled tensor factorisation;
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -21,8 +19,8 @@ from .._random import as_generator
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import em, vb
 from ..inference._common import gamma_priors
-from ..inference._convergence import ACCELERATIONS, distance_to_limit, run_to_convergence
-from ._base import check_entry_indices
+from ..inference._convergence import ACCELERATIONS, run_to_convergence
+from ._base import best_restart, check_entry_indices
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
 
@@ -173,13 +171,7 @@ class CoupledPLTF(BaseEstimator):
             if self.verbose:
                 print(f"Initialization {init}: {len(results[-1][1])} iterations, objective "
                       f"{results[-1][1][-1]:.6g}, {time.perf_counter() - start:.2f} s")
-        state, objectives, converged = max(results, key=lambda result: result[1][-1])
-        if not converged:
-            warnings.warn(
-                f"Best of {self.n_init} initialisation(s) did not converge in {self.max_iter} "
-                f"iterations (estimated distance to the limit "
-                f"{distance_to_limit(objectives):.3g} nats, tol={self.tol:g}); increase "
-                "max_iter or relax tol.", ConvergenceWarning)
+        state, objectives, converged = best_restart(results, self.n_init, self.max_iter, self.tol)
         for stale in ("log_evidence_",):
             self.__dict__.pop(stale, None)
         self.models_, self._coupled = tuple(models), model
