@@ -236,3 +236,11 @@ def test_the_bound_lies_below_the_exact_coupled_evidence(seed):
                       tol=1e-9, random_state=0).fit([X, Y])
     assert est.log_evidence_ <= exact
     assert est.log_evidence_ > exact - 2.0  # a rank-1 bound is tight to within nats
+
+
+def test_verbose_reports_each_restart_and_the_time_left(capsys):
+    X, Y = _draw(8)
+    CoupledPLTF(COUPLED, 2, n_init=2, verbose=2, random_state=0).fit([X, Y])
+    out = capsys.readouterr().out
+    assert "Initialization 0 (1 of 2)" in out and "Initialization 1 (2 of 2)" in out
+    assert "s left" in out and "Iteration" in out

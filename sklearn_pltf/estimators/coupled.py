@@ -95,7 +95,8 @@ class CoupledPLTF(BaseEstimator):
     >>> import numpy as np
     >>> from sklearn_pltf import CoupledPLTF
     >>> rng = np.random.default_rng(0)
-    >>> A, B, F = rng.gamma(1.0, 1.0, (30, 2)), rng.gamma(1.0, 1.0, (20, 2)), rng.gamma(1.0, 1.0, (2, 6))
+    >>> A, B = rng.gamma(1.0, 1.0, (30, 2)), rng.gamma(1.0, 1.0, (20, 2))
+    >>> F = rng.gamma(1.0, 1.0, (2, 6))
     >>> X, Y = rng.poisson(A @ B.T), rng.poisson(A @ F)
     >>> est = CoupledPLTF(("ir,jr->ij", "ir,rf->if"), n_components=2, random_state=0).fit([X, Y])
     >>> est.shared_factors_
@@ -162,6 +163,7 @@ class CoupledPLTF(BaseEstimator):
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
         kernel = _KERNELS[self.method]
         results, generator = [], as_generator(self.random_state)
+        began = time.perf_counter()
         for init, rng in enumerate(generator.spawn(self.n_init)):
             start = time.perf_counter()
             state = kernel.init(rng, model, contractor, priors)
@@ -169,8 +171,11 @@ class CoupledPLTF(BaseEstimator):
                                               self.tol, self._reporter(init),
                                               acceleration=self.acceleration))
             if self.verbose:
-                print(f"Initialization {init}: {len(results[-1][1])} iterations, objective "
-                      f"{results[-1][1][-1]:.6g}, {time.perf_counter() - start:.2f} s")
+                done, elapsed = init + 1, time.perf_counter() - began
+                left = elapsed / done * (self.n_init - done)
+                print(f"Initialization {init} ({done} of {self.n_init}): "
+                      f"{len(results[-1][1])} iterations, objective {results[-1][1][-1]:.6g}, "
+                      f"{time.perf_counter() - start:.2f} s; ~{left:.0f} s left")
         state, objectives, converged = best_restart(results, self.n_init, self.max_iter, self.tol)
         for stale in ("log_evidence_",):
             self.__dict__.pop(stale, None)
