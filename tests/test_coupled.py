@@ -157,15 +157,21 @@ def test_predictions_per_tensor_and_reproducibility():
 
 
 @pytest.mark.parametrize("models, X, mask, message", [
-    (COUPLED, "one", None, "sequence of 2 tensors"),
-    (COUPLED, "three", None, "sequence of 2 tensors"),
+    (COUPLED, "one", None, "of 2 tensors, one per model string"),
+    (COUPLED, "three", None, "of 2 tensors, one per model string"),
     (COUPLED, "pair", [None], "mask must be None or a sequence of 2"),
     (("ir,jr->ij", "jr,rf->jf"), "pair", None, "Index 'j' has size"),
     ("ir,jr->ij", "pair", None, "'models' parameter"),
+    (COUPLED, "dict", None, "sequence \\(a list or tuple\\) of 2 tensors"),
+    (COUPLED, "dask", None, "pass each Dask array computed"),
 ])
 def test_bad_input_is_a_clear_error(models, X, mask, message):
     tensors = _draw(5)
-    given = {"one": tensors[0], "three": list(tensors) * 2, "pair": list(tensors)}[X]
+    given = {"one": tensors[0], "three": list(tensors) * 2, "pair": list(tensors),
+             "dict": dict(zip("ab", tensors))}.get(X)
+    if X == "dask":
+        da = pytest.importorskip("dask.array")
+        given = [da.from_array(tensors[0], chunks=(10, 10)), tensors[1]]
     if X == "three":
         given = given[:3]
     with pytest.raises(ValueError, match=message):

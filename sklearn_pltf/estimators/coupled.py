@@ -5,6 +5,7 @@ with one evidence (generalised coupled tensor factorisation;
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._coupled import CoupledContractor, CoupledModel, bind_models
-from .._data import as_observed_tensor
+from .._data import as_observed_tensor, is_dask_array
 from .._likelihood import LIKELIHOODS, get_likelihood
 from .._random import as_generator
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
@@ -207,9 +208,13 @@ class CoupledPLTF(BaseEstimator):
     def _observed(self, X, mask):
         """Each tensor checked, with its likelihood."""
         strings = self._model_strings()
-        if isinstance(X, np.ndarray) or not hasattr(X, "__len__") or len(X) != len(strings):
-            raise ValueError(f"X must be a sequence of {len(strings)} tensors, one per model "
-                             f"string of models, in the same order.")
+        if (isinstance(X, (np.ndarray, Mapping, str)) or not hasattr(X, "__len__")
+                or len(X) != len(strings)):
+            raise ValueError(f"X must be a sequence (a list or tuple) of {len(strings)} tensors, "
+                             "one per model string of models, in the same order.")
+        if any(is_dask_array(tensor) for tensor in X):
+            raise ValueError("CoupledPLTF fits tensors held in memory; pass each Dask array "
+                             "computed (X.compute()).")
         masks = [None] * len(strings) if mask is None else list(mask)
         if len(masks) != len(strings):
             raise ValueError(f"mask must be None or a sequence of {len(strings)} masks (None "
