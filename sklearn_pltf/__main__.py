@@ -128,11 +128,10 @@ def entry_folds(X, mask, n_splits, seed):
     """The ``(train, test)`` splits of step 2, or a ValueError saying why
     they cannot be scored: a test fold without a link or a non-link has no
     AUC."""
-    n_observed = int(np.count_nonzero(mask))
-    if n_splits > n_observed:
-        raise ValueError(f"--folds {n_splits}: there are only {n_observed} observed entries.")
+    values = X[mask]
+    if n_splits > values.size:
+        raise ValueError(f"--folds {n_splits}: there are only {values.size} observed entries.")
     folds = list(EntryKFold(n_splits, random_state=seed).split(X, mask=mask))
-    values = X[tuple(np.asarray(mask).nonzero())] if mask is not None else X.ravel()
     n_links = int(np.count_nonzero(values))
     for train, test in folds:
         links = np.count_nonzero(X[tuple(np.asarray(test).T)])

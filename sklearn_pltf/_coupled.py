@@ -153,10 +153,6 @@ class CoupledContractor:
     def log_base_measure(self):
         return float(sum(part.log_base_measure for part in self.parts))
 
-    @property
-    def nonzeros(self):
-        return int(sum(part.nonzeros for part in self.parts))
-
 
 def bind_models(strings, shapes, n_components):
     """Parse and bind one model string per observed tensor of ``shapes``,

@@ -104,6 +104,9 @@ def test_every_exported_estimator_is_checked():
 
 @parametrize_with_checks(MULTI_TENSOR)
 def test_sklearn_checks_that_apply_to_several_tensors(estimator, check):
+    """Each of scikit-learn's check_* functions that applies to an estimator
+    of a list of tensors raises (AssertionError or an informative error)
+    when the estimator breaks its contract."""
     check(estimator)
 
 

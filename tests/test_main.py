@@ -94,12 +94,18 @@ def _fold_scores(out):
     (["--key", "Y"], "has no array 'Y'"),
 ])
 def test_bad_arguments_exit_with_a_message(user_counts, argv, message, capsys):
+    assert re.search(message, _refused(argv, user_counts, capsys).err)
+
+
+def _refused(argv, user_counts, capsys):
+    """What the command printed when it refused ``argv`` (on the user's
+    file unless ``argv`` names one) with exit code 2."""
     if "--data" not in argv:
         argv = ["--data", str(user_counts)] + argv
     with pytest.raises(SystemExit) as raised:
         main(argv)
     assert raised.value.code == 2
-    assert re.search(message, capsys.readouterr().err)
+    return capsys.readouterr()
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -119,13 +125,7 @@ def test_bad_arguments_are_refused_before_any_fit(user_counts, tmp_path, argv, m
     np.save(tmp_path / "zeros.npy", np.zeros((5, 4)))
     (tmp_path / "text.npy").write_text("1,2,3\n4,5,6\n")
     np.savez(tmp_path / "empty.npz")
-    argv = [a.format(tmp=tmp_path) for a in argv]
-    if "--data" not in argv:
-        argv = ["--data", str(user_counts)] + argv
-    with pytest.raises(SystemExit) as raised:
-        main(argv)
-    assert raised.value.code == 2
-    captured = capsys.readouterr()
+    captured = _refused([a.format(tmp=tmp_path) for a in argv], user_counts, capsys)
     assert re.search(message, captured.err), captured.err
     assert "Step 1" not in captured.out
 

@@ -5,7 +5,8 @@ import pathlib
 
 import pytest
 
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from "
+                              "Python 3.11")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

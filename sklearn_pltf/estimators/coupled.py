@@ -155,10 +155,10 @@ class CoupledPLTF(BaseEstimator):
         -------
         self : object
         """
-        datas, likelihoods = self._observed(X, mask)
+        strings, datas, likelihoods = self._observed(X, mask)
         if self.method == "em" and self.prior_shape < 1:
             raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
-        models = bind_models(self._model_strings(), [d.shape for d in datas], self.n_components)
+        models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
         contractor = CoupledContractor(model, datas, likelihoods)
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
@@ -178,8 +178,7 @@ class CoupledPLTF(BaseEstimator):
                       f"{len(results[-1][1])} iterations, objective {results[-1][1][-1]:.6g}, "
                       f"{time.perf_counter() - start:.2f} s; ~{left:.0f} s left")
         state, objectives, converged = best_restart(results, self.n_init, self.max_iter, self.tol)
-        for stale in ("log_evidence_",):
-            self.__dict__.pop(stale, None)
+        self.__dict__.pop("log_evidence_", None)  # EM sets none
         self.models_, self._coupled = tuple(models), model
         self._likelihoods = tuple(likelihoods)
         self.factor_indices_ = model.factors
@@ -206,7 +205,7 @@ class CoupledPLTF(BaseEstimator):
         return strings
 
     def _observed(self, X, mask):
-        """Each tensor checked, with its likelihood."""
+        """The model strings, and each tensor checked, with its likelihood."""
         strings = self._model_strings()
         if (isinstance(X, (np.ndarray, Mapping, str)) or not hasattr(X, "__len__")
                 or len(X) != len(strings)):
@@ -224,11 +223,11 @@ class CoupledPLTF(BaseEstimator):
         if len(likelihoods) != len(strings):
             raise ValueError(f"likelihood must be one name or {len(strings)}, one per tensor.")
         datas = []
-        for t, (tensor, tensor_mask, name) in enumerate(zip(X, masks, likelihoods)):
+        for tensor, tensor_mask, name in zip(X, masks, likelihoods):
             data = as_observed_tensor(tensor, mask=tensor_mask)
             get_likelihood(name).check(data)
             datas.append(data)
-        return datas, likelihoods
+        return strings, datas, likelihoods
 
     def _checked_evidence(self, datas, likelihoods):
         """The bound, checked against the sum of the tensors' saturated
@@ -283,7 +282,7 @@ class CoupledPLTF(BaseEstimator):
         its log joint at the mode). New data have no score here: a coupled
         model is scored on the tensors it was fitted to."""
         check_is_fitted(self)
-        datas, _ = self._observed(X, mask)
+        _, datas, _ = self._observed(X, mask)
         if tuple(d.fingerprint for d in datas) != self._fingerprints:
             raise ValueError("CoupledPLTF scores the tensors it was fitted to only; refit to "
                              "score others.")

@@ -114,7 +114,7 @@ def relational_data(data, likelihood):
         raise ValueError(
             f"No off-diagonal entry of the data (shape {tuple(data.shape)}) is observed: RESCAL "
             "models the links between two different entities and ignores the diagonal, so "
-            "there is nothing to fit. It needs at least two entities and an observed link "
+            "there is nothing to fit. It needs at least two entities and an observed entry "
             "between two of them."
         )
     observed = ObservedTensor(shape=tuple(data.shape), coords=coords,
