@@ -121,12 +121,15 @@ def bench_kinships(rank=20, n_splits=10, n_cold=10):
               f"{len(tests)}", flush=True)
 
 
-def bench_selection(n_datasets=10, ranks=(1, 2, 3, 4, 5), true_rank=3, shape=(60, 40, 20)):
+def bench_selection(n_datasets=10, ranks=(1, 2, 3, 4, 5), true_rank=3, shape=(60, 40, 20),
+                    scale=1.0):
     """How often the evidence picks the model that drew the data: for
     ``n_datasets`` coupled and as many independent pairs (a count matrix
-    and an attribute matrix over the same rows), a grid over the rank and
+    and an attribute matrix over the same rows, rates ``scale`` times a
+    product of Gamma(1, 1) factors), a grid over the rank and
     coupled-or-independent model strings by ``GridSearchCV`` with
-    ``FullDataSplit``."""
+    ``FullDataSplit``; beside it, the rank each matrix alone gets from the
+    evidence of its own rank grid (what the independent model can find)."""
     import warnings
 
     from sklearn.model_selection import GridSearchCV
@@ -137,14 +140,15 @@ def bench_selection(n_datasets=10, ranks=(1, 2, 3, 4, 5), true_rank=3, shape=(60
     coupled, independent = ("ir,jr->ij", "ir,rf->if"), ("ir,jr->ij", "ks,sf->kf")
     for drawn_coupled in (True, False):
         right_model = right_rank = 0
-        chosen = []
+        chosen, alone = [], []
         for seed in range(n_datasets):
             rng = np.random.default_rng(seed)
             A = rng.gamma(1.0, 1.0, (shape[0], true_rank))
             B = rng.gamma(1.0, 1.0, (shape[1], true_rank))
             F = rng.gamma(1.0, 1.0, (true_rank, shape[2]))
             other = A if drawn_coupled else rng.gamma(1.0, 1.0, (shape[0], true_rank))
-            tensors = [rng.poisson(A @ B.T).astype(float), rng.poisson(other @ F).astype(float)]
+            tensors = [rng.poisson(scale * A @ B.T).astype(float),
+                       rng.poisson(scale * other @ F).astype(float)]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 search = GridSearchCV(CoupledPLTF(coupled, n_init=3, random_state=0),
@@ -155,12 +159,36 @@ def bench_selection(n_datasets=10, ranks=(1, 2, 3, 4, 5), true_rank=3, shape=(60
                                                             else independent)
             right_rank += search.best_params_["n_components"] == true_rank
             chosen.append(search.best_params_["n_components"])
-        print(f"drawn {'coupled' if drawn_coupled else 'independent'}: the evidence chose the "
-              f"right model on {right_model} of {n_datasets}, the true rank {true_rank} on "
-              f"{right_rank} of {n_datasets} (ranks chosen: {chosen})", flush=True)
+            alone.append(tuple(_rank_alone(tensor, string, ranks)
+                               for tensor, string in zip(tensors, independent)))
+        print(f"scale {scale}, drawn {'coupled' if drawn_coupled else 'independent'}: the "
+              f"evidence chose the right model on {right_model} of {n_datasets}, the true rank "
+              f"{true_rank} on {right_rank} of {n_datasets} (ranks chosen: {chosen}; each "
+              f"matrix alone: {alone})", flush=True)
+
+
+def _rank_alone(tensor, string, ranks):
+    """The rank the evidence picks for one matrix fitted alone."""
+    from sklearn_pltf import PLTF
+
+    evidences = [PLTF(string, rank, n_init=3, random_state=0).fit(tensor).log_evidence_
+                 for rank in ranks]
+    return ranks[int(np.argmax(evidences))]
 
 
 if __name__ == "__main__":
-    bench_coupled()
-    bench_selection()
-    bench_kinships()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Coupled factorization benchmarks.")
+    parser.add_argument("part", nargs="?", default="all",
+                        choices=("all", "cost", "selection", "kinships"))
+    parser.add_argument("--scale", type=float, nargs="+", default=[1.0, 3.0],
+                        help="rate scales of the selection benchmark's data")
+    args = parser.parse_args()
+    if args.part in ("all", "cost"):
+        bench_coupled()
+    if args.part in ("all", "selection"):
+        for scale in args.scale:
+            bench_selection(scale=scale)
+    if args.part in ("all", "kinships"):
+        bench_kinships()

@@ -10,8 +10,9 @@ from .estimators import (
     PoissonCP,
     TuckerVB,
 )
+from ._likelihood import CompoundPoisson
 from .model import Model
 
 __all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "BayesianRESCAL",
-           "CoupledPLTF", "Model"]
+           "CoupledPLTF", "CompoundPoisson", "Model"]
 __version__ = "0.1.0.dev0"

@@ -345,7 +345,7 @@ class DenseContractor:
     def _ratio(self, factors):
         """E[N] / X̂ at every entry, in the work array."""
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        return count_ratio_into(self._x, xhat, self._scratch, self.likelihood.kernel_mode)
+        return count_ratio_into(self._x, xhat, self._scratch, self.likelihood)
 
     def ratio_delta(self, alpha, factors):
         return self.ratio_deltas((alpha,), factors)[alpha]
@@ -682,12 +682,13 @@ class EntryList:
             if self._pair:
                 tables = [self._table(a, f) for a, f in enumerate(factors)]
                 _kernels.pair_delta(
-                    *tables, rows, alpha, w, mode, bounds, total.reshape(n_rows, latent_size)
+                    *tables, rows, alpha, w, mode, self.likelihood.jump_rate, bounds, total.reshape(n_rows, latent_size)
                 )
             else:
                 buffer, offsets = self._tables(factors)
                 _kernels.entry_delta(
-                    buffer, offsets, self._widths, rows, self._cols, alpha, w, mode, bounds, total
+                    buffer, offsets, self._widths, rows, self._cols, alpha, w, mode,
+                    self.likelihood.jump_rate, bounds, total
                 )
             return self._from_table(alpha, total)
         for chunk in self._chunks():

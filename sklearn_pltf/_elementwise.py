@@ -4,7 +4,8 @@
   that an entry whose rate underflowed to 0 gives a finite ratio and log;
 - :func:`count_ratio_into`: E[N | X] / X̂ at every entry (``X / X̂`` for
   Poisson data, ``1 / (1 − e^{−X̂})`` at the ones for Bernoulli–Poisson
-  data, 0 at zeros; :mod:`sklearn_pltf._likelihood`), the weights of Δ in
+  data, the mean of the latent count over X̂ for compound Poisson data, 0
+  at zeros; :mod:`sklearn_pltf._likelihood`), the weights of Δ in
   every VB and EM update;
 - :func:`log_terms_sum`: Σ over the non-zeros of their log-likelihood term
   besides −X̂ (``X log X̂``, or ``log(e^{X̂} − 1)`` at a one), the data term
@@ -26,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ._kernels import BERNOULLI_RATIO, TINY
+from ._kernels import BERNOULLI_RATIO, COMPOUND_RATIO, TINY, compound_count_mean
 from ._threads import parallel_kernel
 
 # Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
@@ -46,6 +47,12 @@ def _floor(values):  # pragma: no cover - compiled
 def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
     for i in numba.prange(x.size):
         out[i] = x[i] / xhat[i]
+
+
+@parallel_kernel
+def _compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+    for i in numba.prange(x.size):
+        out[i] = 0.0 if x[i] == 0.0 else compound_count_mean(jump_rate * x[i] * xhat[i]) / xhat[i]
 
 
 @parallel_kernel
@@ -111,10 +118,15 @@ def log_terms_sum(x, xhat, likelihood):
         return float(sum(pool.map(chunk_sum, starts)))
 
 
-def count_ratio_into(x, xhat, out, mode):
-    """Write E[N | X] / X̂ of every entry into ``out`` and return it; ``x``,
-    ``xhat`` (floored, :func:`floor_in_place`) and ``out`` share one layout.
-    ``mode`` is a likelihood's ``kernel_mode`` (:mod:`._kernels`)."""
-    kernel = _bernoulli_ratio if mode == BERNOULLI_RATIO else _poisson_ratio
-    kernel(memory_order_view(x), memory_order_view(xhat), memory_order_view(out))
+def count_ratio_into(x, xhat, out, likelihood):
+    """Write E[N | X] / X̂ of every entry under ``likelihood`` into ``out``
+    and return it; ``x``, ``xhat`` (floored, :func:`floor_in_place`) and
+    ``out`` share one layout."""
+    x, xhat, out_flat = memory_order_view(x), memory_order_view(xhat), memory_order_view(out)
+    if likelihood.kernel_mode == BERNOULLI_RATIO:
+        _bernoulli_ratio(x, xhat, out_flat)
+    elif likelihood.kernel_mode == COMPOUND_RATIO:
+        _compound_ratio(x, xhat, likelihood.jump_rate, out_flat)
+    else:
+        _poisson_ratio(x, xhat, out_flat)
     return out

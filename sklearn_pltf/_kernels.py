@@ -22,6 +22,8 @@ where the general kernels' configuration tables defeat it.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -29,6 +31,7 @@ from ._threads import parallel_kernel  # first: how the parallel kernels' thread
 
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks",
+    "entry_weight", "compound_count_mean",
 ]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
@@ -66,16 +69,57 @@ def row_blocks(rows):
 # Entry weights of the Δ kernels (``mode``): the weight itself, or the
 # weight times E[N | X̂] / X̂ for the latent count N of an observed value
 # (``_likelihood``): X / X̂ under the Poisson likelihood, 1 / (1 − e^{−X̂})
-# at the ones under the Bernoulli–Poisson one.
-WEIGHT, POISSON_RATIO, BERNOULLI_RATIO = 0, 1, 2
+# at the ones under the Bernoulli–Poisson one, and under the compound
+# Poisson one E[N | X, X̂] / X̂ with z = rate · X · X̂ (``jump_rate``).
+WEIGHT, POISSON_RATIO, BERNOULLI_RATIO, COMPOUND_RATIO = 0, 1, 2, 3
+
+# Where :func:`compound_count_mean` leaves the power series for the
+# asymptotic expansion of the Bessel functions (2√z = 40: both converge to
+# the last bit there).
+_SERIES_LIMIT = 400.0
+_ASYMPTOTIC_TERMS = 16
+
+
+@numba.njit(cache=True, nogil=True)
+def compound_count_mean(z):  # pragma: no cover - compiled
+    """E[N] for P(N) ∝ z^N / (N! (N − 1)!), N ≥ 1: the latent count of a
+    non-zero value of the compound Poisson likelihood (``_likelihood``).
+
+    E[N] = √z I₀(2√z) / I₁(2√z) = S₀(z) / S₁(z) with the power series
+    S₀ = Σ_k z^k / k!², S₁ = Σ_k z^k / (k! (k + 1)!) for z below
+    ``_SERIES_LIMIT``, and Hankel's asymptotic expansion of I₀ and I₁
+    (Abramowitz & Stegun 9.7.1) above it.
+    """
+    if z < _SERIES_LIMIT:
+        term, s0, s1, k = 1.0, 1.0, 1.0, 0
+        while term > 1e-17 * s0:
+            k += 1
+            term *= z / (k * k)
+            s0 += term
+            s1 += term / (k + 1)
+        return s0 / s1
+    u = 2.0 * math.sqrt(z)
+    p0, p1, t0, t1 = 1.0, 1.0, 1.0, 1.0
+    for k in range(1, _ASYMPTOTIC_TERMS):
+        odd = (2 * k - 1) ** 2
+        t0 *= -(0.0 - odd) / (k * 8.0 * u)
+        t1 *= -(4.0 - odd) / (k * 8.0 * u)
+        p0 += t0
+        p1 += t1
+    return math.sqrt(z) * p0 / p1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _entry_weight(weight, xhat, mode):  # pragma: no cover - compiled
+def entry_weight(weight, xhat, mode, jump_rate):  # pragma: no cover - compiled
     if mode == POISSON_RATIO:
         return weight / max(xhat, TINY)
     if mode == BERNOULLI_RATIO:
         return weight / -np.expm1(-max(xhat, TINY))
+    if mode == COMPOUND_RATIO:
+        if weight == 0.0:
+            return 0.0
+        xhat = max(xhat, TINY)
+        return compound_count_mean(jump_rate * weight * xhat) / xhat
     return weight
 
 
@@ -110,13 +154,13 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
 
 
 @parallel_kernel
-def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, bounds, out):  # pragma: no cover
+def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, jump_rate, bounds, out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
     ``rows`` and ``weights`` list the entries in the order of :func:`row_blocks`
     for factor α (so they are read sequentially), and ``bounds`` cuts them into
     blocks that own disjoint rows of ``out``: threads never write to the same
-    place. The entry weight is :func:`_entry_weight` of ``weights[n]`` and
+    place. The entry weight is :func:`entry_weight` of ``weights[n]`` and
     X̂(n) (X̂ from the same tables) under ``mode``.
     """
     n_factors = rows.shape[0]
@@ -136,7 +180,7 @@ def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, bound
                         term *= buffer[bases[a] + cols[a, l]]
                 others[l] = term
                 xhat += term * buffer[own_base + cols[alpha, l]]
-            w = _entry_weight(weights[n], xhat, mode)
+            w = entry_weight(weights[n], xhat, mode, jump_rate)
             out_base = rows[alpha, n] * width
             for l in range(n_configs):
                 out[out_base + cols[alpha, l]] += w * others[l]
@@ -155,11 +199,11 @@ def pair_xhat(first, second, rows, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, parallel=True, fastmath=_REORDERED_SUMS)
-def pair_delta(first, second, rows, alpha, weights, mode, bounds, out):  # pragma: no cover
+def pair_delta(first, second, rows, alpha, weights, mode, jump_rate, bounds, out):  # pragma: no cover
     """:func:`entry_delta` for two factors sharing the latent block.
 
     ``out`` is table α (rows x latent): out[rows[α, n]] += w_n · (the other
-    table's row), ``w_n`` the :func:`_entry_weight` of ``weights[n]`` and X̂(n).
+    table's row), ``w_n`` the :func:`entry_weight` of ``weights[n]`` and X̂(n).
     Entries, ``bounds`` and thread ownership as in :func:`entry_delta`.
     """
     width = first.shape[1]
@@ -173,7 +217,7 @@ def pair_delta(first, second, rows, alpha, weights, mode, bounds, out):  # pragm
                 xhat = 0.0
                 for k in range(width):
                     xhat += first[i, k] * second[j, k]
-                w = _entry_weight(w, xhat, mode)
+                w = entry_weight(w, xhat, mode, jump_rate)
             for k in range(width):
                 out[own_row, k] += w * other[other_row, k]
 

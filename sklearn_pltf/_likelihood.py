@@ -1,4 +1,4 @@
-"""How observed values relate to latent Poisson counts: the two likelihoods.
+"""How observed values relate to latent Poisson counts: the three likelihoods.
 
 Every model here is a Poisson model of latent counts :math:`N(v_0)` with rate
 :math:`\\hat X(v_0)`; a likelihood says what is observed of them.
@@ -10,6 +10,20 @@ Every model here is a Poisson model of latent counts :math:`N(v_0)` with rate
   massive binary tensors", UAI 2015): only whether a count is positive,
   :math:`X = 1[N > 0]`, so :math:`P(X = 1) = 1 - e^{-\\hat X}`. Given a one,
   :math:`N` is zero-truncated Poisson; given a zero, :math:`N = 0`.
+- ``"compound_poisson"`` (non-negative reals; compound Poisson factorisation,
+  Basbug & Engelhardt, ICML 2016, with exponential jumps): the sum of
+  :math:`N` jumps, each Exponential with mean ``jump_mean``,
+  :math:`X = \\sum_{n \\le N} G_n`. A zero is exactly :math:`N = 0`; a
+  positive value has the density (Tweedie with power 1.5)
+
+  .. math::
+
+      p(x \\mid \\hat X) = e^{-\\hat X - \\beta x} \\, x^{-1} S(\\beta x \\hat X),
+      \\qquad S(z) = \\sum_{N \\ge 1} \\frac{z^N}{N! (N - 1)!} = \\sqrt z \\, I_1(2 \\sqrt z),
+
+  :math:`\\beta = 1 / \\text{jump_mean}`, and given it :math:`P(N) \\propto
+  z^N / (N! (N - 1)!)` with mean :math:`\\sqrt z I_0(2 \\sqrt z) / I_1(2 \\sqrt z)`.
+  :math:`E[X] = \\text{jump_mean} \\cdot \\hat X`.
 
 Everything an algorithm needs from the likelihood is one of three things
 (zeros contribute only :math:`-\\hat X`, the same under both, so only the
@@ -20,24 +34,31 @@ observed non-zeros are ever visited and the cost follows them):
   With it, the EM fixed point and the VB updates of the count model hold
   unchanged (the E-step, or the optimal :math:`q(N)`, at the ones), and the
   gradient of the log-likelihood is :math:`\\Delta_\\alpha(M \\circ` ratio
-  :math:`) - \\Delta_\\alpha(M)`.
+  :math:`) - \\Delta_\\alpha(M)`. Under the compound Poisson likelihood it is
+  :math:`E[N] / \\hat X`.
 - :meth:`log_terms` (:meth:`entry_log_terms` summed) — the non-zero's term of the log-likelihood besides
   :math:`-\\hat X`: :math:`X \\log \\hat X` (Poisson) or
-  :math:`\\log(e^{\\hat X} - 1)` (Bernoulli). Evaluated at the geometric means
-  it is also the data term of the variational bound (the zero-truncated
-  :math:`q(N) \\propto \\hat X_L^N / N!` normalises to :math:`e^{\\hat X_L} - 1`).
+  :math:`\\log(e^{\\hat X} - 1)` (Bernoulli) or :math:`\\log S(\\beta X \\hat X)`
+  (compound). Evaluated at the geometric means it is also the data term of
+  the variational bound (the zero-truncated :math:`q(N) \\propto \\hat X_L^N /
+  N!` normalises to :math:`e^{\\hat X_L} - 1`, the compound one to
+  :math:`S(\\beta X \\hat X_L)`).
 - :meth:`draw_counts` — a draw of :math:`N` given :math:`X` and
   :math:`\\hat X`, for the Gibbs samplers' allocation step.
 """
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
-from scipy.special import gammaln, xlogy
+from scipy.special import gammaln, i0e, i1e, xlogy
 
-from ._kernels import BERNOULLI_RATIO, POISSON_RATIO
+from ._kernels import BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, entry_weight
 
-__all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood"]
+__all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood",
+           "CompoundPoisson"]
 
 
 class PoissonLikelihood:
@@ -48,6 +69,10 @@ class PoissonLikelihood:
     counts_observed = True
     #: What the compiled Δ kernels compute as an entry's weight (``_kernels``).
     kernel_mode = POISSON_RATIO
+    #: Read by the compiled kernels under the compound Poisson likelihood only.
+    jump_rate = 1.0
+    #: E[X] is linear in X̂, so its posterior mean needs only E[X̂].
+    mean_is_linear = True
 
     def check(self, data):
         """Poisson data: any non-negative values (already checked on input)."""
@@ -103,6 +128,8 @@ class BernoulliPoissonLikelihood:
     name = "bernoulli"
     counts_observed = False
     kernel_mode = BERNOULLI_RATIO
+    jump_rate = 1.0
+    mean_is_linear = False
 
     def check(self, data):
         """Raise unless every observed value is 0 or 1."""
@@ -166,6 +193,152 @@ class BernoulliPoissonLikelihood:
         return 0.0
 
 
+class CompoundPoisson:
+    """Non-negative real data as compound Poisson sums of exponential jumps.
+
+    Each observed value is the sum of a Poisson(X̂) number N of jumps, each
+    Exponential with mean ``jump_mean`` (module docstring): an exact zero
+    means no jump, and a positive value has a density, so the evidence is a
+    density of the data in their own units. ``likelihood="compound_poisson"``
+    is this with ``jump_mean=1``; pass ``CompoundPoisson(jump_mean=s)`` for
+    data whose typical single event has size s (the evidence can choose s:
+    it is comparable across jump means).
+
+    Parameters
+    ----------
+    jump_mean : float, default=1.0
+        The mean size of one jump, in the data's units.
+    """
+
+    name = "compound_poisson"
+    counts_observed = False
+    kernel_mode = COMPOUND_RATIO
+    mean_is_linear = True
+
+    def __init__(self, jump_mean=1.0):
+        jump_mean = float(jump_mean)
+        if not np.isfinite(jump_mean) or jump_mean <= 0:
+            raise ValueError(f"jump_mean must be a positive number, got {jump_mean!r}.")
+        self.jump_mean = jump_mean
+        self.jump_rate = 1.0 / jump_mean
+
+    def __repr__(self):
+        return f"CompoundPoisson(jump_mean={self.jump_mean!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, CompoundPoisson) and other.jump_mean == self.jump_mean
+
+    def __hash__(self):
+        return hash((CompoundPoisson, self.jump_mean))
+
+    def check(self, data):
+        """Compound Poisson data: any non-negative values (already checked on input)."""
+
+    def count_ratio(self, x, xhat, out=None):
+        """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given)."""
+        x, xhat = np.asarray(x, dtype=np.float64), np.asarray(xhat, dtype=np.float64)
+        if out is None:
+            out = np.empty(np.broadcast_shapes(x.shape, xhat.shape))
+        _compound_ratio_vector(np.ascontiguousarray(x).reshape(-1),
+                               np.ascontiguousarray(np.broadcast_to(xhat, out.shape)).reshape(-1),
+                               self.jump_rate, out.reshape(-1))
+        return out
+
+    def entry_log_terms(self, x, xhat):
+        """log S(β X X̂) at each entry (0 at zeros of X), by the scaled Bessel
+        function: log S(z) = ½ log z + log(i1e(2√z)) + 2√z."""
+        x = np.asarray(x, dtype=np.float64)
+        z = self.jump_rate * x * xhat
+        positive = x > 0
+        root = np.sqrt(np.where(positive, z, 1.0))
+        with np.errstate(divide="ignore"):
+            terms = np.log(root) + np.log(i1e(2.0 * root)) + 2.0 * root
+        return np.where(positive, terms, 0.0)
+
+    def log_terms(self, x, xhat, out=None):
+        """Σ log S(β X X̂) over the non-zeros (:meth:`entry_log_terms`, summed)."""
+        return float(np.sum(self.entry_log_terms(x, xhat)))
+
+    def entry_log_likelihood(self, x, xhat):
+        """log p(x | X̂) at each entry: −X̂ at a zero, −X̂ − βx − log x + log
+        S(βxX̂) at a positive value."""
+        x = np.asarray(x, dtype=np.float64)
+        return self.entry_log_terms(x, xhat) - xhat + self._entry_base(x)
+
+    def _entry_base(self, x):
+        """−βx − log x at the positive values, 0 at zeros."""
+        positive = x > 0
+        return np.where(positive, -self.jump_rate * x - np.log(np.where(positive, x, 1.0)), 0.0)
+
+    def log_base_measure(self, data):
+        """Σ (−βx − log x) over the observed positive values: the part of
+        the log density free of the factors."""
+        return data.value_sum(self._entry_base)
+
+    def draw_counts(self, rng, x, xhat):
+        """N given a positive X at each listed entry, exactly: P(N) ∝ z^N /
+        (N! (N − 1)!), z = βXX̂, by inversion of one uniform per entry,
+        summing outwards from the mode (:func:`_draw_compound_counts`)."""
+        z = self.jump_rate * np.asarray(x, dtype=np.float64) * xhat
+        counts = np.empty(z.shape)
+        _draw_compound_counts(np.ascontiguousarray(z).reshape(-1), rng.random(z.size),
+                              counts.reshape(-1))
+        return counts
+
+    def predictive(self, xhat_draws):
+        """The posterior predictive mean of X: jump_mean × the mean of X̂ over draws (axis 0)."""
+        return self.jump_mean * np.mean(xhat_draws, axis=0)
+
+    def saturated_log_likelihood(self, data):
+        """An upper bound on the log density any rate gives the data: a
+        positive value's density is a Poisson mixture of Gamma(N, β)
+        densities, each at most β there, so n_positive · log β."""
+        return data.value_sum(lambda x: np.where(x > 0, np.log(self.jump_rate), 0.0))
+
+
+@numba.njit(cache=True)
+def _compound_ratio_vector(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+    for i in range(x.size):
+        out[i] = entry_weight(x[i], xhat[i], COMPOUND_RATIO, jump_rate)
+
+
+@numba.njit(cache=True)
+def _draw_compound_counts(z, uniforms, out):  # pragma: no cover - compiled
+    """out[i] ~ P(N) ∝ z^N / (N! (N − 1)!), N ≥ 1, by inverting ``uniforms[i]``.
+
+    The weights relative to the mode m (where N (N + 1) ≥ z first holds)
+    follow from w(N + 1) / w(N) = z / (N (N + 1)); they are summed outwards
+    until negligible, then the uniform is inverted from the lower end.
+    """
+    for i in range(z.size):
+        zi = z[i]
+        mode = max(1, int(math.ceil((math.sqrt(1.0 + 4.0 * zi) - 1.0) / 2.0)))
+        low, weight, total = mode, 1.0, 1.0
+        while low > 1:
+            weight *= low * (low - 1) / zi
+            if weight < 1e-17 * total:
+                break
+            low -= 1
+            total += weight
+        high, weight = mode, 1.0
+        while True:
+            weight *= zi / (high * (high + 1.0))
+            if weight < 1e-17 * total:
+                break
+            high += 1
+            total += weight
+        # Back to the weight of ``low`` relative to the mode, then walk up.
+        weight = 1.0
+        for n in range(mode, low, -1):
+            weight *= n * (n - 1) / zi
+        target, n, cumulative = uniforms[i] * total, low, weight
+        while cumulative < target and n < high:
+            weight *= zi / (n * (n + 1.0))
+            n += 1
+            cumulative += weight
+        out[i] = n
+
+
 def _saturated_terms(x):
     """x log x − x − log Γ(x + 1): an entry's log-likelihood at its own rate."""
     return xlogy(x, x) - x - gammaln(x + 1.0)
@@ -176,12 +349,13 @@ def _not_one(x):
     return x != 1.0
 
 
-LIKELIHOODS = {"poisson": PoissonLikelihood(), "bernoulli": BernoulliPoissonLikelihood()}
+LIKELIHOODS = {"poisson": PoissonLikelihood(), "bernoulli": BernoulliPoissonLikelihood(),
+               "compound_poisson": CompoundPoisson()}
 
 
 def get_likelihood(likelihood):
     """The likelihood object for a name in :data:`LIKELIHOODS` (or the object itself)."""
-    if isinstance(likelihood, (PoissonLikelihood, BernoulliPoissonLikelihood)):
+    if isinstance(likelihood, (PoissonLikelihood, BernoulliPoissonLikelihood, CompoundPoisson)):
         return likelihood
     try:
         return LIKELIHOODS[likelihood]

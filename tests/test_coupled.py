@@ -219,16 +219,29 @@ def _exact_rank_one_coupled(X, Y, a, b):
             + gammaln(c).sum() - gammaln(C) + peak + np.log(value))
 
 
-def test_the_coupled_oracle_meets_the_package_s_exact_nmf_evidence():
-    """The oracle above, checked: with an attribute matrix of no columns it
-    is the exact rank-1 NMF evidence of X alone (sklearn_pltf.evidence), and
-    an all-zero attribute column, evidence against large w, lowers it."""
+def test_the_coupled_oracle_meets_the_package_s_exact_evidence():
+    """Two oracles agree: the rank-1 closed form above, and the package's
+    exact_log_evidence of coupled matrices (their concatenation); with an
+    attribute matrix of no columns both are the evidence of X alone, and an
+    all-zero attribute column, evidence against large w, lowers it."""
     from sklearn_pltf.evidence import exact_log_evidence
 
     X = np.array([[2.0, 0.0, 1.0], [1.0, 3.0, 0.0]])
+    Y = np.array([[1.0, 0.0], [2.0, 1.0]])
     alone = exact_log_evidence(X, 1, prior_shape=1.5, prior_rate=2.0)
     assert _exact_rank_one_coupled(X, np.zeros((2, 0)), 1.5, 2.0) == pytest.approx(alone, abs=1e-6)
     assert _exact_rank_one_coupled(X, np.zeros((2, 1)), 1.5, 2.0) < alone
+    assert exact_log_evidence([X, Y], 1, prior_shape=1.5, prior_rate=2.0) == pytest.approx(
+        _exact_rank_one_coupled(X, Y, 1.5, 2.0), abs=1e-8)
+
+
+def test_the_exact_coupled_evidence_refuses_matrices_of_different_rows():
+    from sklearn_pltf.evidence import exact_log_evidence
+
+    with pytest.raises(ValueError, match="same number of rows"):
+        exact_log_evidence([np.ones((2, 2)), np.ones((3, 1))], 1)
+    with pytest.raises(ValueError, match="empty list"):
+        exact_log_evidence([], 1)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -242,6 +255,23 @@ def test_the_bound_lies_below_the_exact_coupled_evidence(seed):
                       tol=1e-9, random_state=0).fit([X, Y])
     assert est.log_evidence_ <= exact
     assert est.log_evidence_ > exact - 2.0  # a rank-1 bound is tight to within nats
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_at_rank_two_the_bound_lies_below_the_exact_coupled_evidence(seed):
+    """Rank 2, where the bound also pays for q's factorisation over the
+    components: still below the exact evidence (the package's oracle)."""
+    from sklearn_pltf.evidence import exact_log_evidence
+
+    rng = np.random.default_rng(seed)
+    W = rng.gamma(1.0, 0.5, (3, 2))
+    X = rng.poisson(W @ rng.gamma(1.0, 0.5, (2, 2))).astype(float)
+    Y = rng.poisson(W @ rng.gamma(1.0, 0.5, (2, 2))).astype(float)
+    exact = exact_log_evidence([X, Y], 2)
+    est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 2, tol=1e-9, n_init=3,
+                      random_state=0).fit([X, Y])
+    assert est.log_evidence_ <= exact
+    assert est.log_evidence_ > exact - 5.0
 
 
 def test_verbose_reports_each_restart_and_the_time_left(capsys):

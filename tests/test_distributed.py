@@ -80,6 +80,25 @@ def test_vb_on_a_cluster_gives_the_in_memory_fit_and_never_gathers_the_data(clie
     assert not any(type(leaf).__name__ == "ObservedTensor" for leaf in leaves)
 
 
+def test_compound_poisson_fits_on_a_cluster_at_each_jump_mean(client):
+    """Real values on a cluster give the in-memory fit, at two jump means
+    (the workers' compiled kernels read each one's jump rate)."""
+    from sklearn_pltf import CompoundPoisson
+
+    rng = np.random.default_rng(0)
+    counts = _nmf_counts((24, 18))
+    values = np.where(counts > 0, rng.gamma(np.maximum(counts, 1), 0.5), 0.0)
+    X = da.from_array(sparse.COO.from_numpy(values), chunks=(12, 9))
+    for jump_mean in (0.5, 2.0):
+        params = dict(n_components=2, likelihood=CompoundPoisson(jump_mean), max_iter=12, tol=0,
+                      random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)  # ConvergenceWarning at 12
+            reference = BayesianNMF(**params).fit(values)
+            on_cluster = BayesianNMF(**params).fit(X)
+        np.testing.assert_allclose(on_cluster.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
+
+
 @pytest.mark.slow(minutes=0.3)
 def test_em_with_missing_entries_and_dense_chunks_matches_the_in_memory_fit(client):
     rng = np.random.default_rng(1)

@@ -80,7 +80,7 @@ class DistributedContractor:
         self._client = data.client
         self._slices = [factor_slices(model, block) for block in data.blocks]
         self._blocks = data.keep_on_blocks(
-            ("contractor", model, likelihood.name), _build,
+            ("contractor", model, likelihood.name, likelihood.jump_rate), _build,
             [(block_model(model, block), likelihood) for block in data.blocks])
 
     @property

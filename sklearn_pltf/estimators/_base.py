@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._contract import EntryList, full_xhat, make_contractor
 from .._data import as_observed_tensor, is_dask_array
 from .._kernels import TINY
-from .._likelihood import LIKELIHOODS, get_likelihood
+from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
@@ -270,7 +270,7 @@ class BasePoissonPLTF(BaseFactorization):
                          "log_likelihoods_", "log_evidence_error_", "rhat_", "n_batch_iter_")
 
     _parameter_constraints: dict = {
-        "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson],
         "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],

@@ -11,7 +11,8 @@ from ._online import ONLINE_CONSTRAINTS, ONLINE_PARAMETERS, OnlineVBMixin
 from ._tensor_export import CP_ATTRIBUTES
 
 SHARED_PARAMETERS = """\
-    likelihood : {"poisson", "bernoulli"}, default="poisson"
+    likelihood : {"poisson", "bernoulli", "compound_poisson"} or CompoundPoisson, \
+            default="poisson"
         ``"poisson"``: the data are counts, Poisson with mean X̂.
         ``"bernoulli"``: the data are binary (0/1 relations, links, events),
         a link where a latent Poisson count with mean X̂ is positive, so
@@ -19,6 +20,12 @@ SHARED_PARAMETERS = """\
         method and every evidence estimator support it;
         :meth:`predict_entries` then returns link probabilities. The
         cost still follows the ones. Non-binary observed values raise.
+        ``"compound_poisson"``: non-negative reals (intensities, amounts,
+        durations), each value the sum of a Poisson(X̂) number of
+        exponential jumps of mean 1 (exact zeros mean no jump);
+        ``CompoundPoisson(jump_mean=s)`` for jumps of mean s, so that
+        E[x] = s X̂. The evidence is then a density of the data in their
+        units, comparable across jump means. Every method supports it.
     method : {"vb", "em", "gibbs", "sada", "sgld"}, default="vb"
         ``"vb"``: variational Bayes, ``q(Z) = Gamma``; its bound is the log
         evidence estimate. ``"em"``: the posterior mode (needs

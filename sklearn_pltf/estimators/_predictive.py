@@ -53,11 +53,12 @@ def predictive_at_entries(model, state, coords, likelihood, *, method, draws=Non
     Returns
     -------
     ndarray of shape (n_entries,)
-        E[X̂] (Poisson) or P(X = 1) (Bernoulli–Poisson).
+        E[X̂] (Poisson), jump_mean · E[X̂] (compound Poisson) or P(X = 1)
+        (Bernoulli–Poisson).
     """
     likelihood = get_likelihood(likelihood)
     entries = EntryList(model, coords)
-    if likelihood.counts_observed or method == "em":
+    if likelihood.mean_is_linear or method == "em":
         return likelihood.predictive(entries.xhat(state.mean)[None])
     total = np.zeros(entries.n_entries)
     tied = dict(tied or {})

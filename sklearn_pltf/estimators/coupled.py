@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._coupled import CoupledContractor, CoupledModel, bind_models
 from .._data import as_observed_tensor, is_dask_array
-from .._likelihood import LIKELIHOODS, get_likelihood
+from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from .._random import as_generator
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import em, vb
@@ -53,9 +53,12 @@ class CoupledPLTF(BaseEstimator):
     n_components : int or dict, default=2
         Size of every latent index, or ``{index: size}`` for each latent
         index of every model.
-    likelihood : {"poisson", "bernoulli"} or sequence of them, default="poisson"
-        One for all tensors, or one per tensor (``"bernoulli"`` for 0/1
-        relations, the Bernoulli–Poisson link).
+    likelihood : {"poisson", "bernoulli", "compound_poisson"}, CompoundPoisson \
+            or sequence of them, default="poisson"
+        One for all tensors, or one per tensor: ``"bernoulli"`` for 0/1
+        relations (the Bernoulli–Poisson link), ``"compound_poisson"`` or
+        ``CompoundPoisson(jump_mean=s)`` for non-negative real values
+        (attributes measured on a scale; :class:`~sklearn_pltf.CompoundPoisson`).
     method : {"vb", "em"}, default="vb"
         Variational Bayes (posterior means and the evidence bound) or EM
         (the posterior mode; needs ``prior_shape >= 1``).
@@ -107,7 +110,7 @@ class CoupledPLTF(BaseEstimator):
     _parameter_constraints: dict = {
         "models": ["array-like"],
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
-        "likelihood": [StrOptions(set(LIKELIHOODS)), "array-like"],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson, list, tuple],
         "method": [StrOptions(set(_KERNELS))],
         "prior_shape": [Interval(Real, 0, None, closed="neither")],
         "prior_rate": [Interval(Real, 0, None, closed="neither")],
@@ -218,7 +221,8 @@ class CoupledPLTF(BaseEstimator):
         if len(masks) != len(strings):
             raise ValueError(f"mask must be None or a sequence of {len(strings)} masks (None "
                              "where a tensor has none).")
-        likelihoods = ([self.likelihood] * len(strings) if isinstance(self.likelihood, str)
+        likelihoods = ([self.likelihood] * len(strings)
+                       if isinstance(self.likelihood, (str, CompoundPoisson))
                        else list(self.likelihood))
         if len(likelihoods) != len(strings):
             raise ValueError(f"likelihood must be one name or {len(strings)}, one per tensor.")

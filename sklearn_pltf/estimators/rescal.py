@@ -46,9 +46,13 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     n_components : int, default=2
         Entity clusters (columns of A; G is n_components x n_components x
         n_relations).
-    likelihood : {"poisson", "bernoulli"}, default="poisson"
+    likelihood : {"poisson", "bernoulli", "compound_poisson"} or CompoundPoisson, \
+            default="poisson"
         ``"poisson"`` for counts; ``"bernoulli"`` for 0/1 relations,
-        P(x = 1) = 1 − exp(−X̂). Non-binary observed values then raise.
+        P(x = 1) = 1 − exp(−X̂) (non-binary observed values then raise);
+        ``"compound_poisson"`` or ``CompoundPoisson(jump_mean=s)`` for
+        non-negative real values, sums of a Poisson(X̂) number of exponential
+        jumps of mean s (:class:`~sklearn_pltf.CompoundPoisson`).
     method : {"vb", "em", "gibbs", "sada"}, default="vb"
         Variational Bayes; EM for the posterior mode (no evidence; needs
         ``prior_shape >= 1``); ``"gibbs"``: block Gibbs sampling (one

@@ -72,11 +72,22 @@ def exact_log_evidence(
     This is exponential in the counts and meant for tiny data only, e.g. as a
     reference value in tests of approximate inference.
 
+    Several count matrices over the same rows give the coupled model that
+    shares ``W`` (generalised coupled factorisation, ``CoupledPLTF`` with
+    ``("ik,kj->ij", "ik,kf->if", ...)``), each matrix with its own column
+    factor under the prior of ``H``: given ``W`` the matrices are
+    independent Poisson with rates ``W H_t``, which is the model of their
+    side-by-side concatenation with ``H = [H_1, H_2, ...]``, so its evidence
+    is that of the concatenation.
+
     Parameters
     ----------
-    X : array-like of shape (n_rows, n_columns)
+    X : array-like of shape (n_rows, n_columns), or a list of them
         Non-negative integer counts, fully observed.  A floating point array
-        holding integer values is accepted.
+        holding integer values is accepted.  A list or tuple of matrices with
+        the same number of rows (each itself 2-D; a nested list of numbers
+        is one matrix): their coupled evidence (above), with
+        ``n_columns`` the sum of their columns for a fixed ``H``.
     n_components : int, default=None
         Number of components ``K >= 1``.  May be omitted when a fixed factor
         determines it; if both are given they must agree.
@@ -181,7 +192,7 @@ def exact_log_evidence(
     >>> round(exact_log_evidence(X, n_components=2), 6)
     -5.748528
     """
-    X = as_count_array(X, ndim=2)
+    X = _coupled_counts(X) if _is_matrix_list(X) else as_count_array(X, ndim=2)
     n_rows, n_columns = X.shape
     fixed_W, fixed_H = _validate_fixed_factors(fixed_factors, n_rows, n_columns)
     n_components = _resolve_n_components(n_components, fixed_W, fixed_H)
@@ -251,6 +262,27 @@ def exact_log_evidence(
 # --------------------------------------------------------------------------
 # Input validation
 # --------------------------------------------------------------------------
+
+
+def _is_matrix_list(X):
+    """True for a list or tuple of matrices (a nested list of numbers is one matrix)."""
+    return isinstance(X, (list, tuple)) and (
+        len(X) == 0 or all(np.ndim(m) == 2 for m in X))
+
+
+def _coupled_counts(matrices):
+    """Count matrices over the same rows, side by side (the coupled model's
+    equivalent single matrix; :func:`exact_log_evidence`)."""
+    if not matrices:
+        raise ValueError("X is an empty list; pass one count matrix or several.")
+    matrices = [as_count_array(m, ndim=2) for m in matrices]
+    rows = {m.shape[0] for m in matrices}
+    if len(rows) != 1:
+        raise ValueError(
+            "Coupled count matrices share their row factor W, so they need the same "
+            f"number of rows; got {[m.shape[0] for m in matrices]}."
+        )
+    return np.hstack(matrices)
 
 
 def _validate_fixed_factors(fixed_factors, n_rows, n_columns):

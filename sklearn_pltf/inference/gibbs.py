@@ -72,10 +72,11 @@ def init(rng, model, contractor, priors, given=None):
     """A first draw: free factors random around the data's scale (as for VB),
     held factors from ``given`` (``{position: array}``).
 
-    Raises ``ValueError`` unless the observed values are whole counts: the
-    sampler allocates counts token by token.
+    Raises ``ValueError`` when the observed values are the counts (Poisson)
+    but not whole: the sampler allocates counts token by token.
     """
-    contractor.data.require_integer("Gibbs sampling")
+    if contractor.likelihood.counts_observed:
+        contractor.data.require_integer("Gibbs sampling")
     factors = initial_factors(rng, model, contractor, dict(given or {}), priors.free)
     return GibbsState(tuple(factors))
 
@@ -84,7 +85,8 @@ def latent_counts(rng, factors, contractor):
     """The latent Poisson counts N at the observed non-zeros: None when they
     are the data themselves (Poisson likelihood; no random numbers drawn),
     else a draw given the data and X̂ (zero-truncated Poisson at the ones of
-    binary data, :mod:`sklearn_pltf._likelihood`)."""
+    binary data, the jump count of a compound Poisson value;
+    :mod:`sklearn_pltf._likelihood`)."""
     likelihood = contractor.likelihood
     if likelihood.counts_observed:
         return None

@@ -24,8 +24,8 @@ every other row it is conjugate, and rows are updated one at a time:
   L_G(b, \\cdot, k)]` over the observed non-zeros in which i is the first
   or the second entity, and :math:`D_i = 1 / (\\text{rate} +` the expected
   rate's derivative over the observed off-diagonal entries), where ratio is
-  :math:`X / \\hat X_L` (Poisson) or :math:`1 / (1 - e^{-\\hat X_L})`
-  (Bernoulli–Poisson) at the geometric means L. Then G, linear in the rate,
+  :math:`E[N] / \\hat X_L` (:mod:`sklearn_pltf._likelihood`: :math:`X /
+  \\hat X_L` for counts) at the geometric means L. Then G, linear in the rate,
   as one block. The bound is that of :mod:`sklearn_pltf.inference.vb` with A
   counted once.
 - EM (the posterior mode): the same row by row with the point estimates,
@@ -48,7 +48,7 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from .._kernels import BERNOULLI_RATIO
+from .._kernels import entry_weight
 from ._gamma import _digamma, gamma_bound_term, gamma_moments
 from ._relational import (by_relation, core_exposure, exposure_sums, initial_means,
                           log_likelihood, observed_total, pair_sums, rates_at_nonzeros,
@@ -60,7 +60,7 @@ __all__ = ["vb_init", "vb_step", "vb_bound", "vb_state_around", "priors_with_a_m
 
 
 @numba.njit(cache=True, nogil=True)
-def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_second,
+def _entity_sweep(variational, mode, jump_rate, first, second, missing_first, missing_second,
                   prior_shape, prior_rate, shape, scale, mean, geometric, psi,
                   core_geometric, core_mean):  # pragma: no cover - compiled
     """Update every row of A in turn, in place (module docstring).
@@ -90,7 +90,7 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
                     total += core_geometric[k, a, b] * geometric[j, b]
                 v[a] = total
                 xhat += geometric[row, a] * total
-            ratio = first.x[e] / (-math.expm1(-xhat) if bernoulli else xhat)
+            ratio = entry_weight(first.x[e], xhat, mode, jump_rate)
             for a in range(r):
                 pull[a] += ratio * v[a]
         # Entries (i, row, k): v(b) = Σ_a A(i, a) G(a, b, k).
@@ -105,7 +105,7 @@ def _entity_sweep(variational, bernoulli, first, second, missing_first, missing_
             xhat = 0.0
             for b in range(r):
                 xhat += geometric[row, b] * v[b]
-            ratio = second.x[e] / (-math.expm1(-xhat) if bernoulli else xhat)
+            ratio = entry_weight(second.x[e], xhat, mode, jump_rate)
             for b in range(r):
                 pull[b] += ratio * v[b]
         row_exposure(row, core_sum, column_sums, missing_first, missing_second, mean,
@@ -168,7 +168,7 @@ def vb_step(state, data, priors, with_objective=True):
     """One sweep: every row of A in turn, then G (module docstring)."""
     shape, scale = state.shape[0].copy(), state.scale[0].copy()
     mean, geo, psi = state.mean[0].copy(), state.geometric[0].copy(), state.digamma[0].copy()
-    _entity_sweep(True, _is_bernoulli(data), data.first, data.second, data.missing_first,
+    _entity_sweep(True, *_kernel_likelihood(data), data.first, data.second, data.missing_first,
                   data.missing_second, priors.shape[0], priors.rate[0], shape, scale, mean, geo,
                   psi, by_relation(state.geometric[2]), by_relation(state.mean[2]))
     pull, exposure = _core_terms(data, geo, state.geometric[2], mean)
@@ -179,8 +179,9 @@ def vb_step(state, data, priors, with_objective=True):
     return new, VBInfo(objective=vb_bound(new, data, priors) if with_objective else None)
 
 
-def _is_bernoulli(data):
-    return data.likelihood.kernel_mode == BERNOULLI_RATIO
+def _kernel_likelihood(data):
+    """The likelihood as the compiled sweep reads it: its ratio mode and jump rate."""
+    return data.likelihood.kernel_mode, data.likelihood.jump_rate
 
 
 def vb_bound(state, data, priors):
@@ -207,7 +208,7 @@ def em_step(state, data, priors, with_objective=True):
     entity, core = state.factors[0].copy(), state.factors[2]
     core_by_relation = by_relation(core)
     unused = np.empty((0, 0))
-    _entity_sweep(False, _is_bernoulli(data), data.first, data.second, data.missing_first,
+    _entity_sweep(False, *_kernel_likelihood(data), data.first, data.second, data.missing_first,
                   data.missing_second, priors.shape[0], priors.rate[0], unused, unused, entity,
                   entity, unused, core_by_relation, core_by_relation)
     pull, exposure = _core_terms(data, entity, core, entity)
