@@ -63,25 +63,42 @@ def bench_coupled(repeats=3, n_sweeps=20, rank=10):
               f"{parts / n_sweeps * 1e3:.1f} ms: ratio {whole / parts:.2f}", flush=True)
 
 
-#: Kinships' relations with the person factor coupled to the attributes on
-#: both person axes (the attribute matrix given for each: without a tie of
-#: the two person factors, each takes the attributes as its own data).
-KINSHIPS_COUPLED = ("ir,jr,kr->ijk", "ir,rf->if", "jr,rf->jf")
+#: Kinships' relations with the person factor coupled to the attributes, by
+#: CP on both person axes (without a tie of the two person factors, each
+#: takes the attributes as its own data) and by RESCAL (one person factor,
+#: tied).
+KINSHIPS_COUPLED = {"cp": (("ir,jr,kr->ijk", "ir,rf->if", "jr,rf->jf"), None),
+                    "rescal": (("ia,jb,abk->ijk", "ia,af->if"), {1: 0})}
 
 
-def _kinships_fit(models, tensors, masks, rank, mean):
-    from sklearn_pltf import CoupledPLTF
+def _kinships_fit(structure, tensors, masks, rank, mean, coupled):
+    """One fit of the relations (``coupled=False``) or of relations and
+    attributes, with benchmarks/README (q)'s choices: Bernoulli–Poisson,
+    prior shape 0.3 (CP, 3 restarts) or 0.1 (RESCAL, 1 restart from EM's
+    mode), each factor's prior mean making the prior mean of X̂ the data's."""
+    from sklearn_pltf import BayesianRESCAL, CoupledPLTF
 
-    rate = 0.3 / (mean / rank) ** (1 / 3)  # a factor's prior mean: the data's mean of X-hat
-    return CoupledPLTF(models, rank, likelihood="bernoulli", prior_shape=0.3, prior_rate=rate,
-                       n_init=3, random_state=0).fit(tensors, mask=masks)
+    models, tied = KINSHIPS_COUPLED[structure]
+    shape, n_init, terms = (0.1, 1, rank ** 2) if structure == "rescal" else (0.3, 3, rank)
+    rate = shape / (mean / terms) ** (1 / 3)  # X-hat: `terms` products of three factors
+    if coupled:
+        return CoupledPLTF(models, rank, likelihood="bernoulli", prior_shape=shape,
+                           prior_rate=rate, n_init=n_init, random_state=0,
+                           tied_factors=tied).fit(tensors, mask=masks)
+    if structure == "rescal":
+        return BayesianRESCAL(rank, likelihood="bernoulli", prior_shape=shape, prior_rate=rate,
+                              n_init=n_init, random_state=0).fit(
+                                  np.where(masks[0], tensors[0], np.nan))
+    return CoupledPLTF(models[:1], rank, likelihood="bernoulli", prior_shape=shape,
+                       prior_rate=rate, n_init=n_init, random_state=0).fit(tensors[:1],
+                                                                           mask=masks[:1])
 
 
-def bench_kinships(rank=20, n_splits=10, n_cold=10):
-    """AUC-PR of CP on Kinships' relations alone and coupled with the
-    attributes: 10 folds over the entries off the diagonal, and cold start
-    (every relation of one person, to and from, held out) for ``n_cold``
-    people drawn with seed 0."""
+def bench_kinships(structure="rescal", rank=20, n_splits=10, n_cold=10):
+    """AUC-PR on Kinships' relations alone and coupled with the attributes
+    (``structure`` "cp" or "rescal"): 10 folds over the entries off the
+    diagonal, and cold start (every relation of one person, to and from,
+    held out) for ``n_cold`` people drawn with seed 0."""
     import warnings
 
     from sklearn.metrics import average_precision_score
@@ -99,26 +116,30 @@ def bench_kinships(rank=20, n_splits=10, n_cold=10):
     protocols["cold start"] = [np.argwhere(observed & ((np.arange(X.shape[0]) == p)[:, None, None]
                                                        | (np.arange(X.shape[1]) == p)[None, :, None]))
                                for p in people]
+    tensors = [X] + [Y] * (len(KINSHIPS_COUPLED[structure][0]) - 1)
     for name, tests in protocols.items():
         scores = {"alone": [], "coupled": []}
+        began = time.perf_counter()
         for test in tests:
             train = observed.copy()
             train[tuple(test.T)] = False
             truth = X[tuple(test.T)]
+            masks = [train] + [None] * (len(tensors) - 1)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                alone = _kinships_fit(KINSHIPS_COUPLED[:1], [X], [train], rank, mean)
-                coupled = _kinships_fit(KINSHIPS_COUPLED, [X, Y, Y], [train, None, None],
-                                        rank, mean)
-            scores["alone"].append(average_precision_score(truth, alone.predict_entries(test)))
-            scores["coupled"].append(average_precision_score(truth,
-                                                             coupled.predict_entries(test)))
-        print(f"Kinships {name}, CP rank {rank}: AUC-PR alone "
+                for kind in scores:
+                    fitted = _kinships_fit(structure, tensors, masks, rank, mean,
+                                           coupled=kind == "coupled")
+                    scores[kind].append(average_precision_score(truth,
+                                                                fitted.predict_entries(test)))
+        print(f"Kinships {name}, {structure} rank {rank}: AUC-PR alone "
               f"{np.mean(scores['alone']):.3f} (SD {np.std(scores['alone'], ddof=1):.3f}), "
               f"coupled with the attributes {np.mean(scores['coupled']):.3f} "
               f"(SD {np.std(scores['coupled'], ddof=1):.3f}); coupled higher on "
               f"{sum(c > a for a, c in zip(scores['alone'], scores['coupled']))} of "
-              f"{len(tests)}", flush=True)
+              f"{len(tests)}; {time.perf_counter() - began:.0f} s "
+              f"(per split alone / coupled: {np.round(scores['alone'], 3).tolist()} / "
+              f"{np.round(scores['coupled'], 3).tolist()})", flush=True)
 
 
 def bench_selection(n_datasets=10, ranks=(1, 2, 3, 4, 5), true_rank=3, shape=(60, 40, 20),
@@ -184,6 +205,8 @@ if __name__ == "__main__":
                         choices=("all", "cost", "selection", "kinships"))
     parser.add_argument("--scale", type=float, nargs="+", default=[1.0, 3.0],
                         help="rate scales of the selection benchmark's data")
+    parser.add_argument("--structure", nargs="+", default=["rescal", "cp"],
+                        choices=("rescal", "cp"), help="Kinships' structures")
     args = parser.parse_args()
     if args.part in ("all", "cost"):
         bench_coupled()
@@ -191,4 +214,5 @@ if __name__ == "__main__":
         for scale in args.scale:
             bench_selection(scale=scale)
     if args.part in ("all", "kinships"):
-        bench_kinships()
+        for structure in args.structure:
+            bench_kinships(structure)

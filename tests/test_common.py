@@ -94,7 +94,8 @@ def _expected_failed_checks(estimator):
 # An estimator of several tensors at once: its X is a list of arrays, so
 # scikit-learn runs only the checks that apply to such input (its tags say
 # it takes no 2-D array); tests/test_coupled.py tests its contracts.
-MULTI_TENSOR = [CoupledPLTF(("ik,kj->ij", "ik,kf->if"), 2, **FAST)]
+MULTI_TENSOR = [CoupledPLTF(("ik,kj->ij", "ik,kf->if"), 2, **FAST),
+                CoupledPLTF(("ia,jb,abk->ijk", "ia,af->if"), 2, tied_factors={1: 0}, **FAST)]
 
 
 def test_every_exported_estimator_is_checked():

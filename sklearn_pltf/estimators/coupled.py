@@ -4,6 +4,7 @@ with one evidence (generalised coupled tensor factorisation;
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from numbers import Integral, Real
@@ -18,12 +19,15 @@ from .._data import as_observed_tensor, is_dask_array
 from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from .._random import as_generator
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
-from ..inference import em, vb
+from ..inference import em, rescal, vb
 from ..inference._common import gamma_priors
+from ..inference._relational import relational_data
 from ..inference._convergence import ACCELERATIONS, run_to_convergence
 from ._base import best_restart, check_entry_indices
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
+from . import _rescal_coupled as rescal_coupled
+from ._tied import tied_structure
 
 __all__ = ["CoupledPLTF"]
 
@@ -76,6 +80,16 @@ class CoupledPLTF(BaseEstimator):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1: each restart's start and end; 2: every iteration's objective.
+    tied_factors : dict or None, default=None
+        ``{1: 0}`` with the first model the RESCAL structure
+        ``"ia,jb,abk->ijk"`` (any letters, in that layout): its two entity
+        factors are one factor A, as in :class:`~sklearn_pltf.BayesianRESCAL`,
+        and the other tensors share A by its index string, e.g.
+        ``models=("ia,jb,abk->ijk", "ia,af->if")`` for relations among
+        people and the people's attributes. Each row of A is then updated
+        from its relations and its attributes (RESCAL's row sweep with the
+        other tensors' terms added), VB's first restart starts around EM's
+        posterior mode, and the diagonal x(i, i, k) is not modelled.
 
     Attributes
     ----------
@@ -87,7 +101,8 @@ class CoupledPLTF(BaseEstimator):
     shared_factors_ : tuple of str
         Those held by more than one model.
     factors_ : tuple of ndarray
-        Posterior means (EM: the mode), in the order of ``factor_indices_``.
+        Posterior means (EM: the mode), in the order of ``factor_indices_``
+        (with ``tied_factors``, A at both of its positions).
     log_evidence_ : float
         The converged variational bound on log p(all tensors) (VB only).
     lower_bound_, lower_bounds_, n_iter_, converged_
@@ -120,13 +135,16 @@ class CoupledPLTF(BaseEstimator):
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "tied_factors": [dict, None],
     }
 
     def __init__(self, models, n_components=2, *, likelihood="poisson", method="vb",
                  prior_shape=1.0, prior_rate=1.0, max_iter=1000, tol=0.1,
-                 acceleration="squarem", n_init=1, random_state=None, verbose=0):
+                 acceleration="squarem", n_init=1, random_state=None, verbose=0,
+                 tied_factors=None):
         self.models = models
         self.n_components = n_components
+        self.tied_factors = tied_factors
         self.likelihood = likelihood
         self.method = method
         self.prior_shape = prior_shape
@@ -163,14 +181,20 @@ class CoupledPLTF(BaseEstimator):
             raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
         models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
-        contractor = CoupledContractor(model, datas, likelihoods)
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
-        kernel = _KERNELS[self.method]
+        if self.tied_factors:
+            kernel = rescal_coupled.KERNELS[self.method]
+            contractor = self._tied_data(models, model, datas, likelihoods)
+            init_state = functools.partial(self._tied_start, contractor, priors)
+        else:
+            kernel = _KERNELS[self.method]
+            contractor = CoupledContractor(model, datas, likelihoods)
+            init_state = lambda rng: kernel.init(rng, model, contractor, priors)  # noqa: E731
         results, generator = [], as_generator(self.random_state)
         began = time.perf_counter()
         for init, rng in enumerate(generator.spawn(self.n_init)):
             start = time.perf_counter()
-            state = kernel.init(rng, model, contractor, priors)
+            state = init_state(rng) if not self.tied_factors else init_state(rng, init)
             results.append(run_to_convergence(kernel, state, contractor, priors, self.max_iter,
                                               self.tol, self._reporter(init),
                                               acceleration=self.acceleration))
@@ -192,7 +216,10 @@ class CoupledPLTF(BaseEstimator):
         self.lower_bound_ = float(objectives[-1])
         self.n_iter_, self.converged_ = len(objectives), converged
         if self.method == "vb":
-            self.log_evidence_ = self._checked_evidence(datas, likelihoods)
+            modelled = list(datas)
+            if self.tied_factors:  # the diagonal of the relations is not modelled
+                modelled[0] = contractor.relational.observed
+            self.log_evidence_ = self._checked_evidence(modelled, likelihoods)
         self._fingerprints = tuple(d.fingerprint for d in datas)
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
@@ -232,6 +259,47 @@ class CoupledPLTF(BaseEstimator):
             get_likelihood(name).check(data)
             datas.append(data)
         return strings, datas, likelihoods
+
+    def _tied_start(self, data, priors, rng, restart):
+        """Where a restart of the tied model starts: VB's first around EM's
+        posterior mode (with every prior shape raised to at least 1), as
+        :class:`~sklearn_pltf.BayesianRESCAL`'s; the others at random."""
+        kernel = rescal_coupled.KERNELS[self.method]
+        if self.method != "vb" or restart > 0:
+            return kernel.init(rng, data, priors, data.n_components)
+        em_kernel, mode_priors = rescal_coupled.KERNELS["em"], rescal.priors_with_a_mode(priors)
+        mode, _, _ = run_to_convergence(
+            em_kernel, em_kernel.init(rng, data, mode_priors, data.n_components), data,
+            mode_priors, self.max_iter, self.tol, acceleration=self.acceleration)
+        return rescal_coupled.vb_state_around(mode, data, priors)
+
+    def _tied_data(self, models, model, datas, likelihoods):
+        """The first tensor's RESCAL structure with its tie, and the other
+        tensors as its side (:mod:`._rescal_coupled`)."""
+        if len(models) < 2:
+            raise ValueError("tied_factors with one tensor is BayesianRESCAL; CoupledPLTF "
+                             "needs at least one more tensor sharing the entity factor.")
+        structure = tied_structure(models[0], self.tied_factors)
+        if (structure.first, structure.second, structure.core, structure.core_axes,
+                structure.latent_first) != (0, 1, 2, (0, 1, 2), (False, False)) \
+                or datas[0].ndim != 3:
+            raise ValueError(
+                "tied_factors in CoupledPLTF: write the first model as the RESCAL structure "
+                "'ia,jb,abk->ijk' (entity factors first, (entity, cluster); the core "
+                f"(cluster, cluster, relation); any letters) with tied_factors={{1: 0}}; got "
+                f"{models[0].string!r} with {self.tied_factors}.")
+        side_model = CoupledModel.from_models(models[1:])
+        side_positions = tuple(model.factors.index(f) for f in side_model.factors)
+        entity = tuple(s for s, j in enumerate(side_positions) if j in (0, 1))
+        for t, positions in enumerate(side_model.positions, start=1):
+            if sum(s in entity for s in positions) > 1:
+                raise ValueError(
+                    f"Model {t} ({models[t].string!r}) holds the tied entity factor twice; a "
+                    "tensor beside the relations may hold it once.")
+        return rescal_coupled.CoupledRelationalData(
+            relational_data(datas[0], likelihoods[0]),
+            CoupledContractor(side_model, datas[1:], likelihoods[1:]), side_positions, entity,
+            structure.canonical.sizes["a"])
 
     def _checked_evidence(self, datas, likelihoods):
         """The bound, checked against the sum of the tensors' saturated

@@ -62,7 +62,8 @@ __all__ = ["vb_init", "vb_step", "vb_bound", "vb_state_around", "priors_with_a_m
 @numba.njit(cache=True, nogil=True)
 def _entity_sweep(variational, mode, jump_rate, first, second, missing_first, missing_second,
                   prior_shape, prior_rate, shape, scale, mean, geometric, psi,
-                  core_geometric, core_mean):  # pragma: no cover - compiled
+                  core_geometric, core_mean, side_pull, side_exposure):  # pragma: no cover
+
     """Update every row of A in turn, in place (module docstring).
 
     ``core_*`` are G as (K, R, R). EM passes ``mean`` and ``geometric`` as
@@ -71,7 +72,9 @@ def _entity_sweep(variational, mode, jump_rate, first, second, missing_first, mi
     Σ_e ratio_e v_e over its entries, v_e(a) = ∂X̂_e / ∂A(row, a), with X̂
     and v at the geometric means; its exposure is Σ_e v_e at the means over
     every observed off-diagonal entry, from the column sums S of A less the
-    missing entries.
+    missing entries. ``side_pull`` and ``side_exposure`` (n, R) add other
+    tensors' terms on each row (``estimators._rescal_coupled``;
+    zeros for RESCAL alone).
     """
     n, r = mean.shape
     core_sum, column_sums = exposure_sums(mean, core_mean)
@@ -79,7 +82,7 @@ def _entity_sweep(variational, mode, jump_rate, first, second, missing_first, mi
     pull = np.empty(r)
     exposure = np.empty(r)
     for row in range(n):
-        pull[:] = 0.0
+        pull[:] = side_pull[row]
         # Entries (row, j, k): v(a) = Σ_b G(a, b, k) A(j, b).
         for e in range(first.pointer[row], first.pointer[row + 1]):
             j, k = first.other[e], first.k[e]
@@ -112,7 +115,7 @@ def _entity_sweep(variational, mode, jump_rate, first, second, missing_first, mi
                      core_mean, exposure)
         for a in range(r):
             old = mean[row, a]
-            rate = prior_rate[row, a] + max(exposure[a], 0.0)
+            rate = prior_rate[row, a] + max(exposure[a], 0.0) + side_exposure[row, a]
             if variational:
                 shape[row, a] = prior_shape[row, a] + geometric[row, a] * pull[a]
                 scale[row, a] = 1.0 / rate
@@ -164,13 +167,22 @@ def priors_with_a_mode(priors):
     return priors._replace(shape=shapes, log_normalizer=normalizers)
 
 
-def vb_step(state, data, priors, with_objective=True):
-    """One sweep: every row of A in turn, then G (module docstring)."""
+def _no_side(state):
+    """Zero side terms: RESCAL alone."""
+    zeros = np.zeros(state.mean[0].shape)
+    return zeros, zeros
+
+
+def vb_step(state, data, priors, with_objective=True, side=None):
+    """One sweep: every row of A in turn, then G (module docstring).
+    ``side``: other tensors' ``(pull, exposure)`` on A's rows
+    (``estimators._rescal_coupled``)."""
     shape, scale = state.shape[0].copy(), state.scale[0].copy()
     mean, geo, psi = state.mean[0].copy(), state.geometric[0].copy(), state.digamma[0].copy()
     _entity_sweep(True, *_kernel_likelihood(data), data.first, data.second, data.missing_first,
                   data.missing_second, priors.shape[0], priors.rate[0], shape, scale, mean, geo,
-                  psi, by_relation(state.geometric[2]), by_relation(state.mean[2]))
+                  psi, by_relation(state.geometric[2]), by_relation(state.mean[2]),
+                  *(side or _no_side(state)))
     pull, exposure = _core_terms(data, geo, state.geometric[2], mean)
     g_shape = priors.shape[2] + state.geometric[2] * pull
     g_scale = 1.0 / (priors.rate[2] + exposure)
@@ -203,14 +215,15 @@ def em_init(rng, data, priors, n_components):
     return EMState((entity, entity, core))
 
 
-def em_step(state, data, priors, with_objective=True):
-    """One sweep of conditional maximisations: every row of A, then G."""
+def em_step(state, data, priors, with_objective=True, side=None):
+    """One sweep of conditional maximisations: every row of A, then G
+    (``side`` as for :func:`vb_step`)."""
     entity, core = state.factors[0].copy(), state.factors[2]
     core_by_relation = by_relation(core)
     unused = np.empty((0, 0))
     _entity_sweep(False, *_kernel_likelihood(data), data.first, data.second, data.missing_first,
                   data.missing_second, priors.shape[0], priors.rate[0], unused, unused, entity,
-                  entity, unused, core_by_relation, core_by_relation)
+                  entity, unused, core_by_relation, core_by_relation, *(side or _no_side(state)))
     pull, exposure = _core_terms(data, entity, core, entity)
     core = np.maximum(priors.shape[2] - 1.0 + core * pull, 0.0) / (priors.rate[2] + exposure)
     new = EMState((entity, entity, core))
