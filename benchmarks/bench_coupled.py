@@ -63,6 +63,52 @@ def bench_coupled(repeats=3, n_sweeps=20, rank=10):
               f"{parts / n_sweeps * 1e3:.1f} ms: ratio {whole / parts:.2f}", flush=True)
 
 
+def bench_coupled_tied(repeats=3, n_sweeps=10, rank=20):
+    """A coupled RESCAL sweep (relations and attributes sharing the tied
+    person factor, ``CoupledPLTF(..., tied_factors={1: 0})``) against
+    RESCAL's sweep of the relations and the attribute model's own sweep,
+    on Kinships with its attributes, Bernoulli–Poisson."""
+    from sklearn_pltf import CoupledPLTF
+    from sklearn_pltf.datasets import load_kinships_attributes
+    from sklearn_pltf.estimators import _rescal_coupled
+    from sklearn_pltf.inference import rescal
+
+    kinships = load_kinships_attributes()
+    X, Y = kinships.data.astype(float), kinships.attributes.astype(float)
+    models_strings = KINSHIPS_COUPLED["rescal"][0]
+    datas = [as_observed_tensor(X), as_observed_tensor(Y)]
+    models = bind_models(models_strings, [d.shape for d in datas], rank)
+    joint = CoupledModel.from_models(models)
+    priors = gamma_priors(joint, 1.0, 1.0)
+    est = CoupledPLTF(models_strings, rank, tied_factors={1: 0}, likelihood="bernoulli")
+    data = est._tied_data(models, joint, datas, ["bernoulli", "bernoulli"])
+    state = _rescal_coupled.vb_init(np.random.default_rng(0), data, priors, rank)
+    state, _ = _rescal_coupled.vb_step(state, data, priors)  # compiled
+    side = make_contractor(models[1], datas[1], "bernoulli")
+    side_priors = gamma_priors(models[1], 1.0, 1.0)
+    side_state, _ = vb.step(vb.init(np.random.default_rng(0), models[1], side, side_priors),
+                            side, side_priors)
+    relational_priors = _rescal_coupled.rescal_priors(priors)
+
+    def run(step):
+        start = time.perf_counter()
+        for _ in range(n_sweeps):
+            step()
+        return (time.perf_counter() - start) / n_sweeps
+
+    times = []
+    for _ in range(repeats):
+        whole = run(lambda: _rescal_coupled.vb_step(state, data, priors))
+        relations = run(lambda: rescal.vb_step(_rescal_coupled.rescal_part(state),
+                                               data.relational, relational_priors))
+        attributes = run(lambda: vb.step(side_state, side, side_priors))
+        times.append((whole, relations + attributes))
+    whole = statistics.median(t[0] for t in times)
+    parts = statistics.median(t[1] for t in times)
+    print(f"Kinships RESCAL rank {rank} with attributes: coupled {whole * 1e3:.1f} ms a sweep, "
+          f"parts alone {parts * 1e3:.1f} ms: ratio {whole / parts:.2f}", flush=True)
+
+
 #: Kinships' relations with the person factor coupled to the attributes, by
 #: CP on both person axes (without a tie of the two person factors, each
 #: takes the attributes as its own data) and by RESCAL (one person factor,
@@ -210,6 +256,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.part in ("all", "cost"):
         bench_coupled()
+        bench_coupled_tied()
     if args.part in ("all", "selection"):
         for scale in args.scale:
             bench_selection(scale=scale)

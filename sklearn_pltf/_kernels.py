@@ -31,7 +31,7 @@ from ._threads import parallel_kernel  # first: how the parallel kernels' thread
 
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks",
-    "entry_weight", "compound_count_mean",
+    "entry_weight", "compound_count_mean", "compound_log_sum",
 ]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
@@ -73,11 +73,50 @@ def row_blocks(rows):
 # Poisson one E[N | X, X̂] / X̂ with z = rate · X · X̂ (``jump_rate``).
 WEIGHT, POISSON_RATIO, BERNOULLI_RATIO, COMPOUND_RATIO = 0, 1, 2, 3
 
-# Where :func:`compound_count_mean` leaves the power series for the
-# asymptotic expansion of the Bessel functions (2√z = 40: both converge to
-# the last bit there).
-_SERIES_LIMIT = 400.0
-_ASYMPTOTIC_TERMS = 16
+# Where the compound Poisson kernels leave the power series for Hankel's
+# asymptotic expansion of the Bessel functions: at 2√z = 20 the expansion's
+# smallest term, about e^{-2u} = e^{-40}, is below the last bit. The most
+# terms either takes (the series about 45 at the switch), multiplied by
+# tabulated coefficients, no divisions.
+_SERIES_LIMIT = 100.0
+_SERIES_TERMS = 96
+_ASYMPTOTIC_TERMS = 40
+_INVERSE_SQUARES = 1.0 / np.arange(1, _SERIES_TERMS + 1, dtype=np.float64) ** 2
+_INVERSE_NEXT = 1.0 / np.arange(2, _SERIES_TERMS + 2, dtype=np.float64)
+_ODD_SQUARES = (2.0 * np.arange(1, _ASYMPTOTIC_TERMS + 1) - 1.0) ** 2
+#: t_k / t_{k-1} of Hankel's series for I₀ and I₁, times u (A&S 9.7.1).
+_HANKEL_0 = _ODD_SQUARES / (8.0 * np.arange(1, _ASYMPTOTIC_TERMS + 1))
+_HANKEL_1 = (_ODD_SQUARES - 4.0) / (8.0 * np.arange(1, _ASYMPTOTIC_TERMS + 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def _compound_series(z):  # pragma: no cover - compiled
+    """S₀ = Σ_k z^k / k!² and S₁ = Σ_k z^k / (k! (k + 1)!), for z below
+    ``_SERIES_LIMIT``."""
+    term, s0, s1 = 1.0, 1.0, 1.0
+    for k in range(_SERIES_TERMS):
+        term *= z * _INVERSE_SQUARES[k]
+        s0 += term
+        s1 += term * _INVERSE_NEXT[k]
+        if term <= 1e-17 * s0:
+            break
+    return s0, s1
+
+
+@numba.njit(cache=True, nogil=True)
+def _hankel_sums(u):  # pragma: no cover - compiled
+    """P₀, P₁ with I_ν(u) = e^u P_ν(u) / √(2πu) (Hankel's expansion, A&S
+    9.7.1), for u = 2√z ≥ 2√``_SERIES_LIMIT``, summed while the terms fall."""
+    inverse = 1.0 / u
+    p0, p1, t0, t1 = 1.0, 1.0, 1.0, 1.0
+    for k in range(_ASYMPTOTIC_TERMS):
+        t0 *= _HANKEL_0[k] * inverse
+        t1 *= _HANKEL_1[k] * inverse
+        p0 += t0
+        p1 += t1
+        if abs(t0) <= 1e-17 and abs(t1) <= 1e-17:
+            break
+    return p0, p1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -85,28 +124,25 @@ def compound_count_mean(z):  # pragma: no cover - compiled
     """E[N] for P(N) ∝ z^N / (N! (N − 1)!), N ≥ 1: the latent count of a
     non-zero value of the compound Poisson likelihood (``_likelihood``).
 
-    E[N] = √z I₀(2√z) / I₁(2√z) = S₀(z) / S₁(z) with the power series
-    S₀ = Σ_k z^k / k!², S₁ = Σ_k z^k / (k! (k + 1)!) for z below
-    ``_SERIES_LIMIT``, and Hankel's asymptotic expansion of I₀ and I₁
-    (Abramowitz & Stegun 9.7.1) above it.
+    E[N] = √z I₀(2√z) / I₁(2√z) = S₀(z) / S₁(z) by the power series
+    (:func:`_compound_series`) below ``_SERIES_LIMIT``, by Hankel's
+    expansion above it.
     """
     if z < _SERIES_LIMIT:
-        term, s0, s1, k = 1.0, 1.0, 1.0, 0
-        while term > 1e-17 * s0:
-            k += 1
-            term *= z / (k * k)
-            s0 += term
-            s1 += term / (k + 1)
+        s0, s1 = _compound_series(z)
         return s0 / s1
-    u = 2.0 * math.sqrt(z)
-    p0, p1, t0, t1 = 1.0, 1.0, 1.0, 1.0
-    for k in range(1, _ASYMPTOTIC_TERMS):
-        odd = (2 * k - 1) ** 2
-        t0 *= -(0.0 - odd) / (k * 8.0 * u)
-        t1 *= -(4.0 - odd) / (k * 8.0 * u)
-        p0 += t0
-        p1 += t1
+    p0, p1 = _hankel_sums(2.0 * math.sqrt(z))
     return math.sqrt(z) * p0 / p1
+
+
+@numba.njit(cache=True, nogil=True)
+def compound_log_sum(z):  # pragma: no cover - compiled
+    """log S(z), S(z) = Σ_{N ≥ 1} z^N / (N! (N − 1)!) = z S₁(z) = √z I₁(2√z):
+    the normaliser of the jump count's distribution (z > 0)."""
+    if z < _SERIES_LIMIT:
+        return math.log(z) + math.log(_compound_series(z)[1])
+    u = 2.0 * math.sqrt(z)
+    return 0.5 * math.log(z) + u - 0.5 * math.log(2.0 * math.pi * u) + math.log(_hankel_sums(u)[1])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

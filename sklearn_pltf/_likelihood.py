@@ -53,9 +53,10 @@ import math
 
 import numba
 import numpy as np
-from scipy.special import gammaln, i0e, i1e, xlogy
+from scipy.special import gammaln, xlogy
 
-from ._kernels import BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, entry_weight
+from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, compound_log_sum,
+                       entry_weight)
 
 __all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood",
            "CompoundPoisson"]
@@ -245,19 +246,24 @@ class CompoundPoisson:
         return out
 
     def entry_log_terms(self, x, xhat):
-        """log S(β X X̂) at each entry (0 at zeros of X), by the scaled Bessel
-        function: log S(z) = ½ log z + log(i1e(2√z)) + 2√z."""
-        x = np.asarray(x, dtype=np.float64)
-        z = self.jump_rate * x * xhat
-        positive = x > 0
-        root = np.sqrt(np.where(positive, z, 1.0))
-        with np.errstate(divide="ignore"):
-            terms = np.log(root) + np.log(i1e(2.0 * root)) + 2.0 * root
-        return np.where(positive, terms, 0.0)
+        """log S(β X X̂) at each entry (0 at zeros of X)
+        (:func:`~sklearn_pltf._kernels.compound_log_sum`)."""
+        x, xhat = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
+                                      np.asarray(xhat, dtype=np.float64))
+        out = np.empty(x.shape)
+        _compound_log_terms(np.ascontiguousarray(x).reshape(-1),
+                            np.ascontiguousarray(xhat).reshape(-1), self.jump_rate,
+                            out.reshape(-1))
+        return out
 
     def log_terms(self, x, xhat, out=None):
-        """Σ log S(β X X̂) over the non-zeros (:meth:`entry_log_terms`, summed)."""
-        return float(np.sum(self.entry_log_terms(x, xhat)))
+        """Σ log S(β X X̂) over the non-zeros (:meth:`entry_log_terms`,
+        summed, without temporaries)."""
+        x, xhat = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
+                                      np.asarray(xhat, dtype=np.float64))
+        return float(_compound_log_terms_sum(np.ascontiguousarray(x).reshape(-1),
+                                             np.ascontiguousarray(xhat).reshape(-1),
+                                             self.jump_rate))
 
     def entry_log_likelihood(self, x, xhat):
         """log p(x | X̂) at each entry: −X̂ at a zero, −X̂ − βx − log x + log
@@ -296,10 +302,25 @@ class CompoundPoisson:
         return data.value_sum(lambda x: np.where(x > 0, np.log(self.jump_rate), 0.0))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _compound_ratio_vector(x, xhat, jump_rate, out):  # pragma: no cover - compiled
     for i in range(x.size):
         out[i] = entry_weight(x[i], xhat[i], COMPOUND_RATIO, jump_rate)
+
+
+@numba.njit(cache=True, nogil=True)
+def _compound_log_terms(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+    for i in range(x.size):
+        out[i] = 0.0 if x[i] == 0.0 else compound_log_sum(jump_rate * x[i] * xhat[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def _compound_log_terms_sum(x, xhat, jump_rate):  # pragma: no cover - compiled
+    total = 0.0
+    for i in range(x.size):
+        if x[i] != 0.0:
+            total += compound_log_sum(jump_rate * x[i] * xhat[i])
+    return total
 
 
 @numba.njit(cache=True)

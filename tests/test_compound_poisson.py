@@ -13,7 +13,7 @@ from scipy.special import gammaln, i0e, i1e, logsumexp
 from sklearn.base import clone
 
 from sklearn_pltf import BayesianNMF, BayesianRESCAL, CompoundPoisson, CoupledPLTF, PoissonCP
-from sklearn_pltf._kernels import compound_count_mean
+from sklearn_pltf._kernels import compound_count_mean, compound_log_sum
 from sklearn_pltf.evidence import exact_log_evidence
 
 
@@ -25,15 +25,18 @@ def _draw(seed, shape=(30, 20), rank=3, jump_mean=0.5):
     return np.where(jumps > 0, rng.gamma(np.maximum(jumps, 1), jump_mean), 0.0)
 
 
-def test_the_jump_count_mean_is_the_bessel_ratio_on_both_branches():
-    """E[N] = √z I₀(2√z) / I₁(2√z): the power series below z = 400 and the
-    asymptotic expansion above it agree with scipy's Bessel functions to a
-    few rounding errors."""
+def test_the_jump_count_mean_and_normaliser_are_the_bessel_functions_on_both_branches():
+    """E[N] = √z I₀(2√z) / I₁(2√z) and log S(z) = log(√z I₁(2√z)): the power
+    series below z = 400 and the asymptotic expansion above it agree with
+    scipy's Bessel functions to a few rounding errors."""
     z = np.concatenate([np.logspace(-300, -8, 30), np.logspace(-8, 12, 4001), [399.999, 400.0]])
     root = 2.0 * np.sqrt(z)
     expected = np.sqrt(z) * i0e(root) / i1e(root)
     got = np.array([compound_count_mean(v) for v in z])
     np.testing.assert_allclose(got, expected, rtol=1e-14)
+    log_sum = 0.5 * np.log(z) + np.log(i1e(root)) + root
+    got = np.array([compound_log_sum(v) for v in z])
+    np.testing.assert_allclose(got, log_sum, rtol=1e-14, atol=1e-14)
 
 
 @pytest.mark.parametrize("rate, jump_mean", [(0.3, 1.0), (2.0, 0.7), (15.0, 2.5)])
