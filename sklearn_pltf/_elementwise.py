@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ._kernels import BERNOULLI_RATIO, COMPOUND_RATIO, TINY, compound_count_mean
+from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, SMALL_Z, TINY, compound_count_mean,
+                       small_compound_series)
 from ._threads import parallel_kernel
 
 # Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
@@ -51,8 +52,15 @@ def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
 
 @parallel_kernel
 def _compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+    # Every entry by the fixed polynomials (branch-free: vector lanes), then
+    # the few with z above SMALL_Z again by the general function.
     for i in numba.prange(x.size):
-        out[i] = 0.0 if x[i] == 0.0 else compound_count_mean(jump_rate * x[i] * xhat[i]) / xhat[i]
+        s0, s1 = small_compound_series(min(jump_rate * x[i] * xhat[i], SMALL_Z))
+        out[i] = s0 / s1 / xhat[i] * (x[i] != 0.0)
+    for i in numba.prange(x.size):
+        z = jump_rate * x[i] * xhat[i]
+        if z > SMALL_Z:
+            out[i] = compound_count_mean(z) / xhat[i]
 
 
 @parallel_kernel

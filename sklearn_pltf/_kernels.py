@@ -31,7 +31,8 @@ from ._threads import parallel_kernel  # first: how the parallel kernels' thread
 
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks",
-    "entry_weight", "compound_count_mean", "compound_log_sum",
+    "entry_weight", "compound_count_mean", "compound_log_sum", "small_compound_series",
+    "SMALL_Z",
 ]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
@@ -73,11 +74,17 @@ def row_blocks(rows):
 # Poisson one E[N | X, X̂] / X̂ with z = rate · X · X̂ (``jump_rate``).
 WEIGHT, POISSON_RATIO, BERNOULLI_RATIO, COMPOUND_RATIO = 0, 1, 2, 3
 
-# Where the compound Poisson kernels leave the power series for Hankel's
-# asymptotic expansion of the Bessel functions: at 2√z = 20 the expansion's
-# smallest term, about e^{-2u} = e^{-40}, is below the last bit. The most
-# terms either takes (the series about 45 at the switch), multiplied by
-# tabulated coefficients, no divisions.
+# The compound Poisson kernels sum the power series S₀, S₁ as fixed
+# polynomials below z = 8 (the next term under 1e-24 of the sum: no
+# data-dependent loop, so loops over entries run in vector lanes), term by
+# term below z = 100, and by Hankel's asymptotic expansion of the Bessel
+# functions above (at 2√z = 20 its smallest term, about e^{-2u} = e^{-40}, is
+# below the last bit). Coefficients are tabulated: no divisions.
+SMALL_Z = 8.0
+_SMALL_DEGREE = 22
+_SMALL_S0 = np.array([1.0 / math.factorial(k) ** 2 for k in range(_SMALL_DEGREE + 1)])
+_SMALL_S1 = np.array([1.0 / (math.factorial(k) * math.factorial(k + 1))
+                      for k in range(_SMALL_DEGREE + 1)])
 _SERIES_LIMIT = 100.0
 _SERIES_TERMS = 96
 _ASYMPTOTIC_TERMS = 40
@@ -87,6 +94,17 @@ _ODD_SQUARES = (2.0 * np.arange(1, _ASYMPTOTIC_TERMS + 1) - 1.0) ** 2
 #: t_k / t_{k-1} of Hankel's series for I₀ and I₁, times u (A&S 9.7.1).
 _HANKEL_0 = _ODD_SQUARES / (8.0 * np.arange(1, _ASYMPTOTIC_TERMS + 1))
 _HANKEL_1 = (_ODD_SQUARES - 4.0) / (8.0 * np.arange(1, _ASYMPTOTIC_TERMS + 1))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def small_compound_series(z):  # pragma: no cover - compiled
+    """S₀(z), S₁(z) (:func:`_compound_series`) for 0 ≤ z ≤ ``SMALL_Z`` by
+    Horner's rule on the truncated series."""
+    s0, s1 = _SMALL_S0[_SMALL_DEGREE], _SMALL_S1[_SMALL_DEGREE]
+    for k in range(_SMALL_DEGREE - 1, -1, -1):
+        s0 = s0 * z + _SMALL_S0[k]
+        s1 = s1 * z + _SMALL_S1[k]
+    return s0, s1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -125,9 +143,12 @@ def compound_count_mean(z):  # pragma: no cover - compiled
     non-zero value of the compound Poisson likelihood (``_likelihood``).
 
     E[N] = √z I₀(2√z) / I₁(2√z) = S₀(z) / S₁(z) by the power series
-    (:func:`_compound_series`) below ``_SERIES_LIMIT``, by Hankel's
-    expansion above it.
+    (:func:`small_compound_series`, :func:`_compound_series`) below
+    ``_SERIES_LIMIT``, by Hankel's expansion above it.
     """
+    if z <= SMALL_Z:
+        s0, s1 = small_compound_series(z)
+        return s0 / s1
     if z < _SERIES_LIMIT:
         s0, s1 = _compound_series(z)
         return s0 / s1
@@ -139,6 +160,8 @@ def compound_count_mean(z):  # pragma: no cover - compiled
 def compound_log_sum(z):  # pragma: no cover - compiled
     """log S(z), S(z) = Σ_{N ≥ 1} z^N / (N! (N − 1)!) = z S₁(z) = √z I₁(2√z):
     the normaliser of the jump count's distribution (z > 0)."""
+    if z <= SMALL_Z:
+        return math.log(z) + math.log(small_compound_series(z)[1])
     if z < _SERIES_LIMIT:
         return math.log(z) + math.log(_compound_series(z)[1])
     u = 2.0 * math.sqrt(z)

@@ -55,8 +55,8 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, compound_log_sum,
-                       entry_weight)
+from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, SMALL_Z, compound_log_sum,
+                       entry_weight, small_compound_series)
 
 __all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood",
            "CompoundPoisson"]
@@ -258,12 +258,16 @@ class CompoundPoisson:
 
     def log_terms(self, x, xhat, out=None):
         """Σ log S(β X X̂) over the non-zeros (:meth:`entry_log_terms`,
-        summed, without temporaries)."""
+        summed): S itself where z ≤ ``SMALL_Z`` in one vectorised pass (into
+        ``out``, a work array of x's shape, if given) and numpy's logarithm,
+        the log of the larger ones one by one."""
         x, xhat = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
                                       np.asarray(xhat, dtype=np.float64))
-        return float(_compound_log_terms_sum(np.ascontiguousarray(x).reshape(-1),
-                                             np.ascontiguousarray(xhat).reshape(-1),
-                                             self.jump_rate))
+        x, xhat = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(xhat).reshape(-1)
+        normalisers = np.empty(x.size) if out is None or not out.flags.c_contiguous \
+            else out.reshape(-1)
+        large = _small_normalisers(x, xhat, self.jump_rate, normalisers)
+        return float(large + np.sum(np.log(normalisers)))
 
     def entry_log_likelihood(self, x, xhat):
         """log p(x | X̂) at each entry: −X̂ at a zero, −X̂ − βx − log x + log
@@ -315,12 +319,20 @@ def _compound_log_terms(x, xhat, jump_rate, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _compound_log_terms_sum(x, xhat, jump_rate):  # pragma: no cover - compiled
-    total = 0.0
+def _small_normalisers(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+    """out = S(z) = z S₁(z) where 0 < z ≤ SMALL_Z, 1 elsewhere (log 0);
+    returns Σ log S(z) over the entries with z above it."""
     for i in range(x.size):
-        if x[i] != 0.0:
-            total += compound_log_sum(jump_rate * x[i] * xhat[i])
-    return total
+        z = min(jump_rate * x[i] * xhat[i], SMALL_Z)
+        normaliser = z * small_compound_series(z)[1]
+        out[i] = normaliser if x[i] != 0.0 else 1.0
+    large = 0.0
+    for i in range(x.size):
+        z = jump_rate * x[i] * xhat[i]
+        if z > SMALL_Z:
+            out[i] = 1.0
+            large += compound_log_sum(z)
+    return large
 
 
 @numba.njit(cache=True)
