@@ -682,7 +682,8 @@ class EntryList:
             if self._pair:
                 tables = [self._table(a, f) for a, f in enumerate(factors)]
                 _kernels.pair_delta(
-                    *tables, rows, alpha, w, mode, self.likelihood.jump_rate, bounds, total.reshape(n_rows, latent_size)
+                    *tables, rows, alpha, w, mode, self.likelihood.jump_rate, bounds,
+                    total.reshape(n_rows, latent_size)
                 )
             else:
                 buffer, offsets = self._tables(factors)

@@ -124,7 +124,8 @@ def _compound_series(z):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def _hankel_sums(u):  # pragma: no cover - compiled
     """P₀, P₁ with I_ν(u) = e^u P_ν(u) / √(2πu) (Hankel's expansion, A&S
-    9.7.1), for u = 2√z ≥ 2√``_SERIES_LIMIT``, summed while the terms fall."""
+    9.7.1), for u = 2√z ≥ 2√``_SERIES_LIMIT``, summed until the terms are
+    below the last bit."""
     inverse = 1.0 / u
     p0, p1, t0, t1 = 1.0, 1.0, 1.0, 1.0
     for k in range(_ASYMPTOTIC_TERMS):
@@ -213,14 +214,16 @@ def entry_xhat(buffer, offsets, widths, rows, cols, out):  # pragma: no cover - 
 
 
 @parallel_kernel
-def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, jump_rate, bounds, out):  # pragma: no cover
+def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, jump_rate, bounds,
+                out):  # pragma: no cover
     """Δ_α over the listed entries, accumulated into ``out`` (table_α's layout, flat).
 
     ``rows`` and ``weights`` list the entries in the order of :func:`row_blocks`
     for factor α (so they are read sequentially), and ``bounds`` cuts them into
     blocks that own disjoint rows of ``out``: threads never write to the same
     place. The entry weight is :func:`entry_weight` of ``weights[n]`` and
-    X̂(n) (X̂ from the same tables) under ``mode``.
+    X̂(n) (X̂ from the same tables) under ``mode`` (and ``jump_rate``, which
+    the compound Poisson mode reads).
     """
     n_factors = rows.shape[0]
     n_configs = cols.shape[1]

@@ -237,12 +237,15 @@ class CompoundPoisson:
 
     def count_ratio(self, x, xhat, out=None):
         """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given)."""
-        x, xhat = np.asarray(x, dtype=np.float64), np.asarray(xhat, dtype=np.float64)
-        if out is None:
-            out = np.empty(np.broadcast_shapes(x.shape, xhat.shape))
+        x, xhat = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
+                                      np.asarray(xhat, dtype=np.float64))
+        result = np.empty(x.shape)
         _compound_ratio_vector(np.ascontiguousarray(x).reshape(-1),
-                               np.ascontiguousarray(np.broadcast_to(xhat, out.shape)).reshape(-1),
-                               self.jump_rate, out.reshape(-1))
+                               np.ascontiguousarray(xhat).reshape(-1), self.jump_rate,
+                               result.reshape(-1))
+        if out is None:
+            return result
+        out[...] = result
         return out
 
     def entry_log_terms(self, x, xhat):

@@ -17,7 +17,8 @@ terms, and one sweep is coordinate ascent on it:
    :math:`a + L_i \\circ (\\text{pull}_i + P_i)` and rate :math:`b +
    \\text{exposure}_i + E_i`, then G (:func:`sklearn_pltf.inference.rescal.vb_step`);
 3. one VB sweep of the side tensors' own factors with A held
-   (:func:`sklearn_pltf.inference.vb.step` over their :class:`~sklearn_pltf._coupled.CoupledContractor`).
+   (:func:`sklearn_pltf.inference.vb.step` over their
+   :class:`~sklearn_pltf._coupled.CoupledContractor`).
 
 EM is the same with point estimates (``rescal.em_step``, ``em.step``).
 The algorithms are :mod:`sklearn_pltf.inference`'s; this module only

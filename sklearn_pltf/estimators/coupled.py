@@ -23,15 +23,20 @@ from ..inference import em, rescal, vb
 from ..inference._common import gamma_priors
 from ..inference._relational import relational_data
 from ..inference._convergence import ACCELERATIONS, run_to_convergence
+from . import _rescal_coupled as rescal_coupled
 from ._base import best_restart, check_entry_indices
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
-from . import _rescal_coupled as rescal_coupled
 from ._tied import tied_structure
 
 __all__ = ["CoupledPLTF"]
 
 _KERNELS = {"vb": vb, "em": em}
+
+
+def _random_start(kernel, model, contractor, priors, rng, restart):
+    """Every restart of an untied coupled model starts at random."""
+    return kernel.init(rng, model, contractor, priors)
 
 
 class CoupledPLTF(BaseEstimator):
@@ -185,16 +190,16 @@ class CoupledPLTF(BaseEstimator):
         if self.tied_factors:
             kernel = rescal_coupled.KERNELS[self.method]
             contractor = self._tied_data(models, model, datas, likelihoods)
-            init_state = functools.partial(self._tied_start, contractor, priors)
+            start_of = functools.partial(self._tied_start, contractor, priors)
         else:
             kernel = _KERNELS[self.method]
             contractor = CoupledContractor(model, datas, likelihoods)
-            init_state = lambda rng: kernel.init(rng, model, contractor, priors)  # noqa: E731
+            start_of = functools.partial(_random_start, kernel, model, contractor, priors)
         results, generator = [], as_generator(self.random_state)
         began = time.perf_counter()
         for init, rng in enumerate(generator.spawn(self.n_init)):
             start = time.perf_counter()
-            state = init_state(rng) if not self.tied_factors else init_state(rng, init)
+            state = start_of(rng, init)
             results.append(run_to_convergence(kernel, state, contractor, priors, self.max_iter,
                                               self.tol, self._reporter(init),
                                               acceleration=self.acceleration))
