@@ -209,11 +209,29 @@ def _training_mask(data, held_out, missing):
                       fill_value=True)
 
 
-def _fit_and_score(estimator, X, train, test, scorers):
+def _target_and_side(X, mask):
+    """For several tensors (a list or tuple): the tensors and a list of
+    their masks (the first is the target's, which the folds cut); for one,
+    ``([X], None)``."""
+    if not isinstance(X, (list, tuple)):
+        return [X], None
+    if len(X) == 0:
+        raise ValueError("X is an empty list; pass one tensor or a list of several.")
+    masks = [None] * len(X) if mask is None else list(mask)
+    if len(masks) != len(X):
+        raise ValueError(f"mask must be None or a list of {len(X)} masks, one per tensor "
+                         "(None where a tensor has none).")
+    return list(X), masks
+
+
+def _fit_and_score(estimator, X, train, test, scorers, masks=None):
+    """Fit with ``train`` as the mask (of the first tensor, ``masks`` the
+    list of every tensor's, when there are several) and score the fold."""
     start = time.perf_counter()
-    fitted = estimator.fit(X, mask=train)
+    fitted = estimator.fit(X, mask=train if masks is None else masks)
     fit_time = time.perf_counter() - start
-    scores = {name: scorer(fitted, X, test) for name, scorer in scorers.items()}
+    target = X if masks is None else X[0]
+    scores = {name: scorer(fitted, target, test) for name, scorer in scorers.items()}
     return fit_time, scores
 
 
@@ -225,10 +243,16 @@ def cross_validate_entries(estimator, X, *, cv=None, scoring=("roc_auc", "pr_auc
     the fold's entries missing and scored on them (by default AUC-ROC and
     AUC-PR of its posterior mean, :func:`~sklearn_pltf.metrics.link_prediction_auc`).
 
+    An estimator of several tensors (:class:`~sklearn_pltf.CoupledPLTF`)
+    takes ``X`` as its list of tensors: the folds are over the first tensor
+    (the target), every other tensor is used whole in every fold, and the
+    held-out entries are predicted with ``predict_entries`` on the first.
+
     Parameters
     ----------
     estimator : estimator with ``fit(X, mask=...)`` and ``predict_entries``
-    X : ndarray, pydata sparse array or scipy.sparse matrix
+    X : ndarray, pydata sparse array or scipy.sparse matrix, or a list of them
+        The data; a list or tuple for an estimator of several tensors.
     cv : int or EntryKFold, default=None
         An :class:`EntryKFold`, or a number of folds (shuffled, unseeded);
         None is 10 folds.
@@ -236,7 +260,9 @@ def cross_validate_entries(estimator, X, *, cv=None, scoring=("roc_auc", "pr_auc
         Names of :func:`~sklearn_pltf.metrics.link_prediction_scorer`
         metrics, or callables ``scorer(estimator, X, entries) -> float``.
     mask : array-like of bool, default=None
-        Entries known to be missing (False), in no fold.
+        Entries known to be missing (False), in no fold; with several
+        tensors, a list of masks (None where a tensor has none), the first
+        the target's.
     n_jobs : int or None, default=None
         Folds fitted in parallel through joblib.
     verbose : int, default=0
@@ -256,9 +282,11 @@ def cross_validate_entries(estimator, X, *, cv=None, scoring=("roc_auc", "pr_auc
     for item in scoring:
         name = item if isinstance(item, str) else getattr(item, "__name__", "score")
         scorers[name] = link_prediction_scorer(item) if isinstance(item, str) else item
+    tensors, masks = _target_and_side(X, mask)
     results = Parallel(n_jobs=n_jobs, verbose=verbose)(
-        delayed(_fit_and_score)(clone(estimator), X, train, test, scorers)
-        for train, test in cv.split(X, mask=mask)
+        delayed(_fit_and_score)(clone(estimator), X, train, test, scorers,
+                                masks=None if masks is None else [train] + masks[1:])
+        for train, test in cv.split(tensors[0], mask=masks[0] if masks else mask)
     )
     out = {"fit_time": np.array([fit_time for fit_time, _ in results])}
     for name in scorers:

@@ -432,3 +432,24 @@ def test_tied_unsupported_forms_are_clear_errors(models, tied, tensors, message)
     data = [X, Y if models[-1].endswith("->if") else X[..., 0]][:tensors]
     with pytest.raises(ValueError, match=message):
         CoupledPLTF(models, 2, tied_factors=tied).fit(data)
+
+
+def test_cross_validate_entries_folds_the_first_tensor_and_uses_the_others_whole():
+    """The folds cut the target only: each fold's scores are those of a fit
+    with that fold's entries of the first tensor missing and the attributes
+    whole, predicted on the first tensor."""
+    from sklearn_pltf.metrics import link_prediction_auc
+    from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries
+
+    X, Y = _draw(7)
+    links = (X > 0).astype(float)
+    est = CoupledPLTF(COUPLED, 3, likelihood=("bernoulli", "poisson"), random_state=0)
+    cv = EntryKFold(3, random_state=0)
+    scores = cross_validate_entries(est, [links, Y], cv=cv)
+    for fold, (train, test) in enumerate(cv.split(links)):
+        fitted = clone(est).fit([links, Y], mask=[train, None])
+        expected = link_prediction_auc(fitted, links, test)
+        assert scores["test_pr_auc"][fold] == pytest.approx(expected.pr_auc, rel=1e-12)
+        assert scores["test_roc_auc"][fold] == pytest.approx(expected.roc_auc, rel=1e-12)
+    with pytest.raises(ValueError, match="a list of 2 masks"):
+        cross_validate_entries(est, [links, Y], cv=cv, mask=[None])
