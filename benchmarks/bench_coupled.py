@@ -81,7 +81,7 @@ def bench_coupled_tied(repeats=3, n_sweeps=10, rank=20):
     joint = CoupledModel.from_models(models)
     priors = gamma_priors(joint, 1.0, 1.0)
     est = CoupledPLTF(models_strings, rank, tied_factors={1: 0}, likelihood="bernoulli")
-    data = est._tied_data(models, joint, datas, ["bernoulli", "bernoulli"])
+    data = est._tied_data(models, joint, datas, ["bernoulli", "bernoulli"], (1.0, 1.0))
     state = _rescal_coupled.vb_init(np.random.default_rng(0), data, priors, rank)
     state, _ = _rescal_coupled.vb_step(state, data, priors)  # compiled
     side = make_contractor(models[1], datas[1], "bernoulli")

@@ -13,7 +13,9 @@ independent, so the joint log-likelihood is the sum of the tensors' and
 
 the sum over the tensors whose model holds factor α (each with its own
 likelihood and missing entries), and the bound's data term is the sum of
-theirs. :class:`CoupledContractor` offers the contractor interface over the
+theirs. A tensor of weight :math:`w_t` enters every sum times
+:math:`w_t` (its likelihood raised to the power :math:`w_t`): the same
+updates and bound for that tempered model. :class:`CoupledContractor` offers the contractor interface over the
 union of the factors, so VB, EM, SQUAREM and the convergence loop run on a
 coupled model unchanged; each factor keeps one Gamma prior and one q.
 """
@@ -107,12 +109,15 @@ class CoupledModel:
 
 class CoupledContractor:
     """The contractions of a :class:`CoupledModel`: each tensor's own
-    contractor, their Δ, totals and log terms summed (module docstring)."""
+    contractor, their Δ, totals and log terms summed, each times its
+    tensor's weight (module docstring; ``weights=None``: all 1)."""
 
-    def __init__(self, model, datas, likelihoods):
+    def __init__(self, model, datas, likelihoods, weights=None):
         self.model = model
         self.parts = [make_contractor(m, d, lik)
                       for m, d, lik in zip(model.models, datas, likelihoods)]
+        self.weights = tuple(1.0 for _ in self.parts) if weights is None else tuple(
+            float(w) for w in weights)
         # What the initial scale reads (inference._common.data_scale).
         self.data = SimpleNamespace(n_observed=sum(d.n_observed for d in datas),
                                     total=sum(d.total for d in datas))
@@ -130,28 +135,33 @@ class CoupledContractor:
             local = part.ratio_deltas(tuple(positions.index(a) for a in mine),
                                       self._local(t, factors))
             for a in mine:
-                value = local[positions.index(a)]
+                value = self._weighted(t, local[positions.index(a)])
                 pulls[a] = value if a not in pulls else pulls[a] + value
         return pulls
+
+    def _weighted(self, t, value):
+        """``value`` times tensor t's weight (itself at weight 1: no copy)."""
+        weight = self.weights[t]
+        return value if weight == 1.0 else weight * value
 
     def ratio_delta(self, alpha, factors):
         return self.ratio_deltas((alpha,), factors)[alpha]
 
     def masked_delta(self, alpha, factors):
-        return sum(self.parts[t].masked_delta(p, self._local(t, factors))
+        return sum(self._weighted(t, self.parts[t].masked_delta(p, self._local(t, factors)))
                    for t, p in self.model.holders(alpha))
 
     def masked_total(self, factors):
-        return float(sum(part.masked_total(self._local(t, factors))
+        return float(sum(self.weights[t] * part.masked_total(self._local(t, factors))
                          for t, part in enumerate(self.parts)))
 
     def data_loglik(self, factors):
-        return float(sum(part.data_loglik(self._local(t, factors))
+        return float(sum(self.weights[t] * part.data_loglik(self._local(t, factors))
                          for t, part in enumerate(self.parts)))
 
     @property
     def log_base_measure(self):
-        return float(sum(part.log_base_measure for part in self.parts))
+        return float(sum(w * part.log_base_measure for w, part in zip(self.weights, self.parts)))
 
 
 def bind_models(strings, shapes, n_components):

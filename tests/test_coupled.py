@@ -348,7 +348,7 @@ def test_tied_a_sweep_is_rescal_s_and_the_side_model_s_when_nothing_is_shared():
     model = CoupledModel.from_models(models)
     priors = gamma_priors(model, 1.0, 1.0)
     data = est._tied_data(models, model, [as_observed_tensor(X), as_observed_tensor(Y)],
-                          ["poisson", "poisson"])
+                          ["poisson", "poisson"], (1.0, 1.0))
     state = est._state
     new, info = rescal_coupled.vb_step(state, data, priors)
     rescal_new, rescal_info = rescal.vb_step(rescal_coupled.rescal_part(state), data.relational,
@@ -453,3 +453,81 @@ def test_cross_validate_entries_folds_the_first_tensor_and_uses_the_others_whole
         assert scores["test_roc_auc"][fold] == pytest.approx(expected.roc_auc, rel=1e-12)
     with pytest.raises(ValueError, match="a list of 2 masks"):
         cross_validate_entries(est, [links, Y], cv=cv, mask=[None])
+
+
+def test_a_tensor_of_weight_two_is_that_tensor_given_twice():
+    """Weight 2 on the attributes is the attributes listed twice (both
+    copies holding the same factors, so the joint model's positions are the
+    same): from one state, one VB sweep and its bound are the same; and a
+    weighted fit reports no evidence, its score the weighted bound."""
+    X, Y = _draw(8)
+    datas = [as_observed_tensor(X), as_observed_tensor(Y)]
+    models = bind_models(COUPLED, [X.shape, Y.shape], 3)
+    joint = CoupledModel.from_models(models)
+    weighted = CoupledContractor(joint, datas, ["poisson"] * 2, weights=(1.0, 2.0))
+    models_twice = bind_models(COUPLED + ("ir,rf->if",), [X.shape, Y.shape, Y.shape], 3)
+    joint_twice = CoupledModel.from_models(models_twice)
+    assert joint_twice.factors == joint.factors
+    twice = CoupledContractor(joint_twice, datas + [datas[1]], ["poisson"] * 3)
+    priors = gamma_priors(joint, 1.0, 1.0)
+    state = vb.init(np.random.default_rng(0), joint, weighted, priors)
+    new, info = vb.step(state, weighted, priors)
+    new_twice, info_twice = vb.step(state, twice, priors)
+    assert info.objective == pytest.approx(info_twice.objective, rel=1e-12)
+    for field, field_twice in zip(new, new_twice):
+        for a, b in zip(field, field_twice):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+    fitted = CoupledPLTF(COUPLED, 3, tensor_weights=(1.0, 2.0), random_state=0).fit([X, Y])
+    assert not hasattr(fitted, "log_evidence_")  # a tempered bound is no evidence
+    assert fitted.score([X, Y]) == fitted.lower_bound_
+
+
+def test_weights_of_one_are_the_unweighted_fit_and_half_weights_stay_monotone():
+    X, Y = _draw(9)
+    plain = CoupledPLTF(COUPLED, 2, random_state=0).fit([X, Y])
+    ones = CoupledPLTF(COUPLED, 2, tensor_weights=[1, 1], random_state=0).fit([X, Y])
+    assert ones.log_evidence_ == plain.log_evidence_
+    half = CoupledPLTF(COUPLED, 2, tensor_weights=[1.0, 0.5], acceleration=None, tol=1e-4,
+                       max_iter=300, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        half.fit([X, Y])
+    steps = np.diff(half.lower_bounds_)
+    assert np.all(steps >= -1e-9 * np.abs(half.lower_bounds_[1:]))
+
+
+@pytest.mark.parametrize("weights, message", [
+    ((1.0,), "2 positive numbers"), ((1.0, 0.0), "2 positive numbers"),
+    ((1.0, np.inf), "2 positive numbers"), ((1.0, -1.0), "2 positive numbers"),
+])
+def test_bad_weights_are_clear_errors(weights, message):
+    X, Y = _draw(10)
+    with pytest.raises(ValueError, match=message):
+        CoupledPLTF(COUPLED, 2, tensor_weights=weights).fit([X, Y])
+
+
+def test_tied_weights_apply_to_the_side_tensors_only():
+    from sklearn_pltf.estimators import _rescal_coupled as rescal_coupled
+
+    X, Y = _draw_relational(11, binary=False)
+    with pytest.raises(ValueError, match="relations' weight"):
+        CoupledPLTF(TIED, 2, tied_factors={1: 0}, tensor_weights=(2.0, 1.0)).fit([X, Y])
+    est = CoupledPLTF(TIED, 2, tied_factors={1: 0}, tensor_weights=(1.0, 2.0), max_iter=3,
+                      random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit([X, Y])
+    datas = [as_observed_tensor(X), as_observed_tensor(Y)]
+    models = bind_models(TIED, [X.shape, Y.shape], 2)
+    joint = CoupledModel.from_models(models)
+    priors = gamma_priors(joint, 1.0, 1.0)
+    weighted = est._tied_data(models, joint, datas, ["poisson"] * 2, (1.0, 2.0))
+    models_twice = bind_models(TIED + ("ia,af->if",), [X.shape, Y.shape, Y.shape], 2)
+    twice = est._tied_data(models_twice, CoupledModel.from_models(models_twice),
+                           datas + [datas[1]], ["poisson"] * 3, (1.0,) * 3)
+    new, info = rescal_coupled.vb_step(est._state, weighted, priors)
+    new_twice, info_twice = rescal_coupled.vb_step(est._state, twice, priors)
+    assert info.objective == pytest.approx(info_twice.objective, rel=1e-12)
+    for field, field_twice in zip(new, new_twice):
+        for a, b in zip(field, field_twice):
+            np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -95,6 +95,15 @@ class CoupledPLTF(BaseEstimator):
         from its relations and its attributes (RESCAL's row sweep with the
         other tensors' terms added), VB's first restart starts around EM's
         posterior mode, and the diagonal x(i, i, k) is not modelled.
+    tensor_weights : sequence of float or None, default=None
+        A positive weight per tensor (None: all 1): tensor t's likelihood is
+        raised to the power w_t, so a shared factor weighs its messages by
+        them (e.g. to keep a large side tensor from swamping the target).
+        With any weight other than 1 the bound is that of this tempered
+        model, which is not a probability of the data: ``log_evidence_`` is
+        then not set, and ``score`` returns the weighted bound, comparable
+        only between fits with the same weights. With ``tied_factors`` the
+        first tensor's weight must be 1.
 
     Attributes
     ----------
@@ -109,7 +118,8 @@ class CoupledPLTF(BaseEstimator):
         Posterior means (EM: the mode), in the order of ``factor_indices_``
         (with ``tied_factors``, A at both of its positions).
     log_evidence_ : float
-        The converged variational bound on log p(all tensors) (VB only).
+        The converged variational bound on log p(all tensors) (VB, every
+        tensor weight 1).
     lower_bound_, lower_bounds_, n_iter_, converged_
         The final objective, its trace, the sweeps run and whether the
         stopping rule was met, for the best restart.
@@ -141,15 +151,17 @@ class CoupledPLTF(BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "tied_factors": [dict, None],
+        "tensor_weights": ["array-like", None],
     }
 
     def __init__(self, models, n_components=2, *, likelihood="poisson", method="vb",
                  prior_shape=1.0, prior_rate=1.0, max_iter=1000, tol=0.1,
                  acceleration="squarem", n_init=1, random_state=None, verbose=0,
-                 tied_factors=None):
+                 tied_factors=None, tensor_weights=None):
         self.models = models
         self.n_components = n_components
         self.tied_factors = tied_factors
+        self.tensor_weights = tensor_weights
         self.likelihood = likelihood
         self.method = method
         self.prior_shape = prior_shape
@@ -187,13 +199,14 @@ class CoupledPLTF(BaseEstimator):
         models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
+        weights = self._weights(len(models))
         if self.tied_factors:
             kernel = rescal_coupled.KERNELS[self.method]
-            contractor = self._tied_data(models, model, datas, likelihoods)
+            contractor = self._tied_data(models, model, datas, likelihoods, weights)
             start_of = functools.partial(self._tied_start, contractor, priors)
         else:
             kernel = _KERNELS[self.method]
-            contractor = CoupledContractor(model, datas, likelihoods)
+            contractor = CoupledContractor(model, datas, likelihoods, weights)
             start_of = functools.partial(_random_start, kernel, model, contractor, priors)
         results, generator = [], as_generator(self.random_state)
         began = time.perf_counter()
@@ -220,7 +233,7 @@ class CoupledPLTF(BaseEstimator):
         self.lower_bounds_ = np.asarray(objectives)
         self.lower_bound_ = float(objectives[-1])
         self.n_iter_, self.converged_ = len(objectives), converged
-        if self.method == "vb":
+        if self.method == "vb" and all(w == 1.0 for w in weights):
             modelled = list(datas)
             if self.tied_factors:  # the diagonal of the relations is not modelled
                 modelled[0] = contractor.relational.observed
@@ -278,12 +291,25 @@ class CoupledPLTF(BaseEstimator):
             mode_priors, self.max_iter, self.tol, acceleration=self.acceleration)
         return rescal_coupled.vb_state_around(mode, data, priors)
 
-    def _tied_data(self, models, model, datas, likelihoods):
+    def _weights(self, n_tensors):
+        """The tensors' weights, checked: one positive finite number each."""
+        if self.tensor_weights is None:
+            return (1.0,) * n_tensors
+        weights = np.asarray(self.tensor_weights, dtype=np.float64).ravel()
+        if weights.size != n_tensors or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+            raise ValueError(f"tensor_weights must be {n_tensors} positive numbers, one per "
+                             f"tensor; got {self.tensor_weights!r}.")
+        return tuple(float(w) for w in weights)
+
+    def _tied_data(self, models, model, datas, likelihoods, weights):
         """The first tensor's RESCAL structure with its tie, and the other
         tensors as its side (:mod:`._rescal_coupled`)."""
         if len(models) < 2:
             raise ValueError("tied_factors with one tensor is BayesianRESCAL; CoupledPLTF "
                              "needs at least one more tensor sharing the entity factor.")
+        if weights[0] != 1.0:
+            raise ValueError("With tied_factors the relations' weight (the first of "
+                             "tensor_weights) must be 1; weigh the other tensors instead.")
         structure = tied_structure(models[0], self.tied_factors)
         if (structure.first, structure.second, structure.core, structure.core_axes,
                 structure.latent_first) != (0, 1, 2, (0, 1, 2), (False, False)) \
@@ -303,7 +329,8 @@ class CoupledPLTF(BaseEstimator):
                     "tensor beside the relations may hold it once.")
         return rescal_coupled.CoupledRelationalData(
             relational_data(datas[0], likelihoods[0]),
-            CoupledContractor(side_model, datas[1:], likelihoods[1:]), side_positions, entity,
+            CoupledContractor(side_model, datas[1:], likelihoods[1:], weights[1:]),
+            side_positions, entity,
             structure.canonical.sizes["a"])
 
     def _checked_evidence(self, datas, likelihoods):
@@ -356,8 +383,9 @@ class CoupledPLTF(BaseEstimator):
 
     def score(self, X, y=None, mask=None):
         """The log evidence of the training tensors (``log_evidence_``; EM:
-        its log joint at the mode). New data have no score here: a coupled
-        model is scored on the tensors it was fitted to."""
+        its log joint at the mode; with ``tensor_weights`` other than 1, the
+        weighted bound). New data have no score here: a coupled model is
+        scored on the tensors it was fitted to."""
         check_is_fitted(self)
         _, datas, _ = self._observed(X, mask)
         if tuple(d.fingerprint for d in datas) != self._fingerprints:
