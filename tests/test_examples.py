@@ -36,7 +36,7 @@ def test_example_runs_at_small_settings(path, capsys, monkeypatch):
     assert _printed(path, capsys)  # each example reports what it found
 
 
-@pytest.mark.slow(minutes=0.8)  # the longest, plot_deconvolution
+@pytest.mark.slow(minutes=1.4)  # the longest, plot_kinships_attributes
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_at_full_settings(path, capsys, monkeypatch):
     monkeypatch.delenv(QUICK, raising=False)
