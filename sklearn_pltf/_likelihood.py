@@ -235,14 +235,19 @@ class CompoundPoisson:
     def check(self, data):
         """Compound Poisson data: any non-negative values (already checked on input)."""
 
-    def count_ratio(self, x, xhat, out=None):
-        """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given)."""
+    def _per_entry(self, kernel, x, xhat):
+        """``kernel(x, xhat, jump_rate, out)`` over x and X̂ broadcast
+        together, flat and contiguous; the result in their shape."""
         x, xhat = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
                                       np.asarray(xhat, dtype=np.float64))
         result = np.empty(x.shape)
-        _compound_ratio_vector(np.ascontiguousarray(x).reshape(-1),
-                               np.ascontiguousarray(xhat).reshape(-1), self.jump_rate,
-                               result.reshape(-1))
+        kernel(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(xhat).reshape(-1),
+               self.jump_rate, result.reshape(-1))
+        return result
+
+    def count_ratio(self, x, xhat, out=None):
+        """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given)."""
+        result = self._per_entry(_compound_ratio_vector, x, xhat)
         if out is None:
             return result
         out[...] = result
@@ -251,13 +256,7 @@ class CompoundPoisson:
     def entry_log_terms(self, x, xhat):
         """log S(β X X̂) at each entry (0 at zeros of X)
         (:func:`~sklearn_pltf._kernels.compound_log_sum`)."""
-        x, xhat = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
-                                      np.asarray(xhat, dtype=np.float64))
-        out = np.empty(x.shape)
-        _compound_log_terms(np.ascontiguousarray(x).reshape(-1),
-                            np.ascontiguousarray(xhat).reshape(-1), self.jump_rate,
-                            out.reshape(-1))
-        return out
+        return self._per_entry(_compound_log_terms, x, xhat)
 
     def log_terms(self, x, xhat, out=None):
         """Σ log S(β X X̂) over the non-zeros (:meth:`entry_log_terms`,
