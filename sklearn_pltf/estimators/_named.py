@@ -25,7 +25,8 @@ SHARED_PARAMETERS = """\
         exponential jumps of mean 1 (exact zeros mean no jump);
         ``CompoundPoisson(jump_mean=s)`` for jumps of mean s, so that
         E[x] = s X̂. The evidence is then a density of the data in their
-        units, comparable across jump means. Every method supports it.
+        units, comparable across jump means. Every method and every
+        evidence estimator support it.
     method : {"vb", "em", "gibbs", "sada", "sgld"}, default="vb"
         ``"vb"``: variational Bayes, ``q(Z) = Gamma``; its bound is the log
         evidence estimate. ``"em"``: the posterior mode (needs
