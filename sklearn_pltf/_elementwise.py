@@ -34,7 +34,7 @@ from ._threads import parallel_kernel
 # Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
 _CHUNK = 1 << 18
 
-__all__ = ["floor_in_place", "count_ratio_into", "log_terms_sum", "memory_axes",
+__all__ = ["floor_in_place", "count_ratio_into", "compound_ratio", "log_terms_sum", "memory_axes",
            "memory_order_view", "in_layout_of"]
 
 
@@ -51,7 +51,9 @@ def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
 
 
 @parallel_kernel
-def _compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+def compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
+    """E[N | X, X̂] / X̂ of the compound Poisson likelihood at every entry of
+    the flat ``x`` and ``xhat`` (0 at zeros), into ``out``."""
     # Every entry by the fixed polynomials (branch-free: vector lanes), then
     # the few with z above SMALL_Z again by the general function.
     for i in numba.prange(x.size):
@@ -134,7 +136,7 @@ def count_ratio_into(x, xhat, out, likelihood):
     if likelihood.kernel_mode == BERNOULLI_RATIO:
         _bernoulli_ratio(x, xhat, out_flat)
     elif likelihood.kernel_mode == COMPOUND_RATIO:
-        _compound_ratio(x, xhat, likelihood.jump_rate, out_flat)
+        compound_ratio(x, xhat, likelihood.jump_rate, out_flat)
     else:
         _poisson_ratio(x, xhat, out_flat)
     return out

@@ -55,8 +55,9 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, SMALL_Z, compound_log_sum,
-                       entry_weight, small_compound_series)
+from ._elementwise import compound_ratio
+from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, SMALL_Z, TINY,
+                       compound_log_sum, small_compound_series)
 
 __all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood",
            "CompoundPoisson"]
@@ -246,8 +247,9 @@ class CompoundPoisson:
         return result
 
     def count_ratio(self, x, xhat, out=None):
-        """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given)."""
-        result = self._per_entry(_compound_ratio_vector, x, xhat)
+        """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given;
+        the dense pass of :func:`~sklearn_pltf._elementwise.count_ratio_into`)."""
+        result = self._per_entry(compound_ratio, x, np.maximum(xhat, TINY))
         if out is None:
             return result
         out[...] = result
@@ -306,12 +308,6 @@ class CompoundPoisson:
         positive value's density is a Poisson mixture of Gamma(N, β)
         densities, each at most β there, so n_positive · log β."""
         return data.value_sum(lambda x: np.where(x > 0, np.log(self.jump_rate), 0.0))
-
-
-@numba.njit(cache=True, nogil=True)
-def _compound_ratio_vector(x, xhat, jump_rate, out):  # pragma: no cover - compiled
-    for i in range(x.size):
-        out[i] = entry_weight(x[i], xhat[i], COMPOUND_RATIO, jump_rate)
 
 
 @numba.njit(cache=True, nogil=True)

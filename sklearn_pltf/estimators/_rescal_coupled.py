@@ -109,11 +109,11 @@ def joint_state(relational_state, own_state, data):
     return type(relational_state)(*(tuple(column) for column in columns))
 
 
-def side_terms(state, data):
+def side_terms(own, data, shape):
     """The side tensors' pull on A (at the geometric means) and exposure (at
-    the means), each (n_entities, R) (module docstring, step 1)."""
-    own = side_state(state, data)
-    pull, exposure = np.zeros(state.mean[0].shape), np.zeros(state.mean[0].shape)
+    the means), each of A's ``shape`` (n_entities, R), from the side model's
+    state ``own`` (module docstring, step 1)."""
+    pull, exposure = np.zeros(shape), np.zeros(shape)
     pulls = data.side.ratio_deltas(data.entity_positions, own.geometric)
     for s in data.entity_positions:
         pull += pulls[s]
@@ -122,10 +122,11 @@ def side_terms(state, data):
 
 
 def _step(rescal_step, side_step, state, data, priors, with_objective, objective):
-    side = side_terms(state, data)
+    own = side_state(state, data)
+    side = side_terms(own, data, state.mean[0].shape)
     relational_state, _ = rescal_step(rescal_part(state), data.relational, rescal_priors(priors),
                                       with_objective=False, side=side)
-    held = joint_state(relational_state, side_state(state, data), data)
+    held = joint_state(relational_state, own, data)
     own_priors = side_priors(priors, data)
     own_state, _ = side_step(side_state(held, data), data.side, own_priors, with_objective=False)
     new = joint_state(relational_state, own_state, data)

@@ -34,7 +34,8 @@ from ..model import Model
 from . import _mcmc
 from ..inference._convergence import run_to_convergence
 
-__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position"]
+__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position",
+           "restart_state"]
 
 #: The canonical structure for a relation tensor and for one relation.
 RESCAL_MODEL = "ia,jb,abk->ijk"
@@ -168,20 +169,33 @@ def tied_structure(model, tied):
     return TiedStructure(first, second, core, core_axes, canonical, latent_first)
 
 
-def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report,
-                 acceleration="squarem"):
-    """One VB or EM run to convergence; VB with ``start="mode"`` begins around
-    the posterior mode found by EM from the random start
-    (:func:`~sklearn_pltf.inference.rescal.priors_with_a_mode`)."""
-    kernel = rescal.KERNELS[method]
+def restart_state(kernels, state_around, method, start, rng, data, priors, n_components,
+                  max_iter, tol, acceleration="squarem"):
+    """Where a VB or EM run starts: with ``method="vb"`` and ``start="mode"``
+    around the posterior mode found by EM from a random start (every prior
+    shape raised to at least 1,
+    :func:`~sklearn_pltf.inference.rescal.priors_with_a_mode`;
+    ``state_around(mode, data, priors)`` makes the VB state), otherwise
+    ``kernels[method]``'s random start. ``kernels``: RESCAL's or a coupled
+    RESCAL's (:mod:`._rescal_coupled`)."""
     if method == "vb" and start == "mode":
-        em, mode_priors = rescal.KERNELS["em"], rescal.priors_with_a_mode(priors)
+        em, mode_priors = kernels["em"], rescal.priors_with_a_mode(priors)
         mode, _, _ = run_to_convergence(em, em.init(rng, data, mode_priors, n_components), data,
                                         mode_priors, max_iter, tol, acceleration=acceleration)
-        state = rescal.vb_state_around(mode.factors[0], mode.factors[2])
-    else:
-        state = kernel.init(rng, data, priors, n_components)
-    return run_to_convergence(kernel, state, data, priors, max_iter, tol, report,
+        return state_around(mode, data, priors)
+    return kernels[method].init(rng, data, priors, n_components)
+
+
+def _rescal_state_around(mode, data, priors):
+    return rescal.vb_state_around(mode.factors[0], mode.factors[2])
+
+
+def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report,
+                 acceleration="squarem"):
+    """One VB or EM run to convergence from :func:`restart_state`."""
+    state = restart_state(rescal.KERNELS, _rescal_state_around, method, start, rng, data, priors,
+                          n_components, max_iter, tol, acceleration)
+    return run_to_convergence(rescal.KERNELS[method], state, data, priors, max_iter, tol, report,
                               acceleration=acceleration)
 
 

@@ -19,7 +19,7 @@ from .._data import as_observed_tensor, is_dask_array
 from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from .._random import as_generator
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
-from ..inference import em, rescal, vb
+from ..inference import em, vb
 from ..inference._common import gamma_priors
 from ..inference._relational import relational_data
 from ..inference._convergence import ACCELERATIONS, run_to_convergence
@@ -27,7 +27,7 @@ from . import _rescal_coupled as rescal_coupled
 from ._base import best_restart, check_entry_indices
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
-from ._tied import tied_structure
+from ._tied import restart_state, tied_structure
 
 __all__ = ["CoupledPLTF"]
 
@@ -280,16 +280,12 @@ class CoupledPLTF(BaseEstimator):
 
     def _tied_start(self, data, priors, rng, restart):
         """Where a restart of the tied model starts: VB's first around EM's
-        posterior mode (with every prior shape raised to at least 1), as
-        :class:`~sklearn_pltf.BayesianRESCAL`'s; the others at random."""
-        kernel = rescal_coupled.KERNELS[self.method]
-        if self.method != "vb" or restart > 0:
-            return kernel.init(rng, data, priors, data.n_components)
-        em_kernel, mode_priors = rescal_coupled.KERNELS["em"], rescal.priors_with_a_mode(priors)
-        mode, _, _ = run_to_convergence(
-            em_kernel, em_kernel.init(rng, data, mode_priors, data.n_components), data,
-            mode_priors, self.max_iter, self.tol, acceleration=self.acceleration)
-        return rescal_coupled.vb_state_around(mode, data, priors)
+        posterior mode, as :class:`~sklearn_pltf.BayesianRESCAL`'s; the
+        others at random (:func:`._tied.restart_state`)."""
+        return restart_state(rescal_coupled.KERNELS, rescal_coupled.vb_state_around,
+                             self.method, "mode" if restart == 0 else "random", rng, data,
+                             priors, data.n_components, self.max_iter, self.tol,
+                             self.acceleration)
 
     def _weights(self, n_tensors):
         """The tensors' weights, checked: one positive finite number each."""
