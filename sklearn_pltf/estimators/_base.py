@@ -18,14 +18,12 @@ from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
-import sparse
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._contract import EntryList, full_xhat, make_contractor
-from .._data import as_observed_tensor, is_dask_array
+from .._contract import full_xhat, make_contractor
 from .._kernels import TINY
 from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
@@ -34,13 +32,18 @@ from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors
 from ..inference._convergence import ACCELERATIONS, distance_to_limit, run_to_convergence
+from ..inference._hyperparameters import LearnedRatesKernel
 from ..inference._svd_start import svd_start
-from ..distributed import as_distributed_tensor, block_grid, unreachable_nonzeros
+from ..distributed import block_grid
 from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of
 from ._predictive import predictive_at_entries
+from ._relevance import (check_learning, find_relevance, fitted_priors, learning_of,
+                         set_learned_attributes)
 from ._skeleton import BaseFactorization
+from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
+                          given_start, validate_tensor)
 
 __all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices"]
 
@@ -49,162 +52,6 @@ _KERNELS = {"vb": vb, "em": em}
 #: A fold-in stops each sample once a step changes its factor by less than
 #: this (or ``tol``, if smaller) relative to its largest entry.
 FOLD_IN_TOL = 1e-6
-
-
-def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
-                    distributed=False, chunks=None):
-    """Validate ``X`` (and ``mask``) for ``estimator`` into an :class:`ObservedTensor`.
-
-    Dense arrays and scipy.sparse matrices go through scikit-learn's
-    ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
-    array is checked here, since ``validate_data`` would densify it. With
-    ``distributed``, a Dask array is persisted on the active cluster as a
-    :class:`~sklearn_pltf.distributed.DistributedTensor` (checked chunk by
-    chunk on the workers), rechunked first to ``chunks(shape)`` if given;
-    without ``distributed``, it is refused rather than gathered.
-    """
-    if is_dask_array(X):
-        if not distributed:
-            raise ValueError(
-                f"{type(estimator).__name__} with these parameters needs its data in one "
-                "process; a Dask array is fitted on its cluster by BayesianNMF, PoissonCP, "
-                "TuckerVB and PLTF (untied) with method='vb' or 'em' and an init other than "
-                "'svd', or method='sgld' with n_blocks. Pass X.compute() if the data fit in "
-                "memory.")
-        _check_n_features(estimator, X, reset, min_ndim)
-        if chunks is not None:
-            X = X.rechunk(chunks(X.shape))
-        return as_distributed_tensor(X, mask, allow_negative=allow_negative)
-    if isinstance(X, sparse.SparseArray):
-        _check_n_features(estimator, X, reset, min_ndim)
-    else:
-        X = validate_data(
-            estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
-            ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
-        )
-    return as_observed_tensor(X, mask, allow_negative=allow_negative)
-
-
-def _check_n_features(estimator, X, reset, min_ndim):
-    """``validate_data``'s dimension and ``n_features_in_`` checks, for arrays
-    it would densify (pydata sparse, Dask)."""
-    if X.ndim < min_ndim:
-        raise ValueError(f"Expected a {min_ndim}-D or larger array, got {X.ndim}-D.")
-    if reset:
-        estimator.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
-    elif X.ndim > 1 and X.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
-            f"{estimator.n_features_in_} features as input."
-        )
-
-
-def check_entry_indices(indices, shape):
-    """``indices`` as an (n_entries, n_dims) integer array of entries inside
-    ``shape``, or a ValueError saying what is wrong."""
-    coords = np.asarray(indices)
-    if coords.ndim != 2 or coords.shape[1] != len(shape):
-        raise ValueError(f"indices must have shape (n_entries, {len(shape)}), got {coords.shape}.")
-    if not np.issubdtype(coords.dtype, np.integer):
-        raise ValueError("indices must be integers.")
-    if (coords < 0).any() or (coords >= np.asarray(shape)).any():
-        raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
-    return coords
-
-
-def check_fixed_factors_reach_the_data(model, data, fixed):
-    """Raise unless X̂ can be positive at every observed non-zero entry.
-
-    Whatever the free factors' (positive) values, X̂ is zero exactly where
-    every latent configuration meets a zero of a fixed factor, so X̂ with
-    the free factors at one shows where: a count there has probability zero
-    under the model.
-    """
-    if not fixed:
-        return
-    factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))
-               for a in range(model.n_factors)]
-    if data.is_distributed:
-        unreachable = unreachable_nonzeros(model, data, factors)
-    else:
-        coords, _ = data.nonzero_entries
-        unreachable = coords[:, EntryList(model, coords).xhat(factors) <= 0]
-    if unreachable.shape[1]:
-        first = tuple(int(c) for c in unreachable[:, 0])
-        raise ValueError(
-            f"The fixed factors make the model's mean X̂ zero at {unreachable.shape[1]} "
-            f"observed non-zero entries (the first at {first}), where the data then have "
-            "probability zero. Give the fixed factors positive values there, or mark those "
-            "entries missing."
-        )
-
-
-def given_start(model, init):
-    """``{position: array}`` from ``init`` given as ``{position or index
-    string: array}`` or a sequence with an array (or None) per factor; each
-    array finite, positive and of its free factor's shape (a copy)."""
-    items = (init.items() if isinstance(init, dict) else enumerate(init))
-    if not isinstance(init, dict) and len(init) != model.n_factors:
-        raise ValueError(f"init as a sequence needs one entry per factor of {model.string!r} "
-                         f"({model.n_factors}), got {len(init)}.")
-    start = {}
-    for key, value in items:
-        if value is None:
-            continue
-        position = factor_position(model, key, "init")
-        if position in model.fixed:
-            raise ValueError(f"init gives factor {position} ({model.factors[position]!r}), "
-                             "which is fixed; give only free factors.")
-        if position in start:
-            raise ValueError(f"init gives factor {position} ({model.factors[position]!r}) "
-                             "twice; give each factor once.")
-        array = real_factor_copy(value, f"init for factor {key!r}")
-        if array.shape != model.factor_shape(position):
-            raise ValueError(
-                f"init for factor {position} ({model.factors[position]!r}) has shape "
-                f"{array.shape}; the model needs {model.factor_shape(position)}.")
-        if not np.all(np.isfinite(array)) or np.any(array <= 0):
-            raise ValueError(f"init for factor {position} must be finite and > 0 (a factor "
-                             "started at zero stays there).")
-        start[position] = array
-    return start
-
-
-def real_factor_copy(value, what):
-    """``value`` (array-like, or a sparse array: a factor is small) as a new
-    dense float64 array, or a ValueError naming ``what`` unless it is a
-    regular array of real numbers (or booleans)."""
-    if hasattr(value, "toarray"):  # scipy.sparse
-        value = value.toarray()
-    elif hasattr(value, "todense"):  # pydata sparse, which refuses np.asarray
-        value = value.todense()
-    try:
-        given = np.asarray(value)
-    except ValueError as exc:  # ragged nested sequences
-        raise ValueError(f"{what} is not a regular array of numbers: {exc}") from None
-    if np.iscomplexobj(given) or not (np.issubdtype(given.dtype, np.number)
-                                      or given.dtype == bool):
-        raise ValueError(f"{what} must be real numbers, got dtype {given.dtype}.")
-    return np.array(given, dtype=np.float64, copy=True)
-
-
-def factor_position(model, key, name):
-    """The position of the factor ``key`` names in parameter ``name``: a
-    position, or a factor's index string."""
-    if isinstance(key, str):
-        matches = [a for a, f in enumerate(model.factors) if f == key]
-        if len(matches) != 1:
-            raise ValueError(
-                f"{name} key {key!r} must name exactly one factor of {model.string!r} "
-                f"(factors: {', '.join(model.factors)})."
-            )
-        return matches[0]
-    if isinstance(key, bool) or not isinstance(key, Integral) or not 0 <= key < model.n_factors:
-        raise ValueError(
-            f"{name} key {key!r} is neither a factor position 0..{model.n_factors - 1} "
-            "nor a factor's index string."
-        )
-    return int(key)
 
 
 def with_n_samples(model, n_samples):
@@ -226,13 +73,19 @@ def cp_reconstruction(estimator, W):
 
 
 def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report,
-                 contractor=None, start=None, acceleration="squarem"):
-    kernel = _KERNELS[method]
+                 contractor=None, start=None, acceleration="squarem", learning=None):
+    kernel = _kernel(method, learning)
     if contractor is None:
         contractor = make_contractor(model, data, likelihood)
     state = kernel.init(rng, model, contractor, priors, given, start)
     return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report,
                               acceleration=acceleration)
+
+
+def _kernel(method, learning):
+    """VB or EM, with its rates learned where ``learning`` (a
+    :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`) says."""
+    return _KERNELS[method] if learning is None else LearnedRatesKernel(_KERNELS[method], learning)
 
 
 def best_restart(results, n_init, max_iter, tol):
@@ -266,7 +119,7 @@ def _evidence_advice(evidence, priors):
 class BasePoissonPLTF(BaseFactorization):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
-    _stale_attributes = ("log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
+    _stale_attributes = ("prior_rate_", "relevance_", "effective_rank_", "log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
                          "log_likelihoods_", "log_evidence_error_", "rhat_", "n_batch_iter_")
 
     _parameter_constraints: dict = {
@@ -274,7 +127,8 @@ class BasePoissonPLTF(BaseFactorization):
         "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
-        "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
+        "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict,
+                       StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "acceleration": [StrOptions(set(ACCELERATIONS)), None],
@@ -305,8 +159,24 @@ class BasePoissonPLTF(BaseFactorization):
         data with ``ndim`` dimensions."""
 
     def _gamma_priors(self, model):
-        """The Gamma priors of ``model``'s free factors from ``prior_shape`` and ``prior_rate``."""
-        return gamma_priors(model, self.prior_shape, self.prior_rate)
+        """The Gamma priors of ``model``'s free factors from ``prior_shape`` and
+        ``prior_rate`` (``"auto"``: a rate of 1 until learned)."""
+        return gamma_priors(model, self.prior_shape, self._given_rate)
+
+    @property
+    def _given_rate(self):
+        """``prior_rate``, with 1 for ``"auto"`` (where VB learns the rates)."""
+        return 1.0 if isinstance(self.prior_rate, str) else self.prior_rate
+
+    def _ard_indices(self, model):
+        """The latent indices of ``model`` with a relevance per value (``ard``)."""
+        return ""
+
+    def _rate_learning_for(self, model):
+        """What rates the fit learns (None: none), checked against ``method``."""
+        learning = learning_of(self, model, self._ard_indices(model))
+        check_learning(self, learning)
+        return learning
 
     def _min_ndim(self):
         """Fewest data dimensions the estimator accepts (2: a sample axis and more)."""
@@ -348,6 +218,7 @@ class BasePoissonPLTF(BaseFactorization):
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = self._gamma_priors(model)
+        self._rate_learning = self._rate_learning_for(model)
         if (self.evidence == "auto" and evidence == "ais"
                 and not has_posterior_start(model, priors.free, tuple(fixed))):
             # AIS from the prior is far too short for real data; Chib then.
@@ -357,10 +228,12 @@ class BasePoissonPLTF(BaseFactorization):
         first_start = self._first_start(model, data, fixed)
         self.model_ = model
         self._folded_in_fit = False
+        self._fitted_priors = priors
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
         else:
             state = self._fit_optimizer(data, model, priors, fixed, rng, evidence, first_start)
+            model, priors = self.model_, self._fitted_priors
         if evidence == "ais":
             # The path starts from a Gamma fit to the fitted posterior marginals
             # (EM has none: from the prior). Its own stream, spawned after the
@@ -443,11 +316,15 @@ class BasePoissonPLTF(BaseFactorization):
                 self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
                 self._reporter(init) if self.verbose else None, contractor=shared,
                 start=first_start if init == 0 else None, acceleration=self.acceleration,
+                learning=self._rate_learning,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )
         state, objectives, converged = self._best_restart(results)
         final_objective = objectives[-1]
+        if self._rate_learning is not None:
+            model, state, priors, contractor = self._hold_learned_rates(
+                data, model, state, priors, contractor)
         if self._keep_sample_start(model, state):
             # Final fold-in: the sample-mode factor re-inferred exactly as
             # transform does, so fit_transform(X) equals fit(X).transform(X).
@@ -470,6 +347,24 @@ class BasePoissonPLTF(BaseFactorization):
 
     def _best_restart(self, results):
         return best_restart(results, self.n_init, self.max_iter, self.tol)
+
+    def _hold_learned_rates(self, data, model, state, priors, contractor):
+        """After VB with learned rates: the rates held at their values at
+        ``state`` from here on (the fold-ins, the evidence); with ARD, the
+        relevances read and, with ``prune``, the unneeded components removed.
+        Returns the ``(model, state, priors, contractor)`` to go on with."""
+        learning, relevance = self._rate_learning, None
+        if learning.indices:
+            relevance, pruned = find_relevance(
+                _kernel(self.method, learning), learning, model, data, self.likelihood, state,
+                priors, self.tol)
+            if getattr(self, "prune", False):
+                model, state, priors = pruned
+                contractor = make_contractor(model, data, self.likelihood)
+                self.model_ = model
+        self._fitted_priors = fitted_priors(learning, state, priors)
+        set_learned_attributes(self, learning, relevance, self._fitted_priors)
+        return model, state, self._fitted_priors, contractor
 
     def _token_by_token_methods(self, model):
         """The samplers that draw a uniform for every token (count) in each sweep."""
@@ -652,7 +547,7 @@ class BasePoissonPLTF(BaseFactorization):
 
         def problem(sub_data, contractor=None):
             sub_model = self._resized_model(sub_data.shape[0])
-            priors = gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
+            priors = self._sample_priors(sub_model, alpha)
             if contractor is None:
                 contractor = make_contractor(sub_model, sub_data, self.likelihood)
             return contractor, priors
@@ -668,6 +563,19 @@ class BasePoissonPLTF(BaseFactorization):
                         tol=min(self.tol, FOLD_IN_TOL),
                         max_iter=self.max_iter)
         return state, contractor, priors
+
+    def _sample_priors(self, sub_model, alpha):
+        """The prior of the sample-mode factor (at ``alpha``) of ``sub_model``,
+        the fitted model with other samples: the given one, or the learned
+        one (which does not vary along the samples)."""
+        if getattr(self, "_rate_learning", None) is None:
+            return gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
+        fitted = self._fitted_priors
+        axis = self.model_.factors[alpha].index(self.model_.output[0])
+        per_sample = [np.take(np.broadcast_to(field[alpha], self.model_.factor_shape(alpha)),
+                              [0], axis=axis) for field in (fitted.shape, fitted.rate)]
+        return gamma_priors(sub_model, {alpha: per_sample[0]}, {alpha: per_sample[1]},
+                            free=(alpha,))
 
     def _transform_data(self, data):
         """:meth:`transform` of validated data."""

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BasePoissonPLTF
 from ._online import ONLINE_CONSTRAINTS, ONLINE_PARAMETERS, OnlineVBMixin
+from ._relevance import ARD_ATTRIBUTES, ARD_PARAMETERS
 from ._tensor_export import CP_ATTRIBUTES
 
 SHARED_PARAMETERS = """\
@@ -63,6 +64,10 @@ SHARED_PARAMETERS = """\
         Gamma(shape, rate) prior of every factor entry: a scalar, an array
         broadcastable to every factor, or ``{factor position: value}``. A prior
         given as mean ``m`` and shape ``a`` has rate ``a / m``.
+        ``prior_rate="auto"``: each factor's rate learned by the evidence
+        with VB (type-II maximum likelihood, ``Σ prior_shape / Σ E[Z]`` at
+        every step), in ``prior_rate_``; ``log_evidence_`` is then the bound
+        at the learned rates.
     max_iter : int, default=1000
         VB and EM: iterations per initialisation (an iteration is a SQUAREM
         cycle of three sweeps, or with ``acceleration=None`` one sweep that
@@ -208,6 +213,8 @@ def fill_doc(cls):
     """Put the shared parameter and attribute text into ``cls.__doc__``."""
     cls.__doc__ = (cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS)
                    .replace("%(start_parameters)s", START_PARAMETERS)
+                   .replace("%(ard_parameters)s", ARD_PARAMETERS)
+                   .replace("%(ard_attributes)s", ARD_ATTRIBUTES)
                    .replace("%(online_parameters)s", ONLINE_PARAMETERS)
                    .replace("%(online_attributes)s", ONLINE_ATTRIBUTES)
                    .replace("%(cp_attributes)s", CP_ATTRIBUTES)
@@ -226,6 +233,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"random", "svd"}), dict, list, tuple],
         "warm_start": ["boolean"],
+        "ard": ["boolean"],
+        "prune": ["boolean"],
     }
 
     def __init__(
@@ -237,6 +246,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         evidence="auto",
         prior_shape=1.0,
         prior_rate=1.0,
+        ard=False,
+        prune=False,
         max_iter=1000,
         tol=0.1,
         acceleration="squarem",
@@ -266,6 +277,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         self.evidence = evidence
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
+        self.ard = ard
+        self.prune = prune
         self.max_iter = max_iter
         self.tol = tol
         self.acceleration = acceleration
@@ -288,3 +301,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         self.total_samples = total_samples
         self.learning_offset = learning_offset
         self.learning_decay = learning_decay
+
+    def _ard_indices(self, model):
+        """With ``ard``, every latent index: the components (NMF, CP), or each
+        mode's core index (Tucker)."""
+        return model.latent if self.ard else ""

@@ -23,7 +23,7 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..model import Model
 from ..inference._convergence import run_to_convergence
-from ._base import check_fixed_factors_reach_the_data
+from ._validation import check_fixed_factors_reach_the_data
 from ._skeleton import restore_on_failure
 
 __all__ = ["OnlineVBMixin", "ONLINE_PARAMETERS", "ONLINE_CONSTRAINTS"]
@@ -83,6 +83,10 @@ class OnlineVBMixin:
             raise ValueError(
                 f"partial_fit is stochastic variational inference: it needs method='vb', got "
                 f"{self.method!r}.")
+        if isinstance(self.prior_rate, str) or self.ard:
+            raise ValueError(
+                "partial_fit holds the prior rates fixed: prior_rate='auto' and ard=True learn "
+                "them from the whole data with fit; give prior_rate a value and ard=False.")
         first = not hasattr(self, "factors_")
         data = self._observed(X, mask, reset=first)
         get_likelihood(self.likelihood).check(data)

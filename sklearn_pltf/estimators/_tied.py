@@ -242,7 +242,15 @@ class TiedFactorMixin:
                 return value
             return {**{t: value[s] for t, s in tied.items() if s in value}, **value}
 
-        return gamma_priors(model, filled(self.prior_shape), filled(self.prior_rate))
+        return gamma_priors(model, filled(self.prior_shape), filled(self._given_rate))
+
+    def _rate_learning_for(self, model):
+        learning = super()._rate_learning_for(model)
+        if learning is not None and self._structure(model) is not None:
+            raise ValueError(
+                "prior_rate='auto' and ard are not built for a tied factor (RESCAL) yet: give "
+                "prior_rate a value and choose n_components by the evidence (GridSearchCV).")
+        return learning
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)

@@ -19,7 +19,8 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
 from .._contract import full_xhat
 from ..model import cp_model_string
-from ._base import check_entry_indices, validate_tensor, with_n_samples
+from ._base import with_n_samples
+from ._validation import check_entry_indices, validate_tensor
 from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes

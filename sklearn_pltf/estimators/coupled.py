@@ -24,7 +24,8 @@ from ..inference._common import gamma_priors
 from ..inference._relational import relational_data
 from ..inference._convergence import ACCELERATIONS, run_to_convergence
 from . import _rescal_coupled as rescal_coupled
-from ._base import best_restart, check_entry_indices
+from ._base import best_restart
+from ._validation import check_entry_indices
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
 from ._tied import restart_state, tied_structure

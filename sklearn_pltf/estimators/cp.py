@@ -20,6 +20,7 @@ class PoissonCP(CPResultMixin, NamedPoissonPLTF):
     n_components : int, default=2
         The CP rank.
 %(shared_parameters)s
+%(ard_parameters)s
 %(start_parameters)s
 %(online_parameters)s
 
@@ -27,6 +28,7 @@ class PoissonCP(CPResultMixin, NamedPoissonPLTF):
     ----------
 %(cp_attributes)s
 %(shared_attributes)s
+%(ard_attributes)s
 %(online_attributes)s
 
     Examples

@@ -19,7 +19,8 @@ from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
 from ..model import Model, cp_model_string
 from . import _mcmc
-from ._base import check_entry_indices, cp_reconstruction, validate_tensor
+from ._base import cp_reconstruction
+from ._validation import check_entry_indices, validate_tensor
 from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes

@@ -18,6 +18,7 @@ class BayesianNMF(NamedPoissonPLTF):
     n_components : int, default=2
         The rank ``K``.
 %(shared_parameters)s
+%(ard_parameters)s
 %(start_parameters)s
 %(online_parameters)s
 
@@ -26,6 +27,7 @@ class BayesianNMF(NamedPoissonPLTF):
     components_ : ndarray of shape (n_components, n_features)
         Posterior mean of ``H``, as in :class:`sklearn.decomposition.NMF`.
 %(shared_attributes)s
+%(ard_attributes)s
 %(online_attributes)s
 
     Examples

@@ -8,7 +8,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..model import Model
-from ._base import BasePoissonPLTF, factor_position, real_factor_copy
+from ._base import BasePoissonPLTF
+from ._validation import factor_position, real_factor_copy
 from ._named import fill_doc
 from ._tied import TiedFactorMixin, tied_by_position
 
@@ -54,11 +55,27 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         ``init="auto"``), ``"em"``, ``"gibbs"``, ``"sada"`` and ``"sgld"``
         (not ``n_blocks``); evidence by the bound, Chib's estimate or STI.
 %(shared_parameters)s
+    ard : bool or str, default=False
+        Automatic relevance determination (VB): ``True`` gives every latent
+        index a relevance per value, a string only the latent indices it
+        names (e.g. ``"r"``, not a convolution's lag). A relevance is shared
+        by every free factor that carries its index: an element's prior is
+        ``Gamma(prior_shape, prior_shape · Π relevance⁻¹)`` over its ARD
+        indices, so values the data do not need fall to zero mass
+        (``relevance_``, ``effective_rank_``). ``log_evidence_`` is then the
+        bound at the learned relevances; ``prior_rate`` applies to factors
+        that carry no ARD index.
+    prune : bool, default=False
+        With ``ard``: remove the values of ARD indices that the evidence does
+        not need (those whose removal lowers the bound by at most ``tol``
+        nats); ``model_``, ``factors_`` and ``transform`` then have the
+        smaller sizes.
 %(start_parameters)s
 
     Attributes
     ----------
 %(shared_attributes)s
+%(ard_attributes)s
 
     Notes
     -----
@@ -85,6 +102,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         "tied_factors": [dict, None],
         "init": [StrOptions({"random", "svd"}), dict, list, tuple],
         "warm_start": ["boolean"],
+        "ard": ["boolean", str],
+        "prune": ["boolean"],
     }
 
     def __init__(
@@ -97,6 +116,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         evidence="auto",
         prior_shape=1.0,
         prior_rate=1.0,
+        ard=False,
+        prune=False,
         fixed_factors=None,
         tied_factors=None,
         max_iter=1000,
@@ -126,6 +147,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         self.evidence = evidence
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
+        self.ard = ard
+        self.prune = prune
         self.fixed_factors = fixed_factors
         self.tied_factors = tied_factors
         self.max_iter = max_iter
@@ -154,6 +177,11 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
 
     def _tied_positions(self, model):
         return tied_by_position(model, self.tied_factors)
+
+    def _ard_indices(self, model):
+        if isinstance(self.ard, str):
+            return self.ard
+        return model.latent if self.ard else ""
 
     def _min_ndim(self):
         return min(2, len(Model.parse(self.model).output))

@@ -23,6 +23,7 @@ class TuckerVB(TuckerResultMixin, NamedPoissonPLTF):
     n_components : int or tuple of int, default=2
         The core's size: one rank for every mode, or one per mode.
 %(shared_parameters)s
+%(ard_parameters)s
 %(start_parameters)s
 %(online_parameters)s
 
@@ -31,6 +32,7 @@ class TuckerVB(TuckerResultMixin, NamedPoissonPLTF):
     core_ : ndarray
         Posterior mean of the core tensor.
 %(shared_attributes)s
+%(ard_attributes)s
 %(online_attributes)s
 
     Examples

@@ -97,7 +97,10 @@ def exact_log_evidence(
         belonging to a fixed factor is ignored.
     prior_rate : float or sequence of two floats, default=1.0
         Gamma rate :math:`b` (inverse scale), as for `prior_shape`:
-        ``(b_W, b_H)``.
+        ``(b_W, b_H)``. Each of the two may also be an array of
+        ``n_components`` rates, one per component (column of ``W``, row of
+        ``H``): the priors of automatic relevance determination, which
+        still factorise over the components.
     fixed_factors : dict, default=None
         Factors held fixed instead of integrated out: ``{0: W}`` with ``W`` of
         shape ``(n_rows, K)``, ``{1: H}`` with ``H`` of shape
@@ -197,7 +200,7 @@ def exact_log_evidence(
     fixed_W, fixed_H = _validate_fixed_factors(fixed_factors, n_rows, n_columns)
     n_components = _resolve_n_components(n_components, fixed_W, fixed_H)
     shape_W, shape_H = _as_factor_pair(prior_shape, "prior_shape")
-    rate_W, rate_H = _as_factor_pair(prior_rate, "prior_rate")
+    rate_W, rate_H = _per_component_rates(prior_rate, n_components)
     if (
         isinstance(max_allocations, bool)
         or not isinstance(max_allocations, numbers.Integral)
@@ -217,16 +220,19 @@ def exact_log_evidence(
             "is only feasible for tiny data"
         )
 
-    component_log_term = _make_component_log_term(
-        fixed_W,
-        fixed_H,
-        shape_W=shape_W,
-        rate_W=rate_W,
-        shape_H=shape_H,
-        rate_H=rate_H,
-        n_rows=n_rows,
-        n_columns=n_columns,
-    )
+    component_log_terms = [
+        _make_component_log_term(
+            fixed_W,
+            fixed_H,
+            shape_W=shape_W,
+            rate_W=float(rate_W[k]),
+            shape_H=shape_H,
+            rate_H=float(rate_H[k]),
+            n_rows=n_rows,
+            n_columns=n_columns,
+        )
+        for k in range(n_components)
+    ]
 
     # Per nonzero entry: all its compositions into K parts, and the
     # log-factorial term sum_k log S_ikj! of each composition.
@@ -254,7 +260,7 @@ def exact_log_evidence(
                 n_columns,
                 len(flat),
             )
-            log_joint += component_log_term(k, row_sums, column_sums)
+            log_joint += component_log_terms[k](k, row_sums, column_sums)
         chunk_log_sums.append(logsumexp(log_joint))
     return float(logsumexp(np.asarray(chunk_log_sums)))
 
@@ -379,6 +385,24 @@ def _as_factor_pair(value, name):
     if not np.all(np.isfinite(array)) or np.any(array <= 0):
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
     return float(array[0]), float(array[1])
+
+
+def _per_component_rates(value, n_components):
+    """``prior_rate`` as two arrays of ``n_components`` rates (W's, H's):
+    from a scalar, a pair of scalars, or a pair whose entries are scalars
+    or arrays of one rate per component."""
+    if np.ndim(value) == 0 or (np.ndim(value) == 1 and len(value) == 2
+                               and all(np.ndim(v) == 0 for v in value)):
+        return tuple(np.full(n_components, v) for v in _as_factor_pair(value, "prior_rate"))
+    if len(value) != 2:
+        raise ValueError(f"prior_rate must be a scalar or a pair (W, H), got {value!r}")
+    rates = []
+    for part in value:
+        array = np.broadcast_to(np.asarray(part, dtype=np.float64), (n_components,))
+        if not np.all(np.isfinite(array)) or np.any(array <= 0):
+            raise ValueError(f"prior_rate must be finite and > 0, got {value!r}")
+        rates.append(np.array(array))
+    return tuple(rates)
 
 
 # --------------------------------------------------------------------------

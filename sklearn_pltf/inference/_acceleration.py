@@ -157,7 +157,9 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
             second_t + np.clip(t - 2 * length * dr + length**2 * dv - second_t,
                                -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
             for t, dr, dv, second_t in zip(theta, r, v, theta_second)]
-    start = _from_coordinates(state, extrapolated, groups, priors, fallback=second)
+    # A kernel that learns its rates projects onto those learned at F(F(θ)).
+    bounds = kernel.priors_at(second, priors) if hasattr(kernel, "priors_at") else priors
+    start = _from_coordinates(state, extrapolated, groups, bounds, fallback=second)
     new, info = kernel.step(start, contractor, priors, with_objective=True)
     new_value = float(info.objective)
     if np.isfinite(new_value) and new_value >= value:

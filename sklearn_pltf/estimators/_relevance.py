@@ -1,0 +1,180 @@
+"""Learned prior rates and relevances (ARD) for the Poisson–Gamma estimators.
+
+What an estimator asks for (``prior_rate="auto"``, ``ard``, ``prune``)
+becomes a :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`;
+VB then runs :class:`~sklearn_pltf.inference._hyperparameters.LearnedRatesKernel`,
+and after it this module reads the relevances, finds the components the
+evidence does not need and, with ``prune=True``, removes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from opt_einsum import contract
+
+from .._contract import make_contractor
+from ..inference._common import GammaPriors
+from ..inference._hyperparameters import learned_priors, rate_learning, relevances
+
+__all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "learning_of", "set_learned_attributes", "check_learning", "Relevance", "find_relevance"]
+
+ARD_PARAMETERS = """\
+    ard : bool, default=False
+        Automatic relevance determination: a relevance per component,
+        shared by every factor that carries it, learned by the evidence
+        with VB (Tan & Févotte 2013; Zhao, Zhang & Cichocki 2015). The
+        component's elements have prior ``Gamma(prior_shape,
+        prior_shape / relevance)``, so a component the data do not need
+        has its relevance fall towards zero and carries no mass: one fit
+        at a generous ``n_components`` finds the rank (``relevance_``,
+        ``effective_rank_``). ``log_evidence_`` is then the bound at the
+        learned relevances. ``prior_rate`` applies to factors that carry
+        no component.
+    prune : bool, default=False
+        With ``ard=True``: remove the components the evidence does not
+        need (those whose removal lowers the bound by at most ``tol``
+        nats), so ``factors_``, ``transform`` and ``model_`` have the
+        effective rank; the bound is that of the smaller model."""
+
+
+ARD_ATTRIBUTES = """\
+    prior_rate_ : tuple of ndarray
+        With ``prior_rate="auto"`` or ``ard=True``: the fitted prior rate of
+        every element of each factor (None for fixed factors), the rates at
+        which ``log_evidence_`` is the bound and new samples are folded in.
+    relevance_ : ndarray of shape (n_components,), or dict
+        With ``ard=True``: each component's relevance, the prior mean
+        ``1 / λ`` of its elements; near zero for components the data do not
+        need. With several latent indices (Tucker's core), ``{index: array}``.
+        With ``prune=True``, of the components kept.
+    effective_rank_ : int or dict
+        With ``ard=True``: the number of components the evidence needs
+        (dropping any other lowers the bound by at most ``tol`` nats); a dict
+        per latent index where there are several."""
+
+
+def learning_of(estimator, model, ard_indices):
+    """The :class:`RateLearning` that ``estimator``'s ``prior_rate`` and
+    ``ard_indices`` (a string of latent indices) ask for, or None."""
+    per_factor = isinstance(estimator.prior_rate, str)  # "auto"
+    if not ard_indices and not per_factor:
+        return None
+    return rate_learning(model, model.free, ard_indices, per_factor)
+
+
+def check_learning(estimator, learning):
+    """Raise unless ``estimator``'s method learns rates (VB)."""
+    if getattr(estimator, "prune", False) and (learning is None or not learning.indices):
+        raise ValueError("prune=True removes the components that ARD switched off: it needs "
+                         "ard=True.")
+    if learning is None:
+        return
+    if estimator.method != "vb":
+        raise ValueError(
+            "prior_rate='auto' and ard=True learn the rates with variational Bayes: they need "
+            f"method='vb', got {estimator.method!r}. (The posterior mode taken jointly over "
+            "the factors and their rates does not exist: a factor at zero under a rate that "
+            "grows without bound has unbounded density.)")
+    if estimator.evidence not in ("auto", "vb", None):
+        raise ValueError(
+            f"evidence={estimator.evidence!r} with learned rates: the evidence is the VB "
+            "bound at the learned rates; use evidence='auto' or 'vb'.")
+
+
+class Relevance:
+    """The relevances of a fit and the components kept, per ARD index.
+
+    ``values[index]``: ``1 / λ``, the prior mean of the component's
+    elements, one per component; ``kept[index]``: the components kept."""
+
+    def __init__(self, values, kept):
+        self.values = values
+        self.kept = kept
+
+
+def component_masses(model, means, index):
+    """Σ over every entry of X̂'s part through each value of latent ``index``
+    (the data's missing entries included): a component's total mass."""
+    operands, subscripts = [], []
+    for factor, mean in zip(model.factors, means):
+        summed = tuple(i for i, c in enumerate(factor) if c in model.output)
+        operands.append(np.sum(mean, axis=summed))
+        subscripts.append("".join(c for c in factor if c not in model.output))
+    return contract(",".join(subscripts) + "->" + index, *operands)
+
+
+def find_relevance(kernel, learning, model, data, likelihood, state, priors, tol):
+    """The relevances at ``state`` and the components to keep.
+
+    Per ARD index, components are tried in order of increasing mass; each is
+    dropped (with those dropped before it) while the bound of the smaller
+    model, with its rates learned afresh, is at most ``tol`` below the
+    bound of the full one.
+
+    Returns
+    -------
+    relevance : Relevance
+    pruned : tuple
+        ``(model, state, priors)`` of the model without the dropped components.
+    """
+    full = kernel.objective(state, make_contractor(model, data, likelihood), priors)
+    lam = relevances(learning, state.mean, priors.shape)
+    kept = {c: np.arange(model.sizes[c]) for c in learning.indices}
+    current = (model, state, priors)
+    for c in learning.indices:
+        for p in np.argsort(component_masses(model, state.mean, c), kind="stable"):
+            if kept[c].size == 1:
+                break
+            trial_kept = {**kept, c: kept[c][kept[c] != p]}
+            trial = _sliced(model, state, priors, trial_kept)
+            value = kernel.objective(trial[1], make_contractor(trial[0], data, likelihood),
+                                     trial[2])
+            if value < full - tol:
+                break
+            kept, current = trial_kept, trial
+    return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
+
+
+def _sliced(model, state, priors, kept):
+    """``(model, state, priors)`` with only the ``kept`` values of each ARD index."""
+    sizes = {**model.sizes, **{c: int(k.size) for c, k in kept.items()}}
+    small = replace(model, sizes=type(model.sizes)(sizes))
+
+    def take(array, alpha):
+        if array is None:
+            return None
+        for axis, c in enumerate(model.factors[alpha]):
+            if c in kept:
+                array = np.take(array, kept[c], axis=axis)
+        return np.ascontiguousarray(array)
+
+    fields = [tuple(take(field[a], a) for a in range(model.n_factors)) for field in state]
+    shapes = tuple(take(None if s is None else np.broadcast_to(s, model.factor_shape(a)), a)
+                   for a, s in enumerate(priors.shape))
+    rates = tuple(take(None if r is None else np.broadcast_to(r, model.factor_shape(a)), a)
+                  for a, r in enumerate(priors.rate))
+    small_priors = GammaPriors(shapes, rates, priors.log_normalizer)
+    return small, type(state)(*fields), small_priors
+
+
+def set_learned_attributes(estimator, learning, relevance, priors):
+    """``prior_rate_`` and, with ARD, ``relevance_`` and ``effective_rank_``
+    (one array and int per ARD index; the array and int themselves where
+    there is one)."""
+    estimator.prior_rate_ = tuple(None if r is None else np.array(r) for r in priors.rate)
+    if relevance is None:
+        return
+    pruned = getattr(estimator, "prune", False)
+    values = {c: relevance.values[c][relevance.kept[c]] if pruned else relevance.values[c]
+              for c in learning.indices}
+    ranks = {c: int(relevance.kept[c].size) for c in learning.indices}
+    single = len(learning.indices) == 1
+    estimator.relevance_ = next(iter(values.values())) if single else values
+    estimator.effective_rank_ = next(iter(ranks.values())) if single else ranks
+
+
+def fitted_priors(learning, state, priors):
+    """The priors at the rates learned from ``state`` (None: ``priors``)."""
+    return priors if learning is None else learned_priors(learning, state.mean, priors)

@@ -1,0 +1,174 @@
+"""Checks of what a user gives the Poisson–Gamma estimators: the data (and
+their mask), entry indices, fixed factors against the data, and given
+starting factors, each failing with a message that names the problem."""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import sparse
+from sklearn.utils.validation import validate_data
+
+from .._contract import EntryList
+from .._data import as_observed_tensor, is_dask_array
+from ..distributed import as_distributed_tensor, unreachable_nonzeros
+
+__all__ = ["validate_tensor", "check_entry_indices", "check_fixed_factors_reach_the_data",
+           "given_start", "real_factor_copy", "factor_position"]
+
+
+def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
+                    distributed=False, chunks=None):
+    """Validate ``X`` (and ``mask``) for ``estimator`` into an :class:`ObservedTensor`.
+
+    Dense arrays and scipy.sparse matrices go through scikit-learn's
+    ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
+    array is checked here, since ``validate_data`` would densify it. With
+    ``distributed``, a Dask array is persisted on the active cluster as a
+    :class:`~sklearn_pltf.distributed.DistributedTensor` (checked chunk by
+    chunk on the workers), rechunked first to ``chunks(shape)`` if given;
+    without ``distributed``, it is refused rather than gathered.
+    """
+    if is_dask_array(X):
+        if not distributed:
+            raise ValueError(
+                f"{type(estimator).__name__} with these parameters needs its data in one "
+                "process; a Dask array is fitted on its cluster by BayesianNMF, PoissonCP, "
+                "TuckerVB and PLTF (untied) with method='vb' or 'em' and an init other than "
+                "'svd', or method='sgld' with n_blocks. Pass X.compute() if the data fit in "
+                "memory.")
+        _check_n_features(estimator, X, reset, min_ndim)
+        if chunks is not None:
+            X = X.rechunk(chunks(X.shape))
+        return as_distributed_tensor(X, mask, allow_negative=allow_negative)
+    if isinstance(X, sparse.SparseArray):
+        _check_n_features(estimator, X, reset, min_ndim)
+    else:
+        X = validate_data(
+            estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
+            ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
+        )
+    return as_observed_tensor(X, mask, allow_negative=allow_negative)
+
+
+def _check_n_features(estimator, X, reset, min_ndim):
+    """``validate_data``'s dimension and ``n_features_in_`` checks, for arrays
+    it would densify (pydata sparse, Dask)."""
+    if X.ndim < min_ndim:
+        raise ValueError(f"Expected a {min_ndim}-D or larger array, got {X.ndim}-D.")
+    if reset:
+        estimator.n_features_in_ = X.shape[1] if X.ndim > 1 else 1
+    elif X.ndim > 1 and X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+
+
+def check_entry_indices(indices, shape):
+    """``indices`` as an (n_entries, n_dims) integer array of entries inside
+    ``shape``, or a ValueError saying what is wrong."""
+    coords = np.asarray(indices)
+    if coords.ndim != 2 or coords.shape[1] != len(shape):
+        raise ValueError(f"indices must have shape (n_entries, {len(shape)}), got {coords.shape}.")
+    if not np.issubdtype(coords.dtype, np.integer):
+        raise ValueError("indices must be integers.")
+    if (coords < 0).any() or (coords >= np.asarray(shape)).any():
+        raise ValueError(f"indices fall outside the fitted data's shape {shape}.")
+    return coords
+
+
+def check_fixed_factors_reach_the_data(model, data, fixed):
+    """Raise unless X̂ can be positive at every observed non-zero entry.
+
+    Whatever the free factors' (positive) values, X̂ is zero exactly where
+    every latent configuration meets a zero of a fixed factor, so X̂ with
+    the free factors at one shows where: a count there has probability zero
+    under the model.
+    """
+    if not fixed:
+        return
+    factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))
+               for a in range(model.n_factors)]
+    if data.is_distributed:
+        unreachable = unreachable_nonzeros(model, data, factors)
+    else:
+        coords, _ = data.nonzero_entries
+        unreachable = coords[:, EntryList(model, coords).xhat(factors) <= 0]
+    if unreachable.shape[1]:
+        first = tuple(int(c) for c in unreachable[:, 0])
+        raise ValueError(
+            f"The fixed factors make the model's mean X̂ zero at {unreachable.shape[1]} "
+            f"observed non-zero entries (the first at {first}), where the data then have "
+            "probability zero. Give the fixed factors positive values there, or mark those "
+            "entries missing."
+        )
+
+
+def given_start(model, init):
+    """``{position: array}`` from ``init`` given as ``{position or index
+    string: array}`` or a sequence with an array (or None) per factor; each
+    array finite, positive and of its free factor's shape (a copy)."""
+    items = (init.items() if isinstance(init, dict) else enumerate(init))
+    if not isinstance(init, dict) and len(init) != model.n_factors:
+        raise ValueError(f"init as a sequence needs one entry per factor of {model.string!r} "
+                         f"({model.n_factors}), got {len(init)}.")
+    start = {}
+    for key, value in items:
+        if value is None:
+            continue
+        position = factor_position(model, key, "init")
+        if position in model.fixed:
+            raise ValueError(f"init gives factor {position} ({model.factors[position]!r}), "
+                             "which is fixed; give only free factors.")
+        if position in start:
+            raise ValueError(f"init gives factor {position} ({model.factors[position]!r}) "
+                             "twice; give each factor once.")
+        array = real_factor_copy(value, f"init for factor {key!r}")
+        if array.shape != model.factor_shape(position):
+            raise ValueError(
+                f"init for factor {position} ({model.factors[position]!r}) has shape "
+                f"{array.shape}; the model needs {model.factor_shape(position)}.")
+        if not np.all(np.isfinite(array)) or np.any(array <= 0):
+            raise ValueError(f"init for factor {position} must be finite and > 0 (a factor "
+                             "started at zero stays there).")
+        start[position] = array
+    return start
+
+
+def real_factor_copy(value, what):
+    """``value`` (array-like, or a sparse array: a factor is small) as a new
+    dense float64 array, or a ValueError naming ``what`` unless it is a
+    regular array of real numbers (or booleans)."""
+    if hasattr(value, "toarray"):  # scipy.sparse
+        value = value.toarray()
+    elif hasattr(value, "todense"):  # pydata sparse, which refuses np.asarray
+        value = value.todense()
+    try:
+        given = np.asarray(value)
+    except ValueError as exc:  # ragged nested sequences
+        raise ValueError(f"{what} is not a regular array of numbers: {exc}") from None
+    if np.iscomplexobj(given) or not (np.issubdtype(given.dtype, np.number)
+                                      or given.dtype == bool):
+        raise ValueError(f"{what} must be real numbers, got dtype {given.dtype}.")
+    return np.array(given, dtype=np.float64, copy=True)
+
+
+def factor_position(model, key, name):
+    """The position of the factor ``key`` names in parameter ``name``: a
+    position, or a factor's index string."""
+    if isinstance(key, str):
+        matches = [a for a, f in enumerate(model.factors) if f == key]
+        if len(matches) != 1:
+            raise ValueError(
+                f"{name} key {key!r} must name exactly one factor of {model.string!r} "
+                f"(factors: {', '.join(model.factors)})."
+            )
+        return matches[0]
+    if isinstance(key, bool) or not isinstance(key, Integral) or not 0 <= key < model.n_factors:
+        raise ValueError(
+            f"{name} key {key!r} is neither a factor position 0..{model.n_factors - 1} "
+            "nor a factor's index string."
+        )
+    return int(key)
