@@ -46,6 +46,10 @@ ESTIMATORS = [
     GibbsNTF(2, evidence="chib", n_warmup=1, n_draws=2, random_state=0),
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
+    # learned rates and relevances (tests/test_ard.py tests what they compute)
+    BayesianNMF(3, ard=True, **FAST),
+    PLTF("ik,kj->ij", 3, ard=True, prune=True, **FAST),
+    TuckerVB(2, ard=True, prior_rate="auto", **FAST),
 ]
 
 # The checks that fit scikit-learn's own random data (n_samples x n_features
@@ -164,7 +168,7 @@ def test_set_output_pandas_names_the_columns(estimator):
     fitted = est.fit_transform(frame)
     names = est.get_feature_names_out()
     prefix = type(estimator).__name__.lower()
-    assert list(names) == [f"{prefix}{k}" for k in range(2)]
+    assert list(names) == [f"{prefix}{k}" for k in range(est._n_features_out)]
     for out in (fitted, est.transform(frame)):
         assert isinstance(out, pd.DataFrame)
         assert list(out.columns) == list(names) and list(out.index) == list(frame.index)

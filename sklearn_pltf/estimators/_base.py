@@ -356,8 +356,8 @@ class BasePoissonPLTF(BaseFactorization):
         learning, relevance = self._rate_learning, None
         if learning.indices:
             relevance, pruned = find_relevance(
-                _kernel(self.method, learning), learning, model, data, self.likelihood, state,
-                priors, self.tol)
+                _kernel(self.method, learning), learning, model, state, priors, self.tol,
+                contractor_for=lambda small: make_contractor(small, data, self.likelihood))
             if getattr(self, "prune", False):
                 model, state, priors = pruned
                 contractor = make_contractor(model, data, self.likelihood)

@@ -23,6 +23,9 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..model import Model
 from ..inference._convergence import run_to_convergence
+from ..inference._hyperparameters import LearnedRatesKernel
+from ._relevance import (LEARNED_ATTRIBUTES, find_relevance, held_priors,
+                         set_learned_attributes)
 from ._validation import check_fixed_factors_reach_the_data
 from ._skeleton import restore_on_failure
 
@@ -64,7 +67,9 @@ class OnlineVBMixin:
         :meth:`fit`, it continues from the fitted posterior. Afterwards
         :meth:`transform` folds samples in and :meth:`score` is the
         predictive bound of new data (there is no training evidence: the
-        past batches are not kept).
+        past batches are not kept). Learned rates (``prior_rate="auto"``,
+        ``ard=True``) are learned on the first batch, as :meth:`fit` learns
+        them, and held for the later ones; ``prune=True`` needs :meth:`fit`.
 
         Parameters
         ----------
@@ -83,10 +88,10 @@ class OnlineVBMixin:
             raise ValueError(
                 f"partial_fit is stochastic variational inference: it needs method='vb', got "
                 f"{self.method!r}.")
-        if isinstance(self.prior_rate, str) or self.ard:
+        if self.prune:
             raise ValueError(
-                "partial_fit holds the prior rates fixed: prior_rate='auto' and ard=True learn "
-                "them from the whole data with fit; give prior_rate a value and ard=False.")
+                "partial_fit keeps the model's sizes from batch to batch: prune=True, which "
+                "removes components, needs fit.")
         first = not hasattr(self, "factors_")
         data = self._observed(X, mask, reset=first)
         get_likelihood(self.likelihood).check(data)
@@ -100,6 +105,9 @@ class OnlineVBMixin:
         state = with_factor(self._state, alpha, folded, lambda batch, _: batch)
         model = contractor.model
         priors = self._gamma_priors(model)
+        if getattr(self, "_rate_learning", None) is not None:
+            priors = held_priors(priors, self._fitted_priors, self._sample_priors(model, alpha),
+                                 alpha)
         step = getattr(self, "n_batch_iter_", 1)
         rho = svi.learning_rate(step, self.learning_offset, self.learning_decay)
         state = svi.global_step(state, contractor, priors,
@@ -108,7 +116,8 @@ class OnlineVBMixin:
         if self.verbose:
             print(f"Batch {step}: {data.shape[0]} samples, step weight {rho:.4g}")
         for stale in self._stale_attributes + ("n_iter_",):
-            self.__dict__.pop(stale, None)
+            if stale not in LEARNED_ATTRIBUTES:  # the rates learned on the first batch stay
+                self.__dict__.pop(stale, None)
         self.model_, self._state = model, state
         self._keep_sample_start(model, state)
         self._fingerprint, self._folded_in_fit = None, False
@@ -149,12 +158,23 @@ class OnlineVBMixin:
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = self._gamma_priors(model)
+        learning = self._rate_learning_for(model)
+        kernel = vb if learning is None else LearnedRatesKernel(vb, learning)
         rng = as_generator(self.random_state)
         contractor = make_contractor(model, data, self.likelihood)
         start = vb.init(rng, model, contractor, priors, {a: (f, f) for a, f in fixed.items()},
                         self._first_start(model, data, fixed))
-        self._state, _, _ = run_to_convergence(vb, start, contractor, priors, self.max_iter,
+        self._state, _, _ = run_to_convergence(kernel, start, contractor, priors, self.max_iter,
                                                self.tol, acceleration=self.acceleration)
+        self._rate_learning = learning
+        if learning is not None:  # learned on this batch, held for the later ones
+            relevance = None
+            if learning.indices:
+                relevance, _ = find_relevance(
+                    kernel, learning, model, self._state, priors, self.tol,
+                    contractor_for=lambda small: make_contractor(small, data, self.likelihood))
+            self._fitted_priors = kernel.priors_at(self._state, priors)
+            set_learned_attributes(self, learning, relevance, self._fitted_priors)
         self.model_ = model
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self._keep_sample_start(model, self._state)

@@ -18,7 +18,8 @@ from .._contract import make_contractor
 from ..inference._common import GammaPriors
 from ..inference._hyperparameters import learned_priors, rate_learning, relevances
 
-__all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "learning_of", "set_learned_attributes", "check_learning", "Relevance", "find_relevance"]
+__all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
+           "set_learned_attributes", "held_priors", "check_learning", "Relevance", "find_relevance"]
 
 ARD_PARAMETERS = """\
     ard : bool, default=False
@@ -53,6 +54,10 @@ ARD_ATTRIBUTES = """\
         With ``ard=True``: the number of components the evidence needs
         (dropping any other lowers the bound by at most ``tol`` nats); a dict
         per latent index where there are several."""
+
+
+#: The fitted attributes of learned rates.
+LEARNED_ATTRIBUTES = ("prior_rate_", "relevance_", "effective_rank_")
 
 
 def learning_of(estimator, model, ard_indices):
@@ -105,7 +110,7 @@ def component_masses(model, means, index):
     return contract(",".join(subscripts) + "->" + index, *operands)
 
 
-def find_relevance(kernel, learning, model, data, likelihood, state, priors, tol):
+def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, tied=None):
     """The relevances at ``state`` and the components to keep.
 
     Per ARD index, components are tried in order of increasing mass; each is
@@ -113,13 +118,32 @@ def find_relevance(kernel, learning, model, data, likelihood, state, priors, tol
     model, with its rates learned afresh, is at most ``tol`` below the
     bound of the full one.
 
+    Parameters
+    ----------
+    kernel : LearnedRatesKernel
+    learning : RateLearning
+    model : Model
+        The bound model of ``state`` (RESCAL's canonical one, relation axis
+        included, for a tied factor).
+    state, priors
+        The fitted state and the priors the fit started from.
+    tol : float
+        In nats.
+    contractor_for : callable
+        ``contractor_for(model)``: what ``kernel.objective`` reads, for a
+        model of any sizes.
+    tied : dict, default=None
+        ``{index: other index}``: indices that take the same components
+        (RESCAL's two cluster indices).
+
     Returns
     -------
     relevance : Relevance
     pruned : tuple
         ``(model, state, priors)`` of the model without the dropped components.
     """
-    full = kernel.objective(state, make_contractor(model, data, likelihood), priors)
+    tied = dict(tied or {})
+    full = kernel.objective(state, contractor_for(model), priors)
     lam = relevances(learning, state.mean, priors.shape)
     kept = {c: np.arange(model.sizes[c]) for c in learning.indices}
     current = (model, state, priors)
@@ -128,13 +152,16 @@ def find_relevance(kernel, learning, model, data, likelihood, state, priors, tol
             if kept[c].size == 1:
                 break
             trial_kept = {**kept, c: kept[c][kept[c] != p]}
-            trial = _sliced(model, state, priors, trial_kept)
-            value = kernel.objective(trial[1], make_contractor(trial[0], data, likelihood),
-                                     trial[2])
-            if value < full - tol:
+            trial = _sliced(model, state, priors, _with_tied(trial_kept, tied))
+            if kernel.objective(trial[1], contractor_for(trial[0]), trial[2]) < full - tol:
                 break
             kept, current = trial_kept, trial
     return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
+
+
+def _with_tied(kept, tied):
+    """``kept`` with each tied index keeping its partner's components."""
+    return {**kept, **{other: kept[c] for c, other in tied.items()}}
 
 
 def _sliced(model, state, priors, kept):
@@ -150,7 +177,16 @@ def _sliced(model, state, priors, kept):
                 array = np.take(array, kept[c], axis=axis)
         return np.ascontiguousarray(array)
 
-    fields = [tuple(take(field[a], a) for a in range(model.n_factors)) for field in state]
+    def take_field(field):
+        taken = []
+        for alpha, array in enumerate(field):
+            # A tied position (the same array as an earlier one) stays the same array.
+            same = next((beta for beta in range(alpha) if array is not None
+                         and field[beta] is array), None)
+            taken.append(take(array, alpha) if same is None else taken[same])
+        return tuple(taken)
+
+    fields = [take_field(field) for field in state]
     shapes = tuple(take(None if s is None else np.broadcast_to(s, model.factor_shape(a)), a)
                    for a, s in enumerate(priors.shape))
     rates = tuple(take(None if r is None else np.broadcast_to(r, model.factor_shape(a)), a)
@@ -175,6 +211,16 @@ def set_learned_attributes(estimator, learning, relevance, priors):
     estimator.effective_rank_ = next(iter(ranks.values())) if single else ranks
 
 
+def held_priors(priors, fitted, sample_priors, alpha):
+    """``priors`` (of a model with another number of samples) with the fitted
+    rates held: the fitted ones for every factor but the sample factor
+    ``alpha``, whose rates come from ``sample_priors``."""
+    rates, normalizers = list(fitted.rate), list(fitted.log_normalizer)
+    rates[alpha] = sample_priors.rate[alpha]
+    normalizers[alpha] = sample_priors.log_normalizer[alpha]
+    return GammaPriors(priors.shape, tuple(rates), tuple(normalizers))
+
+
 def fitted_priors(learning, state, priors):
     """The priors at the rates learned from ``state`` (None: ``priors``)."""
-    return priors if learning is None else learned_priors(learning, state.mean, priors)
+    return priors if learning is None else learned_priors(learning, state.mean, priors)[0]

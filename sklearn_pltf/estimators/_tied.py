@@ -17,6 +17,7 @@ training-data-only ``transform``/``score`` of that model.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from numbers import Integral
 from typing import NamedTuple
 
@@ -33,6 +34,8 @@ from ..inference.rescal_sgld import RescalTarget
 from ..model import Model
 from . import _mcmc
 from ..inference._convergence import run_to_convergence
+from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
+from ._relevance import check_learning, find_relevance, set_learned_attributes
 
 __all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position",
            "restart_state"]
@@ -190,12 +193,34 @@ def _rescal_state_around(mode, data, priors):
     return rescal.vb_state_around(mode.factors[0], mode.factors[2])
 
 
+def _rescal_kernels(learning):
+    """RESCAL's VB and EM, VB with its rates learned where ``learning`` says."""
+    if learning is None:
+        return rescal.KERNELS
+    return {**rescal.KERNELS, "vb": LearnedRatesKernel(rescal.KERNELS["vb"], learning)}
+
+
+def rescal_learning(ard, per_factor):
+    """The rates RESCAL learns, on its canonical ``(A, A, G)``: with ``ard``
+    a relevance λ per cluster, the rate of A(i, a) ``shape · λ_a`` and of
+    G(a, b, k) ``shape · λ_a λ_b`` (a cluster switched off leaves no mass in
+    A's column nor in G's row and column); with ``per_factor`` (and no
+    ``ard``) one rate for A and one for G; None if neither."""
+    if not ard and not per_factor:
+        return None
+    if ard:
+        return RateLearning(relevant=((("a", 1),), (), (("a", 0), ("a", 1))),
+                            per_factor=(False, False, False), indices=("a",))
+    return RateLearning(relevant=((), (), ()), per_factor=(True, False, True), indices=())
+
+
 def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report,
-                 acceleration="squarem"):
+                 acceleration="squarem", learning=None):
     """One VB or EM run to convergence from :func:`restart_state`."""
-    state = restart_state(rescal.KERNELS, _rescal_state_around, method, start, rng, data, priors,
+    kernels = _rescal_kernels(learning)
+    state = restart_state(kernels, _rescal_state_around, method, start, rng, data, priors,
                           n_components, max_iter, tol, acceleration)
-    return run_to_convergence(rescal.KERNELS[method], state, data, priors, max_iter, tol, report,
+    return run_to_convergence(kernels[method], state, data, priors, max_iter, tol, report,
                               acceleration=acceleration)
 
 
@@ -245,12 +270,40 @@ class TiedFactorMixin:
         return gamma_priors(model, filled(self.prior_shape), filled(self._given_rate))
 
     def _rate_learning_for(self, model):
-        learning = super()._rate_learning_for(model)
-        if learning is not None and self._structure(model) is not None:
-            raise ValueError(
-                "prior_rate='auto' and ard are not built for a tied factor (RESCAL) yet: give "
-                "prior_rate a value and choose n_components by the evidence (GridSearchCV).")
+        """The base's; for the RESCAL structure, :func:`rescal_learning` (a
+        relevance per entity cluster)."""
+        if self._structure(model) is None:
+            return super()._rate_learning_for(model)
+        learning = rescal_learning(bool(self._ard_indices(model)),
+                                   isinstance(self.prior_rate, str))
+        check_learning(self, learning)
         return learning
+
+    def _hold_tied_rates(self, relational, model, structure, state, priors):
+        """After VB with learned rates, on the canonical state: the relevances,
+        the unneeded clusters removed with ``prune``, the rates held. Returns
+        the canonical ``(state, priors)`` and the model with its cluster sizes."""
+        learning = self._rate_learning
+        kernel = _rescal_kernels(learning)["vb"]
+        relevance = None
+        if learning.indices:
+            canonical = Model.parse(RESCAL_MODEL).bind(
+                relational.observed.shape, {"a": state.mean[0].shape[1],
+                                            "b": state.mean[0].shape[1]})
+            relevance, (small, pruned, small_priors) = find_relevance(
+                kernel, learning, canonical, state, priors, self.tol,
+                contractor_for=lambda _: relational, tied={"a": "b"})
+            if self.prune:
+                state, priors, k = pruned, small_priors, small.sizes["a"]
+                clusters = [model.factors[a].replace(model.output[n], "")
+                            for n, a in enumerate((structure.first, structure.second))]
+                model = replace(model, sizes={**model.sizes, **{c: k for c in clusters}})
+                self.lower_bound_ = kernel.objective(state, relational, priors)
+        held = kernel.priors_at(state, priors)
+        rates = held.rate if len(model.output) == 3 else drop_relation_axis(held.rate)
+        set_learned_attributes(self, learning, relevance,
+                               held._replace(rate=structure.to_model_order(rates)))
+        return state, held, model
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)
@@ -342,18 +395,21 @@ class TiedFactorMixin:
             delayed(_fit_restart)(
                 self.method, self._vb_start(init), child, relational, canonical_priors, r,
                 self.max_iter, self.tol, self._reporter(init) if self.verbose else None,
-                self.acceleration,
+                self.acceleration, self._rate_learning,
             )
             for init, child in enumerate(rng.spawn(self.n_init))
         )
         state, objectives, converged = self._best_restart(results)
+        self.lower_bound_ = objectives[-1]
+        if self._rate_learning is not None:
+            state, self._fitted_priors, self.model_ = self._hold_tied_rates(
+                relational, model, structure, state, canonical_priors)
         if data.ndim == 2:
             state = without_relation_axis(state)
         state = type(state)(*(structure.to_model_order(field) for field in state))
         self.n_iter_ = len(objectives)
         self.converged_ = converged
         self.lower_bounds_ = np.asarray(objectives)
-        self.lower_bound_ = objectives[-1]
         if evidence == "vb":
             self.log_evidence_ = check_poisson_log_evidence(
                 self.lower_bound_, relational.observed,

@@ -69,6 +69,20 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         Gamma(shape, rate) prior of every element of A and G: a scalar, an
         array broadcastable to a factor, or ``{0: value for A, 2: value for
         G}`` (position 1 is A again and its entry is not used).
+        ``prior_rate="auto"``: the rates of A and of G learned by the
+        evidence with VB (type-II maximum likelihood), in ``prior_rate_``.
+    ard : bool, default=False
+        Automatic relevance determination (VB): a relevance r per entity
+        cluster, learned by the evidence; A(i, a) has prior
+        ``Gamma(prior_shape, prior_shape / r_a)`` and G(a, b, k)
+        ``Gamma(prior_shape, prior_shape / (r_a r_b))``, so clusters the
+        data do not need lose their mass and one fit at a generous
+        ``n_components`` finds how many there are (``relevance_``,
+        ``effective_rank_``). ``prior_rate`` is then not used.
+        ``log_evidence_`` is the bound at the learned relevances.
+    prune : bool, default=False
+        With ``ard``: remove the clusters the evidence does not need (those
+        whose removal lowers the bound by at most ``tol`` nats) from A and G.
     init : {"auto", "mode", "random"}, default="auto"
         Where each VB initialisation starts: ``"mode"``, around the posterior
         mode that EM finds from a random start (under the priors with every
@@ -144,6 +158,15 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         positions 0 and 1 the same draws of A.
     n_features_in_ : int
         The number of entities.
+    prior_rate_ : tuple of ndarray
+        With ``prior_rate="auto"`` or ``ard``: the fitted rate of every
+        element of A, A and G (model order), at which ``log_evidence_`` is
+        the bound.
+    relevance_ : ndarray of shape (n_components,)
+        With ``ard``: each cluster's relevance, the prior mean of its column
+        of A; near zero for clusters the data do not need.
+    effective_rank_ : int
+        With ``ard``: the clusters the evidence needs.
 
     Notes
     -----
@@ -174,6 +197,8 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         "method": [StrOptions({"vb", "em", *rescal_gibbs.SWEEPS, "sgld"})],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
         "init": [StrOptions({"auto", "mode", "random"})],
+        "ard": ["boolean"],
+        "prune": ["boolean"],
     }
 
     def __init__(
@@ -185,6 +210,8 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         evidence="auto",
         prior_shape=1.0,
         prior_rate=1.0,
+        ard=False,
+        prune=False,
         init="auto",
         max_iter=1000,
         tol=0.1,
@@ -209,6 +236,8 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         self.evidence = evidence
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
+        self.ard = ard
+        self.prune = prune
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
@@ -239,6 +268,9 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
 
     def _tied_positions(self, model):
         return dict(TIED)
+
+    def _ard_indices(self, model):
+        return model.latent if self.ard else ""
 
     def _first_start(self, model, data, fixed):
         return None  # init here chooses between EM's mode and random (_vb_start)

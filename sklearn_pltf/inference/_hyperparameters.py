@@ -26,7 +26,7 @@ rates at the current q:
        \\prod_{m \\in \\alpha, m \\ne \\ell} \\lambda^m_{v_m}},
 
   exact in one pass where no factor carries two such indices (NMF, CP),
-  by coordinate ascent to the joint maximum otherwise (a Tucker core).
+  by Newton's method in :math:`u` to the joint maximum otherwise (a Tucker core).
   A component the data do not need has its relevance grow without bound
   and its mass fall to zero; its q then equals its prior.
 
@@ -53,10 +53,10 @@ from ._states import VBInfo
 __all__ = ["RateLearning", "rate_learning", "learned_priors", "relevances",
            "LearnedRatesKernel"]
 
-#: Coordinate ascent over relevances stops once no log-relevance moves more than this.
+#: Newton's method over the relevances stops once no log-relevance moves more than this ...
 _RELEVANCE_TOL = 1e-12
-#: ... or after this many rounds.
-_RELEVANCE_ROUNDS = 500
+#: ... or after this many steps.
+_RELEVANCE_ROUNDS = 100
 
 
 class RateLearning(NamedTuple):
@@ -110,44 +110,87 @@ def rate_learning(model, free, ard_indices=(), per_factor=False):
     return RateLearning(tuple(relevant), tuple(learned), ard_indices)
 
 
-def _relevance_product(factor_shape, own, lam, skip=None):
-    """Π λ^m over factor α's ARD indices m (except ``skip``), broadcast to its shape."""
+def _relevance_product(factor_shape, own, lam):
+    """Π λ^m over factor α's ARD indices m, broadcast to its shape."""
     product = np.ones([1] * len(factor_shape))
     for index, axis in own:
-        if index == skip:
-            continue
         shape = [1] * len(factor_shape)
         shape[axis] = factor_shape[axis]
         product = product * lam[index].reshape(shape)
     return product
 
 
-def relevances(learning, means, shapes):
+def relevances(learning, means, shapes, start=None):
     """The ARD relevances ``{index: λ}`` that maximise the bound given the
-    factors' means ``E[Z]`` and prior shapes (module docstring)."""
+    factors' means ``E[Z]`` and prior shapes (module docstring): in closed
+    form where no factor carries two ARD indices, else by Newton's method
+    on the concave objective in log λ, from ``start`` (relevances near the
+    maximum: the last ones found) or the closed form's first round."""
     if not learning.indices:
         return {}
     carriers = {c: [(a, axis) for a, own in enumerate(learning.relevant)
                     for index, axis in own if index == c] for c in learning.indices}
-    sizes = {c: means[a].shape[axis] for c, ((a, axis), *_) in carriers.items()}
     weighted = {a: shapes[a] * means[a] for a, own in enumerate(learning.relevant) if own}
     counts = {c: sum(_sum_except(np.broadcast_to(shapes[a], means[a].shape), axis)
                      for a, axis in carriers[c]) for c in learning.indices}
-    lam = {c: np.ones(sizes[c]) for c in learning.indices}
-    single = all(len(own) <= 1 for own in learning.relevant)
-    for _ in range(1 if single else _RELEVANCE_ROUNDS):
-        largest_move = 0.0
-        for c in learning.indices:
-            exposure = sum(
-                _sum_except(weighted[a] * _relevance_product(
-                    means[a].shape, learning.relevant[a], lam, skip=c), axis)
-                for a, axis in carriers[c])
-            new = counts[c] / np.maximum(exposure, np.finfo(float).tiny)
-            largest_move = max(largest_move, float(np.max(np.abs(np.log(new / lam[c])))))
-            lam[c] = new
-        if largest_move <= _RELEVANCE_TOL:
+    # λ^ℓ given the others at one: exact where each factor carries one ARD index.
+    lam = {c: counts[c] / np.maximum(sum(_sum_except(weighted[a], axis)
+                                         for a, axis in carriers[c]), np.finfo(float).tiny)
+           for c in learning.indices}
+    if all(len(own) <= 1 for own in learning.relevant):
+        return lam
+    if start is not None and all(start[c].shape == lam[c].shape for c in learning.indices):
+        lam = start
+    return _newton_relevances(learning, weighted, counts, lam)
+
+
+def _newton_relevances(learning, weighted, counts, lam):
+    """Maximise :math:`f(u) = \sum n u - \sum_\alpha \sum_v w_v
+    e^{\sum_{\ell \in \alpha} u_\ell}` (u = log λ, w = A E[Z]; concave)
+    by Newton steps with backtracking, from ``lam``."""
+    offsets = np.cumsum([0] + [counts[c].size for c in learning.indices])
+    slot = {c: slice(offsets[i], offsets[i + 1]) for i, c in enumerate(learning.indices)}
+    n = np.concatenate([counts[c] for c in learning.indices])
+
+    def terms(u):
+        """f(u), its gradient and its Hessian."""
+        value, gradient = float(n @ u), n.copy()
+        hessian = np.zeros((u.size, u.size))
+        for a, w in weighted.items():
+            own = learning.relevant[a]
+            log_rate = np.zeros([1] * w.ndim)
+            for c, axis in own:
+                shape = [1] * w.ndim
+                shape[axis] = w.shape[axis]
+                log_rate = log_rate + u[slot[c]].reshape(shape)
+            t = w * np.exp(log_rate)
+            value -= float(np.sum(t))
+            for i, (c, axis) in enumerate(own):
+                gradient[slot[c]] -= _sum_except(t, axis)
+                hessian[slot[c], slot[c]] -= np.diag(_sum_except(t, axis))
+                for m, other in own[i + 1:]:
+                    block = np.sum(t, axis=tuple(x for x in range(t.ndim)
+                                                 if x not in (axis, other)))
+                    block = block if axis < other else block.T
+                    hessian[slot[c], slot[m]] -= block
+                    hessian[slot[m], slot[c]] -= block.T
+        return value, gradient, hessian
+
+    u = np.concatenate([np.log(lam[c]) for c in learning.indices])
+    value, gradient, hessian = terms(u)
+    for _ in range(_RELEVANCE_ROUNDS):
+        step = np.linalg.solve(hessian, -gradient)
+        length = 1.0
+        while True:
+            trial = terms(u + length * step)
+            if trial[0] >= value or length < 1e-12:
+                break
+            length /= 2
+        u = u + length * step
+        value, gradient, hessian = trial
+        if np.max(np.abs(length * step)) <= _RELEVANCE_TOL:
             break
-    return lam
+    return {c: np.exp(u[slot[c]]) for c in learning.indices}
 
 
 def _sum_except(array, axis):
@@ -155,11 +198,13 @@ def _sum_except(array, axis):
     return np.sum(array, axis=tuple(i for i in range(array.ndim) if i != axis))
 
 
-def learned_priors(learning, means, priors):
-    """``priors`` with every learned rate at its maximiser given ``means``."""
+def learned_priors(learning, means, priors, start=None):
+    """``priors`` with every learned rate at its maximiser given ``means``
+    (``start``: relevances to search from, as for :func:`relevances`), and
+    the relevances."""
     if not learning.learns:
-        return priors
-    lam = relevances(learning, means, priors.shape)
+        return priors, {}
+    lam = relevances(learning, means, priors.shape, start)
     rates, normalizers = list(priors.rate), list(priors.log_normalizer)
     for alpha in priors.free:
         a = priors.shape[alpha]
@@ -171,7 +216,7 @@ def learned_priors(learning, means, priors):
             continue
         rates[alpha] = np.ascontiguousarray(np.broadcast_to(rate, means[alpha].shape))
         normalizers[alpha] = float(np.sum(a * np.log(rates[alpha]) - gammaln(a)))
-    return GammaPriors(priors.shape, tuple(rates), tuple(normalizers))
+    return GammaPriors(priors.shape, tuple(rates), tuple(normalizers)), lam
 
 
 class LearnedRatesKernel:
@@ -188,14 +233,22 @@ class LearnedRatesKernel:
     def __init__(self, kernel, learning):
         self.kernel = kernel
         self.learning = learning
+        # The last state's means (held, so its identity is not reused) and
+        # what was learned there: a step's start is the last step's result.
+        self._last = (None, None, None, None)
 
-    def init(self, rng, model, contractor, priors, given=None, start=None):
+    def init(self, *args, **kwargs):
         """The kernel's initial state (its prior rates only set its scale)."""
-        return self.kernel.init(rng, model, contractor, priors, given, start)
+        return self.kernel.init(*args, **kwargs)
 
     def priors_at(self, state, priors):
         """``priors`` with the rates learned at ``state``."""
-        return learned_priors(self.learning, state.mean, priors)
+        means, given, learned, lam = self._last
+        if means is state.mean and given is priors:
+            return learned
+        learned, lam = learned_priors(self.learning, state.mean, priors, start=lam or None)
+        self._last = (state.mean, priors, learned, lam)
+        return learned
 
     def step(self, state, contractor, priors, with_objective=True):
         """The kernel's step at the rates learned from ``state``; its
