@@ -21,11 +21,17 @@ and all evidences are of the same entries.
    posterior probability of a link (the posterior mean for counts); print
    AUC-ROC and AUC-PR per fold and their mean.
 
+With ``--ranks auto`` step 1 fits each structure and prior shape once, at
+the top of its rank range, with automatic relevance determination
+(``ard=True``): the evidence switches off the components the data do not
+need, and the effective rank is printed beside the evidence; step 2 fits
+that model, ARD included, on each fold.
+
 ``python -m sklearn_pltf --help`` lists the options: the data (a shipped
 name, or a ``.npy``/``.npz`` file of your own, NaN marking missing entries),
-the structures, ranks and prior shapes to compare, the number of folds,
-``--n-jobs``, the seed, and ``--plot FILE`` for the evidence-against-rank
-figure.
+the structures, ranks (or ``auto``) and prior shapes to compare, the number
+of folds, ``--n-jobs``, the seed, and ``--plot FILE`` for the
+evidence-against-rank figure (with ``--ranks auto``, the relevances).
 """
 
 from __future__ import annotations
@@ -55,9 +61,10 @@ STRUCTURES = {
 
 
 def scaled_prior_model(X, structure, rank, prior_shape, seed, likelihood="bernoulli",
-                       mean=None, n_init=3):
+                       mean=None, n_init=3, ard=False):
     """The ``structure`` model at ``rank`` whose prior mean of each X̂ entry
-    is the data's mean (``mean``, else ``X.mean()``)."""
+    is the data's mean (``mean``, else ``X.mean()``); with ``ard``, a
+    relevance per component learned by the evidence."""
     mean = float(np.mean(X)) if mean is None else mean
     ndim = X.ndim
     if structure in ("CP", "NMF"):
@@ -69,7 +76,7 @@ def scaled_prior_model(X, structure, rank, prior_shape, seed, likelihood="bernou
     estimator = STRUCTURES[structure][0]
     return estimator(rank, likelihood=likelihood, prior_shape=prior_shape,
                      prior_rate=prior_shape / factor_mean, n_init=n_init, tol=1e-5,
-                     random_state=seed)
+                     random_state=seed, ard=ard)
 
 
 def structures_for(X):
@@ -88,29 +95,46 @@ def default_structures(X):
 
 
 def _fit_one(X, mask, structure, rank, shape, settings):
+    """The evidence of one fit, its seconds, and with ARD its relevances and
+    effective rank."""
     tic = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a slowly converging restart still gives a bound
         fitted = scaled_prior_model(X, structure, rank, shape, **settings).fit(X, mask=mask)
-    return fitted.log_evidence_, time.perf_counter() - tic
+    return (fitted.log_evidence_, time.perf_counter() - tic,
+            (getattr(fitted, "relevance_", None), getattr(fitted, "effective_rank_", None)))
+
+
+def _effective(effective_rank):
+    """An ARD fit's effective rank as printed (Tucker: one per core index)."""
+    if isinstance(effective_rank, dict):
+        return "x".join(str(r) for r in effective_rank.values())
+    return str(effective_rank)
 
 
 def _time_left(done, total, elapsed):
     return f"~{elapsed / done * (total - done):.0f} s left" if done < total else "done"
 
 
-def select_model(X, mask, candidates, prior_shapes, settings, n_jobs=None):
+def select_model(X, mask, candidates, prior_shapes, settings, n_jobs=None, relevances=None):
     """Step 1: the log evidence of every (structure, rank, prior shape),
-    printed as each fit ends; returns ``{(structure, rank, shape): evidence}``."""
-    print(f"{'model':>10}  {'rank':>4}  {'shape':>5}  {'log evidence':>13}  {'seconds':>7}")
+    printed as each fit ends; returns ``{(structure, rank, shape): evidence}``.
+    With ARD (``settings["ard"]``) each line also gives the effective rank,
+    and ``relevances`` (a dict) receives each fit's relevances."""
+    ard = settings.get("ard", False)
+    print(f"{'model':>10}  {'rank':>4}  {'shape':>5}  {'log evidence':>13}  {'seconds':>7}"
+          + ("  kept" if ard else ""))
     jobs = [(structure, rank, shape) for structure, rank in candidates for shape in prior_shapes]
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(_fit_one)(X, mask, *job, settings) for job in jobs)
     evidence, start = {}, time.perf_counter()
-    for done, (job, (value, seconds)) in enumerate(zip(jobs, results), 1):
+    for done, (job, (value, seconds, (relevance, kept))) in enumerate(zip(jobs, results), 1):
         evidence[job] = value
+        if relevances is not None and relevance is not None:
+            relevances[job] = (relevance, kept)
         structure, rank, shape = job
-        print(f"{structure:>10}  {rank:>4}  {shape:>5}  {value:>13.1f}  {seconds:>7.2f}"
+        kept = f"  {_effective(kept):>4}" if ard else ""
+        print(f"{structure:>10}  {rank:>4}  {shape:>5}  {value:>13.1f}  {seconds:>7.2f}{kept}"
               f"   ({_time_left(done, len(jobs), time.perf_counter() - start)})", flush=True)
     return evidence
 
@@ -162,6 +186,29 @@ def cross_validate(X, mask, model, settings, n_splits, n_jobs=None, folds=None):
     return np.array(scores)
 
 
+def plot_relevances(evidence, relevances, path):
+    """Save each ARD fit's relevances, sorted, a bar chart per fit, its
+    evidence in the title."""
+    from .plotting import _pyplot
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(relevances), figsize=(3.2 * len(relevances), 3.2),
+                             squeeze=False)
+    best = max(evidence, key=evidence.get)
+    for ax, (job, (relevance, _)) in zip(axes[0], relevances.items()):
+        values = (np.concatenate(list(relevance.values())) if isinstance(relevance, dict)
+                  else relevance)
+        ax.bar(np.arange(values.size), np.sort(values)[::-1],
+               color="C1" if job == best else "C0")
+        ax.set_title(f"{job[0]}, shape {job[2]}\nlog evidence {evidence[job]:.1f}",
+                     fontsize="small")
+        ax.set_xlabel("component (sorted)")
+    axes[0][0].set_ylabel("relevance (prior mean)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def plot_evidence_by_rank(evidence, path):
     """Save the evidence against the rank, a curve per structure and prior shape."""
     from .plotting import _pyplot, plot_evidence
@@ -201,7 +248,8 @@ def build_parser():
                                          "NMF (default: those that fit the data's shape)")
     parser.add_argument("--ranks", type=_ranks, metavar="RANKS",
                         help="ranks to compare, as 1-10 or 2,4,8 (default: CP and NMF 1-10, "
-                             "Tucker 2-4, RESCAL 1-6)")
+                             "Tucker 2-4, RESCAL 1-6), or auto: one fit per structure at the "
+                             "top of its range, with automatic relevance determination")
     parser.add_argument("--prior-shapes", type=_floats, default=PRIOR_SHAPES, metavar="SHAPES",
                         help="comma-separated Gamma prior shapes to compare (default: 0.3,1)")
     parser.add_argument("--likelihood", choices=("auto", "bernoulli", "poisson"), default="auto",
@@ -239,7 +287,7 @@ def main(argv=None, *, candidates=None):
     if likelihood == "bernoulli" and not binary:
         parser.error("--likelihood bernoulli needs 0/1 data; these hold other values.")
     settings = dict(seed=args.seed, likelihood=likelihood, mean=float(X[observed].mean()),
-                    n_init=args.restarts)
+                    n_init=args.restarts, ard=args.ranks == "auto")
     # Everything that can be refused is refused before the first fit.
     folds = None
     if args.folds:
@@ -259,15 +307,26 @@ def main(argv=None, *, candidates=None):
 def _run(args, X, observed, candidates, settings, likelihood, folds, data, start):
     """Steps 1 and 2 on checked arguments (:func:`main`)."""
     print(data.summary)
-    print(f"Step 1: structure, rank and prior shape by the log evidence (variational bound,\n"
+    what = "rank by relevance (ARD)" if settings["ard"] else "rank"
+    print(f"Step 1: structure, {what} and prior shape by the log evidence (variational bound,\n"
           f"        {likelihood} likelihood, {args.restarts} restarts, prior scaled to the "
           "data's mean)")
-    evidence = select_model(X, observed, candidates, args.prior_shapes, settings, args.n_jobs)
+    relevances = {}
+    evidence = select_model(X, observed, candidates, args.prior_shapes, settings, args.n_jobs,
+                            relevances)
     structure, rank, shape = max(evidence, key=evidence.get)
-    print(f"Chosen by the evidence: {structure}, rank {rank}, prior shape {shape}")
+    if settings["ard"]:
+        print(f"Chosen by the evidence: {structure} with ARD from rank {rank} "
+              f"(kept {_effective(relevances[structure, rank, shape][1])}), prior shape {shape}")
+    else:
+        print(f"Chosen by the evidence: {structure}, rank {rank}, prior shape {shape}")
     if args.plot:
-        plot_evidence_by_rank(evidence, args.plot)
-        print(f"Evidence against rank saved to {args.plot}")
+        if settings["ard"]:
+            plot_relevances(evidence, relevances, args.plot)
+            print(f"Relevances saved to {args.plot}")
+        else:
+            plot_evidence_by_rank(evidence, args.plot)
+            print(f"Evidence against rank saved to {args.plot}")
     if args.folds:
         print(f"Step 2: {args.folds}-fold link prediction over the observed entries with that "
               "model")
@@ -295,11 +354,15 @@ def _candidates(parser, args, X):
         if misfit:
             parser.error(f"--models: {', '.join(misfit)} does not describe data of shape "
                          f"{X.shape}; these do: {', '.join(structures_for(X))}.")
+    if args.ranks == "auto":  # one ARD fit per structure, at the top of its range
+        return [(name, max(STRUCTURES[name][1])) for name in names]
     return [(name, rank) for name in names
             for rank in (args.ranks or STRUCTURES[name][1])]
 
 
 def _ranks(text):
+    if text.strip().lower() == "auto":
+        return "auto"
     try:
         if "-" in text:
             low, high = (int(part) for part in text.split("-"))

@@ -41,10 +41,12 @@ def _test_functions(state, signed=False):
     two modes, with its μ, leaves the model unchanged), so squares replace
     the sums that change sign."""
     a = state.factors
+    # Under ARD the locations are zero: the shared variances stand in for them.
+    location = state.means[0] if np.any(state.means[0]) else np.log(state.variances[0])
     if signed:
-        sums = [(a[0] ** 2).sum(), (a[1] ** 2).sum(), (state.means[0] ** 2).sum()]
+        sums = [(a[0] ** 2).sum(), (a[1] ** 2).sum(), (location ** 2).sum()]
     else:
-        sums = [a[0].sum(), a[1].sum(), state.means[0].sum()]
+        sums = [a[0].sum(), a[1].sum(), location.sum()]
     return np.array([
         state.noise_variance,
         np.log(state.noise_variance),
@@ -86,8 +88,12 @@ def _transition(sampler, priors):
     ("gibbs", 1, SIGNED_PRIORS, 40_000),
     ("gibbs", 2, SIGNED_LIGHT_PRIORS, 40_000),
     ("hmc", 1, SIGNED_LIGHT_PRIORS, 20_000),
+    # ARD: one variance per component shared by the modes, location 0.
+    ("gibbs", 2, PRIORS._replace(ard=True), 20_000),
+    ("gibbs", 2, SIGNED_LIGHT_PRIORS._replace(ard=True), 20_000),
+    ("hmc", 1, LIGHT_PRIORS._replace(ard=True), 20_000),
 ], ids=["gibbs-rank2", "hmc-rank1", "hmc-rank2", "signed-gibbs-rank1", "signed-gibbs-rank2",
-        "signed-hmc-rank1"])
+        "signed-hmc-rank1", "ard-gibbs-rank2", "ard-signed-gibbs-rank2", "ard-hmc-rank1"])
 def test_sampler_passes_geweke(sampler, rank, priors, n_steps):
     rng = as_generator(0)
     signed = not priors.nonnegative

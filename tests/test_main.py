@@ -36,6 +36,26 @@ def test_demo_chooses_a_model_and_predicts_links(capsys):
     assert len(re.findall(r"^\s+[123]\s+333[67]\s+0\.\d{3}\s+0\.\d{3}", out, re.M)) == 3
 
 
+def test_ranks_auto_fits_each_structure_once_with_ard(user_counts, tmp_path, capsys):
+    figure = tmp_path / "relevances.png"
+    argv = ["--data", str(user_counts), "--ranks", "auto", "--models", "NMF,CP", "--folds", "2",
+            "--restarts", "1", "--plot", str(figure)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\s+(CP|NMF)\s+(\d+)\s+(\d\.\d)\s+(-\d+\.\d)\s+\d+\.\d+\s+(\d+)\s+",
+                      out, re.M)
+    # one fit per structure and prior shape, at the top of the structure's range
+    assert sorted((s, int(r)) for s, r, _, _, _ in rows) == sorted(
+        [("CP", 10), ("NMF", 10)] * len(PRIOR_SHAPES))
+    best = max(rows, key=lambda row: float(row[3]))
+    chosen = re.search(r"Chosen by the evidence: (CP|NMF) with ARD from rank 10 \(kept (\d+)\)",
+                       out)
+    assert chosen.groups() == (best[0], best[4])
+    assert int(chosen.group(2)) == 2  # the rank the data were drawn with
+    assert len(_fold_scores(out)) == 2
+    assert figure.stat().st_size > 0
+
+
 def test_help_prints_usage_and_runs_nothing(capsys):
     with pytest.raises(SystemExit) as raised:
         main(["--help"])

@@ -25,6 +25,10 @@ from ._inference_data import export_inference_data, factor_names_of, mode_factor
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
 
+#: ARD: a component counts towards ``effective_rank_`` when its share of the
+#: largest component's energy is at least this.
+EFFECTIVE_SHARE = 1e-3
+
 __all__ = ["GibbsNTF"]
 
 
@@ -100,6 +104,15 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         Column hyper-prior: v ~ InvGamma(hyper_shape, hyper_scale), μ | v ~
         N(0, v / hyper_precision), in factor units (factor entries of order 1
         make X̂ of order R).
+    ard : bool, default=False
+        Automatic relevance determination (Zhao, Zhang & Cichocki 2015):
+        every column has location 0 and one variance per component, shared
+        by every mode, ``v_r ~ InvGamma(hyper_shape, hyper_scale)``, so the
+        components the data do not need shrink in every mode at once and one
+        fit at a generous ``n_components`` finds the rank
+        (``effective_rank_``, ``relevance_``). Components switch off during
+        the warm-up: give it a few thousand iterations. The evidence is then
+        Chib's (``"auto"``).
     keep_draws : bool, default=True
         Keep every kept draw of the factors in ``draws_`` (for
         :meth:`to_inference_data` and :meth:`predict_entries`).
@@ -146,6 +159,12 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         (``ConvergenceWarning``) that the chains have not mixed.
     n_features_in_ : int
         Size of axis 1.
+    relevance_ : ndarray of shape (n_components,)
+        With ``ard``: the posterior mean of each component's variance v_r.
+    effective_rank_ : int
+        With ``ard``: the components whose energy (the squared norm of their
+        rank-one term at the posterior means) is at least 1e-3 of the
+        largest's.
 
     Examples
     --------
@@ -159,7 +178,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     (10, 2)
     """
 
-    _stale_attributes = ("draws_", "log_evidence_", "log_evidence_error_", "rhat_")
+    _stale_attributes = ("draws_", "log_evidence_", "log_evidence_error_", "rhat_", "relevance_",
+                         "effective_rank_")
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -177,6 +197,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         "hyper_precision": [Interval(Real, 0, None, closed="neither")],
         "hyper_shape": [Interval(Real, 0, None, closed="neither")],
         "hyper_scale": [Interval(Real, 0, None, closed="neither")],
+        "ard": ["boolean"],
         "keep_draws": ["boolean"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
@@ -188,7 +209,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                  n_warmup=500, n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05,
                  target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
-                 hyper_scale=1.0, keep_draws=True, n_init=1, n_jobs=None, random_state=None,
+                 hyper_scale=1.0, ard=False, keep_draws=True, n_init=1, n_jobs=None, random_state=None,
                  verbose=0):
         self.n_components = n_components
         self.nonnegative = nonnegative
@@ -205,6 +226,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         self.hyper_precision = hyper_precision
         self.hyper_shape = hyper_shape
         self.hyper_scale = hyper_scale
+        self.ard = ard
         self.keep_draws = keep_draws
         self.n_init = n_init
         self.n_jobs = n_jobs
@@ -213,7 +235,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
 
     def _priors(self):
         return gaussian.GaussianPriors(self.noise_shape, self.noise_scale, self.hyper_precision,
-                                       self.hyper_shape, self.hyper_scale, bool(self.nonnegative))
+                                       self.hyper_shape, self.hyper_scale, bool(self.nonnegative),
+                                       bool(self.ard))
 
     def _observed(self, X, mask, reset):
         data = validate_tensor(self, X, mask, reset=reset, allow_negative=True)
@@ -252,7 +275,11 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         chain_rng, evidence_rng = rng.spawn(2)
         evidence = self.evidence
         if evidence == "auto":
-            evidence = "chib" if data.is_sparse or not self.nonnegative else "ais"
+            evidence = "chib" if data.is_sparse or not self.nonnegative or self.ard else "ais"
+        if evidence == "ais" and self.ard:
+            raise ValueError("evidence='ais' integrates each column's own hyper-parameters out; "
+                             "with ard=True (one variance per component over every mode) use "
+                             "evidence='chib'.")
         if evidence == "ais" and data.is_sparse:
             raise ValueError("evidence='ais' runs on dense data; for sparse data use "
                              "evidence='chib'.")
@@ -280,6 +307,10 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         self.factors_ = chain.mean_factors
         self.noise_variance_ = float(chain.mean_noise_variance)
         self._sample_hyper = (chain.mean_hyper_means[0], chain.mean_hyper_variances[0])
+        if self.ard:
+            self.relevance_ = np.array(chain.mean_hyper_variances[0])
+            self.effective_rank_ = int(np.count_nonzero(
+                gaussian.component_energy_shares(chain.mean_factors) >= EFFECTIVE_SHARE))
         self.log_likelihoods_ = chain.log_likelihoods
         self.acceptance_rate_ = chain.acceptance
         self.step_size_ = chain.step_size
@@ -413,4 +444,3 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
-

@@ -39,6 +39,9 @@ class _GaussianTarget:
     integrated out) with their gradients in φ = log A, for a stack of runs."""
 
     def __init__(self, data, rank, priors):
+        if priors.ard:
+            raise ValueError("Gaussian AIS integrates each column's own (μ, v) out; under ARD "
+                             "(one variance per component over every mode) use Chib's estimate.")
         if not priors.nonnegative:
             raise ValueError("Gaussian AIS moves the log-factors of non-negative NTF; for signed "
                              "factors (nonnegative=False) use Chib's estimate.")

@@ -107,7 +107,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
                                    keep_draws=False, verbose=verbose).best
     factors = point.factors
     log_likelihood = gaussian.log_likelihood(stats, factors, point.noise_variance)
-    log_prior = (sum(gaussian.log_factor_prior(f, priors) for f in factors)
+    log_prior = (gaussian.log_factors_prior(factors, priors)
                  + gaussian.log_noise_prior(point.noise_variance, priors))
 
     ordinates, variances = [], []

@@ -16,6 +16,17 @@ The model, for an N-way tensor with observed entries O and rank R:
     p(\\mu_{nr}, v_{nr}) = \\frac{1}{C_{I_n}}\\, \\Phi\\big(\\mu/\\sqrt v\\big)^{I_n}\\,
         \\mathcal N(\\mu \\mid 0, v / s)\\, \\mathcal{IG}(v \\mid a_0, b_0).
 
+With ``GaussianPriors(ard=True)`` (automatic relevance determination; Zhao,
+Zhang & Cichocki, TPAMI 2015) every column has location 0 and one variance
+:math:`v_r \sim \mathcal{IG}(a_0, b_0)` per component r, shared by every
+mode: :math:`A_n(i, r) \sim \mathcal R(0, v_r)` (half-normal), or
+:math:`\mathcal N(0, v_r)` if signed, so a component the data do not need
+has its variance shrink in every mode at once. Given the factors,
+:math:`v_r \sim \mathcal{IG}(a_0 + N_r / 2, b_0 + S_r / 2)` with
+:math:`N_r = \sum_n I_n` and :math:`S_r = \sum_n \sum_i A_n(i, r)^2`
+(the half-normal's normaliser does not depend on v), and
+:func:`log_factors_prior` integrates v out in closed form.
+
 With ``GaussianPriors(nonnegative=False)`` the elements are plain Gaussians
 given (μ, v), of either sign — Bayesian CP (Xiong et al., "Temporal
 collaborative filtering with Bayesian probabilistic tensor factorization",
@@ -68,7 +79,8 @@ from ._truncnorm import log_rectified_normal_density, rectified_normal_mean, sam
 
 __all__ = [
     "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
-    "log_likelihood", "log_factor_prior", "column_log_evidence", "log_noise_prior",
+    "log_likelihood", "log_factor_prior", "log_factors_prior", "draw_hyper",
+    "component_energy_shares", "column_log_evidence", "log_noise_prior",
     "log_hyper_normalizer",
     "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
     "fold_in", "run_chain", "pool_chains", "GaussianChain",
@@ -88,6 +100,9 @@ class GaussianPriors(NamedTuple):
     hyper_scale: float = 1.0
     #: True: rectified (non-negative) elements; False: Gaussian, of either sign.
     nonnegative: bool = True
+    #: True: location 0 and one variance per component shared by every mode
+    #: (ARD), v ~ IG(``hyper_shape``, ``hyper_scale``); ``hyper_precision`` unused.
+    ard: bool = False
 
 
 class GaussianState(NamedTuple):
@@ -177,6 +192,52 @@ def log_factor_prior(factor, priors):
     return float(np.sum(per_column) - factor.shape[1] * _log_column_normalizer(n, priors))
 
 
+def log_factors_prior(factors, priors):
+    """:math:`\log p(A_1, \dots, A_N)`, every (μ, v) integrated out: the
+    sum of :func:`log_factor_prior` over the factors, or under ARD the
+    Student-type marginal of each component over all modes,
+    :math:`\log \frac{b_0^{a_0} \Gamma(a_0 + N_r/2)}{\Gamma(a_0)
+    (b_0 + S_r/2)^{a_0 + N_r/2}} - \frac{N_r}{2} \log 2\pi`, plus
+    :math:`N_r \log 2` for half-normal elements."""
+    if not priors.ard:
+        return sum(log_factor_prior(f, priors) for f in factors)
+    factors = [np.asarray(f, dtype=np.float64) for f in factors]
+    if priors.nonnegative and any(np.any(f < 0) for f in factors):
+        return -np.inf
+    n_r = sum(f.shape[0] for f in factors)
+    s_r = sum(np.sum(f**2, axis=0) for f in factors)
+    a, b = priors.hyper_shape, priors.hyper_scale
+    per_component = (a * np.log(b) - gammaln(a) + gammaln(a + 0.5 * n_r)
+                     - (a + 0.5 * n_r) * np.log(b + 0.5 * s_r) - 0.5 * n_r * np.log(2 * np.pi)
+                     + (n_r * np.log(2.0) if priors.nonnegative else 0.0))
+    return float(np.sum(per_component))
+
+
+def _draw_shared_variances(rng, factors, priors):
+    """ARD: every mode's column locations (zeros) and the variances
+    :math:`v_r` shared by every mode, drawn from their conditional."""
+    n_r = sum(f.shape[0] for f in factors)
+    s_r = sum(np.sum(f**2, axis=0) for f in factors)
+    v = (priors.hyper_scale + 0.5 * s_r) / rng.standard_gamma(priors.hyper_shape + 0.5 * n_r)
+    return tuple(np.zeros_like(v) for _ in factors), tuple(v for _ in factors)
+
+
+def draw_hyper(rng, factors, priors):
+    """Every column's (μ, v) given the factors: per column (each mode's
+    Normal–inverse-Gamma conditional) or, under ARD, one v per component."""
+    if priors.ard:
+        return _draw_shared_variances(rng, factors, priors)
+    means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
+    return tuple(means), tuple(variances)
+
+
+def component_energy_shares(factors):
+    """Each component's energy :math:`\prod_n \lVert A_n(:, r) \rVert^2`
+    (the squared Frobenius norm of its rank-one term) over the largest's."""
+    energy = np.prod([np.sum(np.square(f), axis=0) for f in factors], axis=0)
+    return energy / energy.max() if energy.max() > 0 else energy
+
+
 def log_inverse_gamma_density(x, shape, scale):
     """:math:`\\log \\mathcal{IG}(x \\mid \\text{shape}, \\text{scale})`."""
     return shape * np.log(scale) - gammaln(shape) - (shape + 1) * np.log(x) - scale / x
@@ -201,7 +262,7 @@ def init(rng, stats, rank, priors):
     scale = (max(mean_square, 1e-12) / rank) ** (0.5 / stats.ndim)
     draw = rng.standard_exponential if priors.nonnegative else rng.standard_normal
     factors = tuple(scale * draw((size, rank)) for size in stats.shape)
-    means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
+    means, variances = draw_hyper(rng, factors, priors)
     noise = max(mean_square, 1e-12)
     return GaussianState(factors, tuple(means), tuple(variances), float(noise))
 
@@ -220,9 +281,19 @@ def sample_prior(rng, shape, rank, priors):
 
     u = μ/√v has density ∝ N(u | 0, 1/s) Φ(u)^I independent of v (drawn by
     the inverse CDF on the grid of :func:`log_hyper_normalizer`; N(0, 1/s)
-    for signed factors), so μ = u √v with v ~ IG(a₀, b₀)."""
+    for signed factors), so μ = u √v with v ~ IG(a₀, b₀). Under ARD, μ = 0
+    and one v per component serves every mode."""
     factors, means, variances = [], [], []
+    shared = (priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=rank)
+              if priors.ard else None)
     for size in shape:
+        if priors.ard:  # location 0, one variance per component for every mode
+            mu, v = np.zeros(rank), shared
+            factors.append(sample_elements(rng, np.zeros((size, rank)),
+                                           np.broadcast_to(np.sqrt(v), (size, rank)), priors))
+            means.append(mu)
+            variances.append(v)
+            continue
         v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=rank)
         if priors.nonnegative:
             u = _sample_standardised_location(rng, size, priors.hyper_precision, rank)
@@ -307,8 +378,11 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
     factors, means, variances = list(state.factors), list(state.means), list(state.variances)
     grams = stats.grams(factors)
     missing_xhat = stats.missing_xhat(factors)
+    if priors.ard:  # one v per component for every mode, given every factor
+        means, variances = map(list, _draw_shared_variances(rng, factors, priors))
     for n in range(stats.ndim):
-        means[n], variances[n] = _draw_hyper(rng, factors[n], priors)
+        if not priors.ard:
+            means[n], variances[n] = _draw_hyper(rng, factors[n], priors)
         terms = _mode_terms(stats, n, factors, grams)
         factor = factors[n].copy()
         for r in range(factor.shape[1]):
@@ -443,7 +517,7 @@ def hmc_step(rng, state, stats, priors, step_size, n_leapfrog, inverse_mass=None
 
 
 def _draw_hyper_and_noise(rng, factors, stats, priors, acceptance):
-    means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
+    means, variances = draw_hyper(rng, factors, priors)
     sse = stats.sum_of_squared_errors(list(factors))
     shape, scale = priors.noise_shape + 0.5 * stats.n_observed, priors.noise_scale + 0.5 * sse
     noise = float(scale / rng.standard_gamma(shape))
@@ -458,8 +532,7 @@ def log_joint(state, stats, priors):
 
 def _log_prior(state, priors):
     """:math:`\\log p(A) + \\log p(\\sigma^2)`, (μ, v) integrated out."""
-    return (sum(log_factor_prior(f, priors) for f in state.factors)
-            + log_noise_prior(state.noise_variance, priors))
+    return log_factors_prior(state.factors, priors) + log_noise_prior(state.noise_variance, priors)
 
 
 # ---------------------------------------------------------------------- chains
