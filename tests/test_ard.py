@@ -276,6 +276,7 @@ def test_grid_search_over_the_likelihood_with_ard():
     (BayesianNMF(3, ard=True, evidence="ais"), "evidence='auto' or 'vb'"),
     (PLTF("ir,jr,kr->ijk", 3, ard="q"), "not latent indices"),
     (BayesianRESCAL(3, ard=True, method="gibbs"), "method='vb'"),
+    (PLTF("ia,jb,abk->ijk", 2, tied_factors={1: 0}, ard="k"), "entity clusters"),
 ])
 def test_what_cannot_learn_rates_says_so(estimator, match):
     X = np.random.default_rng(0).poisson(2.0, size=(6, 6, 3)).astype(float)
@@ -285,6 +286,12 @@ def test_what_cannot_learn_rates_says_so(estimator, match):
     with pytest.raises(ValueError, match=match):
         estimator.fit(X)
     assert estimator.__dict__ == before
+
+
+def test_ard_on_a_model_without_latent_indices_says_so():
+    X = np.random.default_rng(0).poisson(2.0, size=(6, 5)).astype(float)
+    with pytest.raises(ValueError, match="no latent index"):
+        PLTF("i,j->ij", ard=True).fit(X)
 
 
 def test_partial_fit_learns_the_rates_on_the_first_batch_and_holds_them():

@@ -99,6 +99,20 @@ def test_compound_poisson_fits_on_a_cluster_at_each_jump_mean(client):
         np.testing.assert_allclose(on_cluster.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
 
 
+def test_ard_on_a_cluster_gives_the_in_memory_relevances_and_pruning(client):
+    counts = _nmf_counts((24, 18))
+    X = da.from_array(sparse.COO.from_numpy(counts), chunks=(12, 9))
+    params = dict(n_components=4, ard=True, prune=True, max_iter=30, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)  # ConvergenceWarning at 30
+        reference = BayesianNMF(**params).fit(counts)
+        on_cluster = BayesianNMF(**params).fit(X)
+    np.testing.assert_allclose(on_cluster.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
+    assert on_cluster.effective_rank_ == reference.effective_rank_
+    np.testing.assert_allclose(on_cluster.relevance_, reference.relevance_, rtol=1e-8)
+    assert on_cluster.log_evidence_ == pytest.approx(reference.log_evidence_, rel=1e-10)
+
+
 @pytest.mark.slow(minutes=0.3)
 def test_em_with_missing_entries_and_dense_chunks_matches_the_in_memory_fit(client):
     rng = np.random.default_rng(1)

@@ -64,6 +64,9 @@ def learning_of(estimator, model, ard_indices):
     """The :class:`RateLearning` that ``estimator``'s ``prior_rate`` and
     ``ard_indices`` (a string of latent indices) ask for, or None."""
     per_factor = isinstance(estimator.prior_rate, str)  # "auto"
+    if getattr(estimator, "ard", False) and not ard_indices:
+        raise ValueError(f"ard asks for a relevance per component, and {model.string!r} has "
+                         "no latent index to give one to.")
     if not ard_indices and not per_factor:
         return None
     return rate_learning(model, model.free, ard_indices, per_factor)

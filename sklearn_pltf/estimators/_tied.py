@@ -274,8 +274,12 @@ class TiedFactorMixin:
         relevance per entity cluster)."""
         if self._structure(model) is None:
             return super()._rate_learning_for(model)
-        learning = rescal_learning(bool(self._ard_indices(model)),
-                                   isinstance(self.prior_rate, str))
+        indices = self._ard_indices(model)
+        stray = sorted(set(indices) - set(model.latent))
+        if stray:
+            raise ValueError(f"ARD indices {stray} are not latent indices of {model.string!r}; "
+                             "a tied model's relevances are its entity clusters'.")
+        learning = rescal_learning(bool(indices), isinstance(self.prior_rate, str))
         check_learning(self, learning)
         return learning
 
