@@ -13,6 +13,10 @@ from a rank-4 Poisson CP model with 30% of its entries missing, and
 
 With ``cv=5`` instead, the search would choose by the predictive evidence of
 held-out samples (slices along axis 0), scored by folding each one in.
+
+The last section does the same in one fit: automatic relevance determination
+(``ard=True``) learns a relevance per component by the evidence and switches
+off the components the data do not need.
 """
 
 import matplotlib.pyplot as plt
@@ -50,4 +54,18 @@ print("rank chosen by the evidence:", search.best_params_["n_components"])
 ax = plot_evidence(ranks, evidence, label="VB bound")
 ax.axvline(true_rank, color="grey", linestyle="--")
 ax.set_title("GridSearchCV over the CP rank")
+plt.show()
+
+# %%
+# One fit instead of the grid: ``ard=True`` at twice the rank. Each
+# component's relevance is the prior mean of its elements, learned by the
+# evidence; the unneeded components' relevances collapse towards zero.
+ard = PoissonCP(2 * true_rank, ard=True, random_state=0).fit(X)
+print("ARD keeps", ard.effective_rank_, "components; relevances:",
+      np.round(np.sort(ard.relevance_)[::-1], 3))
+fig, ax = plt.subplots()
+ax.bar(np.arange(ard.relevance_.size), np.sort(ard.relevance_)[::-1])
+ax.set_xlabel("component (sorted)")
+ax.set_ylabel("relevance")
+ax.set_title(f"ARD from {2 * true_rank} components: {ard.effective_rank_} kept")
 plt.show()
