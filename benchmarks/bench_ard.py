@@ -16,7 +16,8 @@ of each, the grid's summed over its fits.
 **gaussian.** 20 data sets (true ranks 2–8) of
 :func:`~sklearn_pltf.datasets.make_gaussian_ntf` 20 x 15 x 10, noise 0.1,
 half the entries missing: ``GibbsNTF(2K, ard=True)`` (2000 warm-up
-iterations, 1000 draws, the variances' prior IG(1e-3, 1e-3)) against ``GibbsNTF(K)`` at the true rank without ARD
+iterations, 1000 draws, the variances' prior IG(1e-3, 1e-3)) against
+``GibbsNTF(K)`` at the true rank without ARD
 (its defaults, 500 + 1000); held-out RMSE on the missing entries' values and
 the recovered rank.
 

@@ -119,7 +119,8 @@ def _evidence_advice(evidence, priors):
 class BasePoissonPLTF(BaseFactorization):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
-    _stale_attributes = ("prior_rate_", "relevance_", "effective_rank_", "log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
+    _stale_attributes = ("prior_rate_", "relevance_", "effective_rank_", "log_evidence_",
+                         "lower_bound_", "lower_bounds_", "converged_", "draws_",
                          "log_likelihoods_", "log_evidence_error_", "rhat_", "n_batch_iter_")
 
     _parameter_constraints: dict = {

@@ -209,7 +209,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                  n_warmup=500, n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05,
                  target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
-                 hyper_scale=1.0, ard=False, keep_draws=True, n_init=1, n_jobs=None, random_state=None,
+                 hyper_scale=1.0, ard=False, keep_draws=True, n_init=1, n_jobs=None,
+                 random_state=None,
                  verbose=0):
         self.n_components = n_components
         self.nonnegative = nonnegative

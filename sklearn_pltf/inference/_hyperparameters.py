@@ -99,7 +99,8 @@ def rate_learning(model, free, ard_indices=(), per_factor=False):
                          f"(latent: {', '.join(model.latent) or 'none'}).")
     relevant, learned = [], []
     for alpha, factor in enumerate(model.factors):
-        own = tuple((c, factor.index(c)) for c in ard_indices if c in factor) if alpha in free else ()
+        own = (tuple((c, factor.index(c)) for c in ard_indices if c in factor)
+               if alpha in free else ())
         relevant.append(own)
         learned.append(bool(per_factor and alpha in free and not own))
     carried = {c for own in relevant for c, _ in own}
