@@ -45,7 +45,7 @@ from ._skeleton import BaseFactorization
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
 
-__all__ = ["BasePoissonPLTF", "validate_tensor", "check_entry_indices"]
+__all__ = ["BasePoissonPLTF", "best_restart", "cp_reconstruction", "with_n_samples"]
 
 _KERNELS = {"vb": vb, "em": em}
 

@@ -10,11 +10,11 @@ evidence does not need and, with ``prune=True``, removes them.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 from opt_einsum import contract
 
-from .._contract import make_contractor
 from ..inference._common import GammaPriors
 from ..inference._hyperparameters import learned_priors, rate_learning, relevances
 
@@ -91,15 +91,13 @@ def check_learning(estimator, learning):
             "bound at the learned rates; use evidence='auto' or 'vb'.")
 
 
-class Relevance:
-    """The relevances of a fit and the components kept, per ARD index.
+class Relevance(NamedTuple):
+    """The relevances of a fit and the components kept, per ARD index."""
 
-    ``values[index]``: ``1 / λ``, the prior mean of the component's
-    elements, one per component; ``kept[index]``: the components kept."""
-
-    def __init__(self, values, kept):
-        self.values = values
-        self.kept = kept
+    #: ``{index: 1 / λ}``: the prior mean of each component's elements.
+    values: dict
+    #: ``{index: positions}``: the components the evidence needs.
+    kept: dict
 
 
 def component_masses(model, means, index):
