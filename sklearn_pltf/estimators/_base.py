@@ -39,7 +39,7 @@ from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of
 from ._predictive import predictive_at_entries
-from ._relevance import (check_learning, find_relevance, fitted_priors, learning_of,
+from ._relevance import (check_learning, hold_learned_rates, learning_of,
                          set_learned_attributes)
 from ._skeleton import BaseFactorization
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
@@ -324,8 +324,8 @@ class BasePoissonPLTF(BaseFactorization):
         state, objectives, converged = self._best_restart(results)
         final_objective = objectives[-1]
         if self._rate_learning is not None:
-            model, state, priors, contractor = self._hold_learned_rates(
-                data, model, state, priors, contractor)
+            model, state, priors, contractor, final_objective = self._hold_learned_rates(
+                data, model, state, priors, contractor, final_objective)
         if self._keep_sample_start(model, state):
             # Final fold-in: the sample-mode factor re-inferred exactly as
             # transform does, so fit_transform(X) equals fit(X).transform(X).
@@ -349,23 +349,22 @@ class BasePoissonPLTF(BaseFactorization):
     def _best_restart(self, results):
         return best_restart(results, self.n_init, self.max_iter, self.tol)
 
-    def _hold_learned_rates(self, data, model, state, priors, contractor):
-        """After VB with learned rates: the rates held at their values at
-        ``state`` from here on (the fold-ins, the evidence); with ARD, the
-        relevances read and, with ``prune``, the unneeded components removed.
-        Returns the ``(model, state, priors, contractor)`` to go on with."""
-        learning, relevance = self._rate_learning, None
-        if learning.indices:
-            relevance, pruned = find_relevance(
-                _kernel(self.method, learning), learning, model, state, priors, self.tol,
-                contractor_for=lambda small: make_contractor(small, data, self.likelihood))
-            if getattr(self, "prune", False):
-                model, state, priors = pruned
-                contractor = make_contractor(model, data, self.likelihood)
-                self.model_ = model
-        self._fitted_priors = fitted_priors(learning, state, priors)
-        set_learned_attributes(self, learning, relevance, self._fitted_priors)
-        return model, state, self._fitted_priors, contractor
+    def _hold_learned_rates(self, data, model, state, priors, contractor, bound):
+        """After VB with learned rates (:func:`~._relevance.hold_learned_rates`):
+        the rates held at ``state`` from here on; with ARD, the relevances read
+        and, with ``prune``, the unneeded components removed. Returns the
+        ``(model, state, priors, contractor, bound)`` to go on with."""
+        learning = self._rate_learning
+        held = hold_learned_rates(
+            _kernel(self.method, learning), learning, model, state, priors, self.tol,
+            contractor_for=lambda small: make_contractor(small, data, self.likelihood),
+            bound=bound, prune=getattr(self, "prune", False))
+        if held.model is not model:
+            contractor = make_contractor(held.model, data, self.likelihood)
+            self.model_ = held.model
+        self._fitted_priors = held.priors
+        set_learned_attributes(self, learning, held.relevance, held.priors)
+        return held.model, held.state, held.priors, contractor, held.bound
 
     def _token_by_token_methods(self, model):
         """The samplers that draw a uniform for every token (count) in each sweep."""

@@ -24,7 +24,7 @@ from ..inference._states import VBState
 from ..model import Model
 from ..inference._convergence import run_to_convergence
 from ..inference._hyperparameters import LearnedRatesKernel
-from ._relevance import (LEARNED_ATTRIBUTES, find_relevance, held_priors,
+from ._relevance import (LEARNED_ATTRIBUTES, held_priors, hold_learned_rates,
                          set_learned_attributes)
 from ._validation import check_fixed_factors_reach_the_data
 from ._skeleton import restore_on_failure
@@ -164,17 +164,17 @@ class OnlineVBMixin:
         contractor = make_contractor(model, data, self.likelihood)
         start = vb.init(rng, model, contractor, priors, {a: (f, f) for a, f in fixed.items()},
                         self._first_start(model, data, fixed))
-        self._state, _, _ = run_to_convergence(kernel, start, contractor, priors, self.max_iter,
-                                               self.tol, acceleration=self.acceleration)
+        self._state, objectives, _ = run_to_convergence(
+            kernel, start, contractor, priors, self.max_iter, self.tol,
+            acceleration=self.acceleration)
         self._rate_learning = learning
         if learning is not None:  # learned on this batch, held for the later ones
-            relevance = None
-            if learning.indices:
-                relevance, _ = find_relevance(
-                    kernel, learning, model, self._state, priors, self.tol,
-                    contractor_for=lambda small: make_contractor(small, data, self.likelihood))
-            self._fitted_priors = kernel.priors_at(self._state, priors)
-            set_learned_attributes(self, learning, relevance, self._fitted_priors)
+            held = hold_learned_rates(
+                kernel, learning, model, self._state, priors, self.tol,
+                contractor_for=lambda small: make_contractor(small, data, self.likelihood),
+                bound=objectives[-1])
+            self._fitted_priors = held.priors
+            set_learned_attributes(self, learning, held.relevance, held.priors)
         self.model_ = model
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self._keep_sample_start(model, self._state)

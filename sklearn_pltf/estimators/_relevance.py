@@ -16,10 +16,11 @@ import numpy as np
 from opt_einsum import contract
 
 from ..inference._common import GammaPriors
-from ..inference._hyperparameters import learned_priors, rate_learning, relevances
+from ..inference._hyperparameters import rate_learning, relevances
 
 __all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
-           "set_learned_attributes", "held_priors", "check_learning", "Relevance", "find_relevance"]
+           "set_learned_attributes", "held_priors", "check_learning", "Relevance", "find_relevance",
+           "HeldRates", "hold_learned_rates"]
 
 ARD_PARAMETERS = """\
     ard : bool, default=False
@@ -111,7 +112,8 @@ def component_masses(model, means, index):
     return contract(",".join(subscripts) + "->" + index, *operands)
 
 
-def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, tied=None):
+def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, bound,
+                   tied=None):
     """The relevances at ``state`` and the components to keep.
 
     Per ARD index, components are tried in order of increasing mass; each is
@@ -133,6 +135,8 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
     contractor_for : callable
         ``contractor_for(model)``: what ``kernel.objective`` reads, for a
         model of any sizes.
+    bound : float
+        ``kernel.objective`` at ``state``: the fit's last objective.
     tied : dict, default=None
         ``{index: other index}``: indices that take the same components
         (RESCAL's two cluster indices).
@@ -141,22 +145,23 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
     -------
     relevance : Relevance
     pruned : tuple
-        ``(model, state, priors)`` of the model without the dropped components.
+        ``(model, state, priors, bound)`` of the model without the dropped
+        components.
     """
     tied = dict(tied or {})
-    full = kernel.objective(state, contractor_for(model), priors)
     lam = relevances(learning, state.mean, priors.shape)
     kept = {c: np.arange(model.sizes[c]) for c in learning.indices}
-    current = (model, state, priors)
+    current = (model, state, priors, bound)
     for c in learning.indices:
         for p in np.argsort(component_masses(model, state.mean, c), kind="stable"):
             if kept[c].size == 1:
                 break
             trial_kept = {**kept, c: kept[c][kept[c] != p]}
             trial = _sliced(model, state, priors, _with_tied(trial_kept, tied))
-            if kernel.objective(trial[1], contractor_for(trial[0]), trial[2]) < full - tol:
+            value = kernel.objective(trial[1], contractor_for(trial[0]), trial[2])
+            if value < bound - tol:
                 break
-            kept, current = trial_kept, trial
+            kept, current = trial_kept, trial + (value,)
     return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
 
 
@@ -222,6 +227,29 @@ def held_priors(priors, fitted, sample_priors, alpha):
     return GammaPriors(priors.shape, tuple(rates), tuple(normalizers))
 
 
-def fitted_priors(learning, state, priors):
-    """The priors at the rates learned from ``state`` (None: ``priors``)."""
-    return priors if learning is None else learned_priors(learning, state.mean, priors)[0]
+class HeldRates(NamedTuple):
+    """What a fit with learned rates goes on with (:func:`hold_learned_rates`)."""
+
+    relevance: Relevance | None
+    model: object
+    state: object
+    #: The priors at the rates learned at ``state``, held from then on.
+    priors: object
+    #: The bound of ``model`` at ``state`` with those rates.
+    bound: float
+
+
+def hold_learned_rates(kernel, learning, model, state, priors, tol, contractor_for, bound,
+                       prune=False, tied=None):
+    """After VB with learned rates: with ARD the relevances
+    (:func:`find_relevance`) and, with ``prune``, the model without the
+    components the evidence does not need; then the rates learned at the
+    state it goes on with, held from then on (the fold-ins, the evidence).
+    The arguments are :func:`find_relevance`'s."""
+    relevance = None
+    if learning.indices:
+        relevance, pruned = find_relevance(kernel, learning, model, state, priors, tol,
+                                           contractor_for, bound, tied)
+        if prune:
+            model, state, priors, bound = pruned
+    return HeldRates(relevance, model, state, kernel.priors_at(state, priors), bound)

@@ -35,7 +35,7 @@ from ..model import Model
 from . import _mcmc
 from ..inference._convergence import run_to_convergence
 from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
-from ._relevance import check_learning, find_relevance, set_learned_attributes
+from ._relevance import check_learning, hold_learned_rates, set_learned_attributes
 
 __all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position",
            "restart_state"]
@@ -288,26 +288,22 @@ class TiedFactorMixin:
         the unneeded clusters removed with ``prune``, the rates held. Returns
         the canonical ``(state, priors)`` and the model with its cluster sizes."""
         learning = self._rate_learning
-        kernel = _rescal_kernels(learning)["vb"]
-        relevance = None
-        if learning.indices:
-            canonical = Model.parse(RESCAL_MODEL).bind(
-                relational.observed.shape, {"a": state.mean[0].shape[1],
-                                            "b": state.mean[0].shape[1]})
-            relevance, (small, pruned, small_priors) = find_relevance(
-                kernel, learning, canonical, state, priors, self.tol,
-                contractor_for=lambda _: relational, tied={"a": "b"})
-            if self.prune:
-                state, priors, k = pruned, small_priors, small.sizes["a"]
-                clusters = [model.factors[a].replace(model.output[n], "")
-                            for n, a in enumerate((structure.first, structure.second))]
-                model = replace(model, sizes={**model.sizes, **{c: k for c in clusters}})
-                self.lower_bound_ = kernel.objective(state, relational, priors)
-        held = kernel.priors_at(state, priors)
-        rates = held.rate if len(model.output) == 3 else drop_relation_axis(held.rate)
-        set_learned_attributes(self, learning, relevance,
-                               held._replace(rate=structure.to_model_order(rates)))
-        return state, held, model
+        r = state.mean[0].shape[1]
+        canonical = Model.parse(RESCAL_MODEL).bind(relational.observed.shape, {"a": r, "b": r})
+        held = hold_learned_rates(
+            _rescal_kernels(learning)["vb"], learning, canonical, state, priors, self.tol,
+            contractor_for=lambda _: relational, bound=self.lower_bound_, prune=self.prune,
+            tied={"a": "b"})
+        if held.model is not canonical:  # pruned: the model's two cluster indices shrink
+            clusters = [model.factors[a].replace(model.output[n], "")
+                        for n, a in enumerate((structure.first, structure.second))]
+            model = replace(model, sizes={**model.sizes,
+                                          **{c: held.model.sizes["a"] for c in clusters}})
+            self.lower_bound_ = held.bound
+        rates = held.priors.rate if len(model.output) == 3 else drop_relation_axis(held.priors.rate)
+        set_learned_attributes(self, learning, held.relevance,
+                               held.priors._replace(rate=structure.to_model_order(rates)))
+        return held.state, held.priors, model
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)
