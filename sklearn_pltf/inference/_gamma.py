@@ -2,7 +2,7 @@
 
 Every VB step needs ``exp(ψ(C))`` for each free factor and every bound needs
 ``log Γ(C)``; with scipy these two special functions cost more than the
-contractions on sparse data (25 ns an element each). The kernels here run them
+contractions on sparse data (benchmarks/README.md). The kernels here run them
 in parallel, fused with the arithmetic around them, over a fixed split of the
 elements so sums do not depend on the thread count.
 """
