@@ -39,6 +39,8 @@ import numpy as np
 import opt_einsum
 
 from . import _kernels
+from ._array_api import like
+from ._array_contract import ArrayAPIContractor, array_full_xhat
 from ._data import array_bytes
 from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, log_terms_sum,
                            memory_axes, memory_order_view)
@@ -59,6 +61,8 @@ def make_contractor(model, data, likelihood="poisson"):
     the data)."""
     likelihood = get_likelihood(likelihood)
     likelihood.check(data)
+    if getattr(data, "is_array_api", False):  # computes where its arrays live
+        return ArrayAPIContractor(model, data, likelihood)
     if data.is_distributed:  # it brings its own, which computes where its blocks live
         return data.contractor(model, likelihood)
     if data.is_sparse:
@@ -67,7 +71,11 @@ def make_contractor(model, data, likelihood="poisson"):
 
 
 def full_xhat(model, factors):
-    """X̂ over the whole observed tensor (dense) for a bound model."""
+    """X̂ over the whole observed tensor (dense) for a bound model; in the
+    factors' namespace and on their device where any is not a NumPy array."""
+    template = next((f for f in factors if not isinstance(f, np.ndarray)), None)
+    if template is not None:
+        return array_full_xhat(model, [like(f, template) for f in factors])
     return planner_for(model).full_xhat(factors)
 
 

@@ -55,6 +55,7 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
+from . import _array_api
 from ._elementwise import compound_ratio
 from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, SMALL_Z, TINY,
                        compound_log_sum, small_compound_series)
@@ -371,7 +372,10 @@ def _draw_compound_counts(z, uniforms, out):  # pragma: no cover - compiled
 
 
 def _saturated_terms(x):
-    """x log x − x − log Γ(x + 1): an entry's log-likelihood at its own rate."""
+    """x log x − x − log Γ(x + 1): an entry's log-likelihood at its own rate
+    (for x > 0 where ``x`` is not a NumPy array)."""
+    if not isinstance(x, np.ndarray):
+        return x * _array_api.namespace_of(x).log(x) - x - _array_api.gammaln(x + 1.0)
     return xlogy(x, x) - x - gammaln(x + 1.0)
 
 

@@ -1,7 +1,11 @@
 import os
 
-import numpy as np
-import pytest
+# scikit-learn's array API dispatch (tests/test_array_api.py) needs scipy's
+# own array API support, which scipy reads once, when first imported.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 
 def pytest_configure(config):

@@ -66,7 +66,7 @@ _CHECKS_THAT_FIT_RANDOM_DATA = (
     "check_n_features_in_after_fitting", "check_pipeline_consistency",
     "check_readonly_memmap_input", "check_transformer_data_not_an_array",
     "check_transformer_general", "check_transformer_n_iter",
-    "check_transformer_preserve_dtypes",
+    "check_transformer_preserve_dtypes", "check_array_api_input",
 )
 
 # AllocationSMC allocates whole tokens and refuses non-integer counts with a
@@ -88,7 +88,18 @@ _NOT_SQUARE = "fits non-square data, which a model of relations among one set of
 _RESCAL_EXPECTED = {name: _NOT_SQUARE for name in _CHECKS_THAT_FIT_RANDOM_DATA}
 
 
+# The array-API engine keeps float32 input in float32 (on a GPU, twice the
+# speed and half the memory), while the NumPy engine's compiled kernels run in
+# float64: scikit-learn's check wants the two fits' attributes of one dtype, so
+# its float32 cases fail by design. Its float64 cases (values included) and
+# the same-namespace check run in tests/test_array_api.py.
+_FLOAT32_KEPT = {"check_array_api_input": "float32 input is kept in float32 on the array-API "
+                                          "engine; the NumPy engine computes in float64"}
+
+
 def _expected_failed_checks(estimator):
+    if estimator.__sklearn_tags__().array_api_support:
+        return _FLOAT32_KEPT
     if isinstance(estimator, AllocationSMC):
         return _ALLOCATION_EXPECTED
     return _RESCAL_EXPECTED if isinstance(estimator, BayesianRESCAL) else {}

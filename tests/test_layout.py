@@ -15,10 +15,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_pltf"
 #: Each top-level module or subpackage and its layer: a module imports only
 #: from its own layer or those below.
 LAYERS = {
-    "model": 0, "_random": 0, "_progress": 0, "_threads": 0,
-    "_kernels": 1, "_data": 1, "_elementwise": 1,
+    "model": 0, "_random": 0, "_progress": 0, "_threads": 0, "_array_api": 0,
+    "_kernels": 1, "_data": 1, "_elementwise": 1, "_array_data": 1,
     "_likelihood": 2,
-    "_contract": 3, "distributed": 3, "_coupled": 3,
+    "_contract": 3, "distributed": 3, "_coupled": 3, "_array_contract": 3,
     "inference": 4,
     "evidence": 5,
     "estimators": 6,

@@ -23,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import array_api_refusal, as_namespace, device_of, like, namespace_of, to_numpy
 from .._contract import full_xhat, make_contractor
 from .._kernels import TINY
 from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
@@ -30,7 +31,7 @@ from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_sta
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
-from ..inference._common import gamma_priors
+from ..inference._common import gamma_priors, priors_for
 from ..inference._convergence import ACCELERATIONS, distance_to_limit, run_to_convergence
 from ..inference._hyperparameters import LearnedRatesKernel
 from ..inference._svd_start import svd_start
@@ -179,6 +180,25 @@ class BasePoissonPLTF(BaseFactorization):
         check_learning(self, learning)
         return learning
 
+    def _array_api_refusal(self):
+        """None where VB or EM fits array-API input where it lives (the dense
+        engine, :mod:`sklearn_pltf._array_contract`); else what refuses it."""
+        asked = []
+        if self.method not in _KERNELS:
+            asked.append(f"method={self.method!r}")
+        if self.evidence not in ("auto", "vb", None):
+            asked.append(f"evidence={self.evidence!r}")
+        if not isinstance(self.likelihood, str) or self.likelihood not in ("poisson", "bernoulli"):
+            asked.append("likelihood='compound_poisson'")
+        if isinstance(self.prior_rate, str) or getattr(self, "ard", False):
+            asked.append("learned prior rates (prior_rate='auto' or ard)")
+        init = getattr(self, "init", "random")
+        if isinstance(init, str) and init == "svd":
+            asked.append("init='svd'")
+        if not asked:
+            return None
+        return array_api_refusal(f"{type(self).__name__} with {', '.join(asked)}")
+
     def _min_ndim(self):
         """Fewest data dimensions the estimator accepts (2: a sample axis and more)."""
         return 2
@@ -217,8 +237,10 @@ class BasePoissonPLTF(BaseFactorization):
         evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
+        if getattr(data, "is_array_api", False):  # every factor where the data live
+            fixed = {a: like(f, data.dense) for a, f in fixed.items()}
         check_fixed_factors_reach_the_data(model, data, fixed)
-        priors = self._gamma_priors(model)
+        priors = priors_for(self._gamma_priors(model), data)
         self._rate_learning = self._rate_learning_for(model)
         if (self.evidence == "auto" and evidence == "ais"
                 and not has_posterior_start(model, priors.free, tuple(fixed))):
@@ -252,7 +274,7 @@ class BasePoissonPLTF(BaseFactorization):
         self._state = state
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
-        self.factors_ = tuple(np.array(m) for m in state.mean)
+        self.factors_ = tuple(_copy(m) for m in state.mean)
 
     def _first_start(self, model, data, fixed):
         """Where the first restart starts, ``{position: array}``, or None
@@ -268,7 +290,7 @@ class BasePoissonPLTF(BaseFactorization):
                 "starts its chains at random and forgets the start in the warm-up: leave "
                 "init='random' and warm_start=False.")
         if warm:
-            return {a: np.array(self.factors_[a]) for a in model.free}
+            return {a: np.array(to_numpy(self.factors_[a])) for a in model.free}
         if isinstance(init, str):  # "svd"
             return svd_start(model, data, model.free, fixed)
         return given_start(model, init)
@@ -310,7 +332,9 @@ class BasePoissonPLTF(BaseFactorization):
         contractor = make_contractor(model, data, self.likelihood)
         # Distributed data: the restarts run one after another, each over the
         # whole cluster, on the one set of blocks.
-        in_process = effective_n_jobs(self.n_jobs) == 1 or data.is_distributed
+        # Array-API data: one after another on the data's device.
+        in_process = (effective_n_jobs(self.n_jobs) == 1 or data.is_distributed
+                      or getattr(data, "is_array_api", False))
         shared = contractor if in_process else None
         results = Parallel(n_jobs=1 if in_process else self.n_jobs)(
             delayed(_fit_restart)(
@@ -336,7 +360,7 @@ class BasePoissonPLTF(BaseFactorization):
             self._folded_in_fit = True
         self.n_iter_ = len(objectives)
         self.converged_ = converged
-        self.lower_bounds_ = np.asarray(objectives)
+        self.lower_bounds_ = like(np.asarray(objectives), state.mean[0])
         self.lower_bound_ = final_objective
         if evidence == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
@@ -431,7 +455,8 @@ class BasePoissonPLTF(BaseFactorization):
         if alpha is None:
             return False
         axis = model.factors[alpha].index(model.output[0])
-        self._sample_start = state.mean[alpha].mean(axis=axis, keepdims=True)
+        mean = state.mean[alpha]
+        self._sample_start = namespace_of(mean).mean(mean, axis=axis, keepdims=True)
         return True
 
     def to_inference_data(self, X=None, *, mask=None, factor_names=None):
@@ -547,16 +572,15 @@ class BasePoissonPLTF(BaseFactorization):
 
         def problem(sub_data, contractor=None):
             sub_model = self._resized_model(sub_data.shape[0])
-            priors = self._sample_priors(sub_model, alpha)
+            priors = priors_for(self._sample_priors(sub_model, alpha), sub_data)
             if contractor is None:
                 contractor = make_contractor(sub_model, sub_data, self.likelihood)
             return contractor, priors
 
         contractor, priors = problem(data, contractor)
         means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
-        means[alpha] = np.broadcast_to(
-            self._sample_start, contractor.model.factor_shape(alpha)
-        ).copy()
+        means[alpha] = _copy(namespace_of(self._sample_start).broadcast_to(
+            self._sample_start, contractor.model.factor_shape(alpha)))
         state = kernel.state_from_means(means, priors, given)
         state = fold_in(kernel, state, contractor, priors, alpha, axis,
                         lambda rows: problem(data.take_samples(rows)),
@@ -586,7 +610,7 @@ class BasePoissonPLTF(BaseFactorization):
     def _fitted_transform(self, data):
         if self._folded_in_fit:  # fit ended with this fold-in
             alpha = self._sample_factor()
-            return _sample_major(np.array(self._state.mean[alpha]), self.model_, alpha)
+            return _sample_major(_copy(self._state.mean[alpha]), self.model_, alpha)
         return self._transform_data(data)
 
     def inverse_transform(self, X):
@@ -605,7 +629,11 @@ class BasePoissonPLTF(BaseFactorization):
         check_is_fitted(self)
         alpha = self._sample_factor()
         model = self.model_
-        W = np.asarray(X, dtype=np.float64)
+        fitted = self._state.mean[alpha]
+        if isinstance(fitted, np.ndarray):
+            W = np.asarray(X, dtype=np.float64)
+        else:  # fitted where array-API data live: W goes there too
+            W = as_namespace(X, namespace_of(fitted), device_of(fitted), fitted.dtype)
         own = model.factors[alpha]
         latent_shape = tuple(model.sizes[c] for c in own if c != model.output[0])
         if W.ndim != 2 or W.shape[1] != int(np.prod(latent_shape)):
@@ -613,7 +641,11 @@ class BasePoissonPLTF(BaseFactorization):
                 f"Expected an array of shape (n_samples, {int(np.prod(latent_shape))}), got {W.shape}."
             )
         new_model = self._resized_model(W.shape[0])
-        factor = np.moveaxis(W.reshape((W.shape[0],) + latent_shape), 0, own.index(model.output[0]))
+        xp = namespace_of(W)
+        stacked = xp.reshape(W, (W.shape[0],) + latent_shape)
+        order = list(range(1, len(own)))
+        order.insert(own.index(model.output[0]), 0)
+        factor = xp.permute_dims(stacked, tuple(order))
         factors = list(self._state.mean)
         factors[alpha] = factor
         return full_xhat(new_model, factors)
@@ -642,12 +674,17 @@ class BasePoissonPLTF(BaseFactorization):
         prediction : ndarray of shape (n_entries,)
         """
         check_is_fitted(self)
-        coords = check_entry_indices(indices, self.model_.observed_shape)
-        return predictive_at_entries(
-            self.model_, self._state, coords.T, self.likelihood, method=self.method,
+        coords = check_entry_indices(to_numpy(indices), self.model_.observed_shape)
+        state, template = self._state, self._state.mean[0]
+        if not isinstance(template, np.ndarray):  # the factors (not the data) to the host
+            state = type(state)(*(tuple(None if a is None else to_numpy(a) for a in field)
+                                  for field in state))
+        prediction = predictive_at_entries(
+            self.model_, state, coords.T, self.likelihood, method=self.method,
             draws=getattr(self, "draws_", None), seed=self._predictive_seed,
             tied=self._tied_factors,
         )
+        return like(prediction, template)
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X`` (higher is better).
@@ -678,11 +715,24 @@ class BasePoissonPLTF(BaseFactorization):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.positive_only = True
+        tags.array_api_support = self._array_api_refusal() is None
         return tags
 
 
 def _sample_major(mean, model, alpha):
     """The sample-mode factor as (n_samples, prod of its latent sizes)."""
     axis = model.factors[alpha].index(model.output[0])
+    if not isinstance(mean, np.ndarray):
+        xp = namespace_of(mean)
+        order = (axis,) + tuple(a for a in range(mean.ndim) if a != axis)
+        moved = xp.permute_dims(mean, order)
+        return xp.reshape(moved, (moved.shape[0], -1))
     moved = np.moveaxis(mean, axis, 0)
     return np.ascontiguousarray(moved.reshape(moved.shape[0], -1))
+
+
+def _copy(array):
+    """A new array with ``array``'s values, in its namespace and on its device."""
+    if isinstance(array, np.ndarray):
+        return np.array(array)
+    return namespace_of(array).asarray(array, copy=True)

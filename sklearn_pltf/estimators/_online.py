@@ -15,6 +15,7 @@ from numbers import Real
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from .._array_api import array_api_refusal
 from .._contract import make_contractor
 from .._likelihood import get_likelihood
 from .._random import as_generator
@@ -26,7 +27,7 @@ from ..inference._convergence import run_to_convergence
 from ..inference._hyperparameters import LearnedRatesKernel
 from ._relevance import (LEARNED_ATTRIBUTES, held_priors, hold_learned_rates,
                          set_learned_attributes)
-from ._validation import check_fixed_factors_reach_the_data
+from ._validation import check_fixed_factors_reach_the_data, input_namespace
 from ._skeleton import restore_on_failure
 
 __all__ = ["OnlineVBMixin", "ONLINE_PARAMETERS", "ONLINE_CONSTRAINTS"]
@@ -84,6 +85,8 @@ class OnlineVBMixin:
         -------
         self : object
         """
+        if input_namespace(X) is not None:
+            raise TypeError(array_api_refusal(f"{type(self).__name__}.partial_fit"))
         if self.method != "vb":
             raise ValueError(
                 f"partial_fit is stochastic variational inference: it needs method='vb', got "

@@ -28,6 +28,7 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transf
                           _fit_context)
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import array_api_refusal
 from .._contract import full_xhat
 from .._random import as_generator
 
@@ -113,7 +114,7 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         W : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        return self._transform_data(self._observed(X, mask, reset=False))
+        return self._transform_data(self._observed_like_fit(X, mask, "transform"))
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X`` (higher is better): ``log_evidence_`` when
@@ -121,7 +122,7 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         fit), else the predictive score of the new samples with their factor
         folded in."""
         check_is_fitted(self)
-        data = self._observed(X, mask, reset=False)
+        data = self._observed_like_fit(X, mask, "score")
         if self._is_training_data(data):
             return self._training_score()
         self._check_sample_shape(data)
@@ -145,8 +146,21 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         data = self._observed(X, mask, reset=True)
         for stale in self._stale_attributes:
             self.__dict__.pop(stale, None)
+        self._data_namespace = _namespace_and_device(data)
         self._fit_data(data, as_generator(self.random_state))
         self._fingerprint = data.fingerprint
+        return data
+
+    def _observed_like_fit(self, X, mask, method):
+        """``X`` (and ``mask``) validated for ``method``, or a ValueError unless
+        they are arrays of the namespace and device the fit's were."""
+        data = self._observed(X, mask, reset=False)
+        if _namespace_and_device(data) != getattr(self, "_data_namespace", None):
+            raise ValueError(
+                f"Inputs passed to {type(self).__name__}.{method}() must use the same namespace "
+                "and the same device as those passed to fit(): "
+                f"{_namespace_and_device(data) or 'NumPy'} here, "
+                f"{getattr(self, '_data_namespace', None) or 'NumPy'} at fit.")
         return data
 
     @abstractmethod
@@ -238,6 +252,19 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         tags.input_tags.three_d_array = self._accepts_tensors()
         return tags
 
+    def _array_api_refusal(self):
+        """None where this estimator, with its parameters, fits an array of
+        another namespace (``array_api_dispatch=True``) where it lives; else
+        the message refusing it."""
+        return array_api_refusal(type(self).__name__)
+
     def _accepts_tensors(self):
         """Whether data with more than two dimensions are accepted."""
         return True
+
+
+def _namespace_and_device(data):
+    """(namespace name, device) of array-API data; None for the NumPy engine's."""
+    if not getattr(data, "is_array_api", False):
+        return None
+    return data.xp.__name__, str(data.device)

@@ -25,6 +25,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import array_api_refusal
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import rescal, rescal_gibbs
 from ..inference._common import GammaPriors, gamma_priors
@@ -304,6 +305,12 @@ class TiedFactorMixin:
         set_learned_attributes(self, learning, held.relevance,
                                held.priors._replace(rate=structure.to_model_order(rates)))
         return held.state, held.priors, model
+
+    def _array_api_refusal(self):
+        """A tied factor's updates run on RESCAL's NumPy engine."""
+        if self._has_tied_factor():
+            return array_api_refusal(f"{type(self).__name__} with a tied factor")
+        return super()._array_api_refusal()
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)

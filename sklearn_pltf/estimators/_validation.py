@@ -10,11 +10,15 @@ import numpy as np
 import sparse
 from sklearn.utils.validation import validate_data
 
-from .._contract import EntryList
+from sklearn import get_config
+
+from .._array_api import array_namespace_of_input, to_numpy
+from .._array_data import as_array_api_tensor
+from .._contract import EntryList, full_xhat
 from .._data import as_observed_tensor, is_dask_array
 from ..distributed import as_distributed_tensor, unreachable_nonzeros
 
-__all__ = ["validate_tensor", "check_entry_indices", "check_fixed_factors_reach_the_data",
+__all__ = ["validate_tensor", "input_namespace", "check_entry_indices", "check_fixed_factors_reach_the_data",
            "given_start", "real_factor_copy", "factor_position"]
 
 
@@ -28,8 +32,21 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
     ``distributed``, a Dask array is persisted on the active cluster as a
     :class:`~sklearn_pltf.distributed.DistributedTensor` (checked chunk by
     chunk on the workers), rechunked first to ``chunks(shape)`` if given;
-    without ``distributed``, it is refused rather than gathered.
+    without ``distributed``, it is refused rather than gathered. With
+    ``array_api_dispatch=True``, an array of another namespace (PyTorch,
+    CuPy, ...) becomes an :class:`~sklearn_pltf._array_data.ArrayAPITensor`
+    where it lives, if ``estimator._array_api_refusal()`` is None; else
+    that message is raised (a TypeError), rather than a silent copy to NumPy.
     """
+    xp = input_namespace(X)
+    if xp is not None:
+        refusal = estimator._array_api_refusal()
+        if refusal is not None:
+            raise TypeError(refusal)
+        _check_n_features(estimator, X, reset, min_ndim)
+        if reset:
+            estimator.__dict__.pop("feature_names_in_", None)
+        return as_array_api_tensor(X, mask, xp, allow_negative=allow_negative)
     if is_dask_array(X):
         if not distributed:
             raise ValueError(
@@ -50,6 +67,15 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
             ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
         )
     return as_observed_tensor(X, mask, allow_negative=allow_negative)
+
+
+def input_namespace(X):
+    """The array namespace ``X`` is fitted in, or None for the NumPy engine:
+    not None only with scikit-learn's ``array_api_dispatch=True`` and a dense
+    array of another library than NumPy."""
+    if isinstance(X, np.ndarray) or not get_config()["array_api_dispatch"]:
+        return None
+    return array_namespace_of_input(X)
 
 
 def _check_n_features(estimator, X, reset, min_ndim):
@@ -91,7 +117,9 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
         return
     factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))
                for a in range(model.n_factors)]
-    if data.is_distributed:
+    if getattr(data, "is_array_api", False):
+        unreachable = _unreachable_on_device(model, data, factors)
+    elif data.is_distributed:
         unreachable = unreachable_nonzeros(model, data, factors)
     else:
         coords, _ = data.nonzero_entries
@@ -104,6 +132,18 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
             "probability zero. Give the fixed factors positive values there, or mark those "
             "entries missing."
         )
+
+
+def _unreachable_on_device(model, data, factors):
+    """As the NumPy check's unreachable coordinates, for array-API data: the
+    count is taken on the device and only the first coordinate comes back."""
+    xp = data.xp
+    bad = xp.reshape((full_xhat(model, factors) <= 0) & (data.dense != 0), (-1,))
+    n_bad = int(xp.count_nonzero(bad))
+    if not n_bad:
+        return np.empty((data.ndim, 0), dtype=np.int64)
+    first = np.unravel_index(int(xp.argmax(xp.astype(bad, xp.int8))), data.shape)
+    return np.repeat(np.asarray(first, dtype=np.int64)[:, None], n_bad, axis=1)
 
 
 def given_start(model, init):
@@ -141,7 +181,9 @@ def real_factor_copy(value, what):
     """``value`` (array-like, or a sparse array: a factor is small) as a new
     dense float64 array, or a ValueError naming ``what`` unless it is a
     regular array of real numbers (or booleans)."""
-    if hasattr(value, "toarray"):  # scipy.sparse
+    if input_namespace(value) is not None:  # a factor of another namespace: small
+        value = to_numpy(value)
+    elif hasattr(value, "toarray"):  # scipy.sparse
         value = value.toarray()
     elif hasattr(value, "todense"):  # pydata sparse, which refuses np.asarray
         value = value.todense()

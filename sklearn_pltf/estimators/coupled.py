@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import array_api_refusal
 from .._coupled import CoupledContractor, CoupledModel, bind_models
 from .._data import as_observed_tensor, is_dask_array
 from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
@@ -25,7 +26,7 @@ from ..inference._relational import relational_data
 from ..inference._convergence import ACCELERATIONS, run_to_convergence
 from . import _rescal_coupled as rescal_coupled
 from ._base import best_restart
-from ._validation import check_entry_indices
+from ._validation import check_entry_indices, input_namespace
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
 from ._tied import restart_state, tied_structure
@@ -260,6 +261,8 @@ class CoupledPLTF(BaseEstimator):
                 or len(X) != len(strings)):
             raise ValueError(f"X must be a sequence (a list or tuple) of {len(strings)} tensors, "
                              "one per model string of models, in the same order.")
+        if any(input_namespace(tensor) is not None for tensor in X):
+            raise TypeError(array_api_refusal("CoupledPLTF"))
         if any(is_dask_array(tensor) for tensor in X):
             raise ValueError("CoupledPLTF fits tensors held in memory; pass each Dask array "
                              "computed (X.compute()).")

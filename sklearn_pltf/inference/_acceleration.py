@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array_api import namespace_of
 from ._gamma import gamma_moments
 from ._states import EMState, VBState
 
@@ -76,8 +77,12 @@ def _coordinates(state, groups):
     and scale) per group of tied positions."""
     with np.errstate(divide="ignore"):
         if isinstance(state, VBState):
-            return [np.log(field[alpha]) for alpha in groups for field in (state.shape, state.scale)]
-        return [np.log(state.factors[alpha]) for alpha in groups]
+            return [_log(field[alpha]) for alpha in groups for field in (state.shape, state.scale)]
+        return [_log(state.factors[alpha]) for alpha in groups]
+
+
+def _log(array):
+    return namespace_of(array).log(array)
 
 
 def _from_coordinates(template, coordinates, groups, priors, fallback):
@@ -88,17 +93,19 @@ def _from_coordinates(template, coordinates, groups, priors, fallback):
     if isinstance(template, VBState):
         columns = [list(field) for field in template]
         for alpha, positions in groups.items():
-            shape = _finite_or(np.exp(next(values)), fallback.shape[alpha])
-            scale = _finite_or(np.exp(next(values)), fallback.scale[alpha])
-            shape = np.maximum(shape, _prior(priors.shape, positions))
-            scale = np.minimum(scale, 1.0 / _prior(priors.rate, positions))
+            xp = namespace_of(fallback.shape[alpha])
+            shape = _finite_or(xp.exp(next(values)), fallback.shape[alpha])
+            scale = _finite_or(xp.exp(next(values)), fallback.scale[alpha])
+            shape = xp.maximum(shape, _prior(priors.shape, positions))
+            scale = xp.minimum(scale, 1.0 / _prior(priors.rate, positions))
             for beta in positions:
                 for field, value in zip(columns, (shape, scale) + gamma_moments(shape, scale)):
                     field[beta] = value
         return VBState(*(tuple(field) for field in columns))
     factors = list(template.factors)
     for alpha, positions in groups.items():
-        value = _finite_or(np.exp(next(values)), fallback.factors[alpha])
+        value = _finite_or(namespace_of(fallback.factors[alpha]).exp(next(values)),
+                           fallback.factors[alpha])
         for beta in positions:
             factors[beta] = value
     return EMState(tuple(factors))
@@ -112,8 +119,9 @@ def _prior(parameters, positions):
 def _finite_or(value, fallback):
     """``value`` where positive and finite, else ``fallback`` (an extrapolation
     through a zero, or beyond the floats)."""
-    good = np.isfinite(value) & (value > 0)
-    return value if good.all() else np.where(good, value, fallback)
+    xp = namespace_of(value)
+    good = xp.isfinite(value) & (value > 0)
+    return value if bool(xp.all(good)) else xp.where(good, value, fallback)
 
 
 def squarem_cycle(kernel, state, value, contractor, priors, max_length):
@@ -154,8 +162,8 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     length = float(np.clip(length, -max_length, -1.0))
     with np.errstate(invalid="ignore", over="ignore"):
         extrapolated = [
-            second_t + np.clip(t - 2 * length * dr + length**2 * dv - second_t,
-                               -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
+            second_t + namespace_of(t).clip(t - 2 * length * dr + length**2 * dv - second_t,
+                                            -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
             for t, dr, dv, second_t in zip(theta, r, v, theta_second)]
     # A kernel that learns its rates projects onto those learned at F(F(θ)).
     bounds = kernel.priors_at(second, priors) if hasattr(kernel, "priors_at") else priors
@@ -175,6 +183,10 @@ def _norm(parts):
     finite (a factor element at zero under EM has log -inf there)."""
     total = 0.0
     for part in parts:
+        if not isinstance(part, np.ndarray):
+            xp = namespace_of(part)
+            total += float(xp.sum(xp.square(xp.where(xp.isfinite(part), part, 0.0))))
+            continue
         finite = np.isfinite(part)
         total += float(np.sum(np.square(part[finite] if not finite.all() else part)))
     return np.sqrt(total)

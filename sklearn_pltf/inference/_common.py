@@ -7,6 +7,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln
 
+from .._array_api import like
+
 
 class GammaPriors(NamedTuple):
     """Gamma(shape, rate) prior of every factor; ``None`` for a held factor.
@@ -53,6 +55,17 @@ def gamma_priors(model, prior_shape, prior_rate, free=None):
     return GammaPriors(tuple(shapes), tuple(rates), tuple(normalizers))
 
 
+def priors_for(priors, data):
+    """``priors`` with their arrays where ``data`` lives: unchanged for NumPy
+    data, in the data's namespace, dtype and device for array-API data
+    (:mod:`sklearn_pltf._array_api`)."""
+    if not getattr(data, "is_array_api", False):
+        return priors
+    on_data = [tuple(None if v is None else like(v, data.dense) for v in field)
+               for field in (priors.shape, priors.rate)]
+    return GammaPriors(*on_data, priors.log_normalizer)
+
+
 def _per_factor(value, alpha, model, name):
     if isinstance(value, dict):
         if alpha not in value:
@@ -97,9 +110,10 @@ def initial_factors(rng, model, contractor, given, free, start=None):
     start = dict(start or {})
     factors = [given.get(a, start.get(a)) for a in range(model.n_factors)]
     drawn = [a for a in free if a not in start]
-    if not drawn:
-        return factors
-    scale = data_scale(model, contractor, factors, drawn)
-    for alpha in drawn:
-        factors[alpha] = scale * rng.standard_gamma(1.0, size=model.factor_shape(alpha))
-    return factors
+    if drawn:
+        scale = data_scale(model, contractor, factors, drawn)
+        for alpha in drawn:
+            factors[alpha] = scale * rng.standard_gamma(1.0, size=model.factor_shape(alpha))
+    # Array-API data: the values drawn (or given) on the host go where the data live.
+    on_device = getattr(contractor, "on_device", None)
+    return factors if on_device is None else [None if f is None else on_device(f) for f in factors]

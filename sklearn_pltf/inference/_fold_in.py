@@ -36,7 +36,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array_api import device_of, namespace_of, to_numpy
+
 __all__ = ["fold_in", "with_factor"]
+
+
+def _take(array, rows, axis):
+    """``array``'s slices ``rows`` (host positions) along ``axis``."""
+    if isinstance(array, np.ndarray):
+        return np.take(array, rows, axis=axis)
+    xp = namespace_of(array)
+    return xp.take(array, xp.asarray(rows, device=device_of(array)), axis=axis)
 
 
 def with_factor(state, alpha, source, combine):
@@ -54,6 +64,8 @@ def _put_samples(state, sub_state, alpha, axis, rows):
     taken from ``sub_state``, which holds just those samples."""
 
     def placed(part, whole):
+        if not isinstance(whole, np.ndarray):  # no in-place writes in the array API
+            return _placed_by_where(part, whole, axis, rows)
         whole = whole.copy()
         index = [slice(None)] * whole.ndim
         index[axis] = rows
@@ -61,6 +73,31 @@ def _put_samples(state, sub_state, alpha, axis, rows):
         return whole
 
     return with_factor(state, alpha, sub_state, placed)
+
+
+def _placed_by_where(part, whole, axis, rows):
+    """``whole`` with its slices ``rows`` along ``axis`` replaced by ``part``,
+    for arrays of any namespace."""
+    xp = namespace_of(whole)
+    source = np.zeros(whole.shape[axis], dtype=np.int64)
+    source[rows] = np.arange(len(rows))
+    spread = xp.take(part, xp.asarray(source, device=device_of(whole)), axis=axis)
+    return _where_host(_along(np.isin(np.arange(whole.shape[axis]), rows), axis, whole.ndim),
+                       spread, whole)
+
+
+def _along(vector, axis, ndim):
+    """A host vector reshaped to lie along ``axis`` of an ``ndim``-array."""
+    return vector.reshape(tuple(-1 if a == axis else 1 for a in range(ndim)))
+
+
+def _where_host(condition, a, b):
+    """``where(condition, a, b)`` for a host Boolean ``condition`` and arrays
+    of any namespace."""
+    if isinstance(a, np.ndarray):
+        return np.where(condition, a, b)
+    xp = namespace_of(a)
+    return xp.where(xp.asarray(condition, device=device_of(a)), a, b)
 
 
 #: The longest SQUAREM step length: far beyond where the map is linear, an
@@ -76,11 +113,12 @@ def _squarem_cycle(kernel, state, contractor, priors, alpha, others):
     theta, theta_first = kernel.free_parameter(state, alpha), kernel.free_parameter(first, alpha)
     r = theta_first - theta
     v = kernel.free_parameter(second, alpha) - theta_first - r
-    r_norm = np.sqrt(np.sum(r * r, axis=others, keepdims=True))
-    v_norm = np.sqrt(np.sum(v * v, axis=others, keepdims=True))
+    xp = namespace_of(r)
+    r_norm = xp.sqrt(xp.sum(r * r, axis=others, keepdims=True))
+    v_norm = xp.sqrt(xp.sum(v * v, axis=others, keepdims=True))
     with np.errstate(divide="ignore", invalid="ignore"):
-        length = np.where(v_norm > 0, -r_norm / v_norm, -1.0)
-    length = np.clip(length, -MAX_STEP_LENGTH, -1.0)
+        length = xp.where(v_norm > 0, -r_norm / v_norm, -1.0)
+    length = xp.clip(length, -MAX_STEP_LENGTH, -1.0)
     with np.errstate(over="ignore", invalid="ignore"):
         start = kernel.with_free_parameter(state, alpha, theta - 2 * length * r + length**2 * v,
                                            priors)
@@ -91,17 +129,21 @@ def _squarem_cycle(kernel, state, contractor, priors, alpha, others):
     # than two plain steps did (or is not finite) keeps the plain steps.
     worse = ~(change <= plain_change)
     if np.any(worse):
-        plain = np.expand_dims(worse, others)
-        new = with_factor(new, alpha, second, lambda from_plain, own: np.where(plain, from_plain, own))
+        ndim = first.mean[alpha].ndim
+        plain = _along(worse, next(a for a in range(ndim) if a not in others), ndim)
+        new = with_factor(new, alpha, second,
+                          lambda from_plain, own: _where_host(plain, from_plain, own))
         change = np.where(worse, plain_change, change)
     return new, change
 
 
 def _change(old, new, others):
-    """Each sample's largest change relative to its largest entry: entries
-    near zero (common under sparse priors) would never settle relative to
-    themselves."""
-    return np.max(np.abs(new - old), axis=others) / np.maximum(np.max(old, axis=others), 1e-300)
+    """Each sample's largest change relative to its largest entry (a host
+    vector): entries near zero (common under sparse priors) would never
+    settle relative to themselves."""
+    xp = namespace_of(old)
+    change = xp.max(xp.abs(new - old), axis=others) / xp.clip(xp.max(old, axis=others), 1e-300, None)
+    return to_numpy(change).reshape(-1)
 
 
 def _plain_step(kernel, state, contractor, priors, alpha, others):
@@ -149,8 +191,9 @@ def fold_in(kernel, state, contractor, priors, alpha, axis, subproblem, *, tol, 
     advance, cost = (_squarem_cycle, 3) if accelerated else (_plain_step, 1)
     for _ in range(max(max_iter // cost, 1)):
         new, change = advance(kernel, sub_state, sub_contractor, sub_priors, alpha, others)
-        keep = np.expand_dims(active, others)
-        sub_state = with_factor(sub_state, alpha, new, lambda updated, old: np.where(keep, updated, old))
+        keep = _along(active, axis, len(others) + 1)
+        sub_state = with_factor(sub_state, alpha, new,
+                                lambda updated, old: _where_host(keep, updated, old))
         active &= change > tol
         if not active.any():
             break
@@ -159,8 +202,7 @@ def fold_in(kernel, state, contractor, priors, alpha, axis, subproblem, *, tol, 
             local = np.flatnonzero(active)
             rows = rows[local]
             sub_contractor, sub_priors = subproblem(rows)
-            sub_state = with_factor(
-                sub_state, alpha, sub_state, lambda value, _: np.take(value, local, axis=axis)
-            )
+            sub_state = with_factor(sub_state, alpha, sub_state,
+                                    lambda value, _: _take(value, local, axis))
             active = np.ones(rows.size, dtype=bool)
     return _put_samples(state, sub_state, alpha, axis, rows)

@@ -16,6 +16,7 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
+from .. import _array_api
 from .._threads import parallel_kernel
 
 __all__ = ["digamma", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
@@ -94,8 +95,12 @@ def gamma_moments(shape, scale):
     """Mean ``C D``, geometric mean ``exp(ψ(C)) D`` and ``ψ(C)`` of Gamma(C, scale D).
 
     ``ψ(C)`` is returned for the bound (:func:`gamma_bound_term`), which would
-    otherwise evaluate it again.
+    otherwise evaluate it again. Arrays of another namespace than NumPy
+    (:mod:`sklearn_pltf._array_api`) are computed in it, where they live.
     """
+    if not isinstance(shape, np.ndarray):
+        psi = _array_api.digamma(shape)
+        return shape * scale, _array_api.namespace_of(psi).exp(psi) * scale, psi
     shape = np.ascontiguousarray(shape, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
     mean, geometric, psi = np.empty(shape.size), np.empty(shape.size), np.empty(shape.size)
@@ -138,6 +143,11 @@ def gamma_bound_term(prior_shape, prior_rate, shape, scale, psi, log_normalizer)
     do not depend on q: their sum over the factor is computed once per fit and
     passed in as ``log_normalizer``.
     """
+    if not isinstance(shape, np.ndarray):
+        xp = _array_api.namespace_of(shape)
+        terms = ((prior_shape - shape) * psi + prior_shape * xp.log(scale)
+                 - prior_rate * shape * scale + shape + _array_api.gammaln(shape))
+        return float(xp.sum(terms)) + log_normalizer
     arrays = [np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
               for v in (prior_shape, prior_rate, shape, scale, psi)]
     with _threads_for(arrays[0].size):

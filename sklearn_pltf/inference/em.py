@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
+from .._array_api import namespace_of
 from ._common import initial_factors
 from ._states import EMInfo, EMState
 
@@ -45,7 +46,8 @@ __all__ = ["EMState", "EMInfo", "init", "state_from_means", "step", "log_joint",
 def check_priors(priors):
     """Raise unless every free factor's prior shape is >= 1 (the mode exists)."""
     for alpha in priors.free:
-        if np.any(priors.shape[alpha] < 1.0):
+        shape = priors.shape[alpha]
+        if bool(namespace_of(shape).any(shape < 1.0)):
             raise ValueError(
                 "EM finds the posterior mode, which does not exist when a prior shape "
                 f"is < 1 (factor {alpha}); use prior_shape >= 1 or method='vb'."
@@ -85,7 +87,7 @@ def step(state, contractor, priors, with_objective=True):
     for alpha in priors.free:
         numerator = priors.shape[alpha] - 1.0 + state.factors[alpha] * pulls[alpha]
         denominator = priors.rate[alpha] + contractor.masked_delta(alpha, factors)
-        factors[alpha] = np.maximum(numerator, 0.0) / denominator
+        factors[alpha] = _positive_part(numerator) / denominator
     new = EMState(tuple(factors))
     return new, EMInfo(objective=log_joint(new, contractor, priors) if with_objective else None)
 
@@ -96,8 +98,15 @@ def log_joint(state, contractor, priors):
     value = contractor.data_loglik(factors) - contractor.masked_total(factors) + contractor.log_base_measure
     for alpha in priors.free:
         a, r, z = priors.shape[alpha], priors.rate[alpha], factors[alpha]
-        value += float(np.sum(xlogy(a - 1.0, z) - r * z)) + priors.log_normalizer[alpha]
+        value += float(namespace_of(z).sum(xlogy(a - 1.0, z) - r * z)) + priors.log_normalizer[alpha]
     return value
+
+
+def _positive_part(x):
+    """max(x, 0), element-wise, in ``x``'s namespace."""
+    if isinstance(x, np.ndarray):
+        return np.maximum(x, 0.0)
+    return namespace_of(x).clip(x, min=0.0)
 
 
 #: The objective the convergence loop reads (:mod:`._convergence`).

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array_api import namespace_of
 from ._common import initial_factors
 from ._gamma import gamma_bound_term, gamma_moments
 from ._states import INITIAL_SHAPE, VBInfo, VBState
@@ -76,7 +77,8 @@ def state_from_means(means, priors, given):
         if priors.shape[alpha] is None:  # held: no q, its E and L as given
             factors.append((None, None) + tuple(given[alpha]) + (None,))
         else:
-            c = np.full(m.shape, INITIAL_SHAPE)
+            c = (np.full(m.shape, INITIAL_SHAPE) if isinstance(m, np.ndarray)
+                 else namespace_of(m).full_like(m, INITIAL_SHAPE))
             d = m / INITIAL_SHAPE
             factors.append((c, d) + gamma_moments(c, d))
     return VBState(*(tuple(column) for column in zip(*factors)))
@@ -91,7 +93,7 @@ def free_parameter(state, alpha):
 def with_free_parameter(state, alpha, shape, priors):
     """``state`` with factor α's shapes set to ``shape``, raised to at least
     the prior shape ``A_α`` (no update gives less), and its moments to match."""
-    shape = np.maximum(shape, priors.shape[alpha])
+    shape = namespace_of(shape).maximum(shape, priors.shape[alpha])
     scale = state.scale[alpha]
     columns = [list(field) for field in state]
     for field, value in zip(columns, (shape, scale) + gamma_moments(shape, scale)):

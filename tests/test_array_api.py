@@ -1,0 +1,295 @@
+"""Array-API input (scikit-learn's ``array_api_dispatch``) on array-api-strict.
+
+array-api-strict is NumPy underneath but offers only the standard, so a
+fit that passes here uses nothing outside it: the same code runs on
+PyTorch and CuPy (``benchmarks/bench_gpu.py`` checks them on a GPU). The
+array-API engine does the same arithmetic as the NumPy one in another order
+(matrix products instead of planned einsums, NumPy's pairwise sums against
+the compiled kernels' blocked ones), so in float64 the two agree to rounding:
+1e-10 relative leaves a margin of about 10^5 over double precision's
+2.2e-16 accumulated over these fits' few thousand terms and iterations.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.base import clone
+
+from sklearn_pltf import (PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, CoupledPLTF, GibbsNTF,
+                          PoissonCP, TuckerVB)
+from sklearn_pltf.datasets import make_poisson_cp
+
+xp = pytest.importorskip("array_api_strict")  # in the test extra: imported, never skipped there
+
+RTOL = 1e-10
+
+
+@pytest.fixture(autouse=True)
+def dispatch():
+    with sklearn.config_context(array_api_dispatch=True):
+        yield
+
+
+def host(array):
+    return np.from_dlpack(array)
+
+
+def strict(array):
+    return xp.asarray(np.asarray(array))
+
+
+@pytest.fixture(scope="module")
+def counts():
+    rng = np.random.default_rng(0)
+    return rng.poisson(rng.gamma(1.0, 2.0, (24, 3)) @ rng.gamma(1.0, 1.0, (3, 15))).astype(float)
+
+
+@pytest.fixture(scope="module")
+def tensor():
+    return make_poisson_cp((12, 9, 7), 3, random_state=1)[0].astype(float)
+
+
+def _with_missing(X, fraction=0.2, seed=3):
+    X = np.array(X)
+    X[np.random.default_rng(seed).random(X.shape) < fraction] = np.nan
+    return X
+
+
+def _cases():
+    em = dict(method="em", prior_shape=1.0)
+    return [
+        ("nmf-vb", BayesianNMF(3, prior_shape=0.5, random_state=0), "counts", None),
+        ("nmf-em", BayesianNMF(3, **em, random_state=0), "counts", None),
+        ("nmf-nan", BayesianNMF(3, random_state=0), "counts", "nan"),
+        ("nmf-mask", BayesianNMF(3, random_state=0), "counts", "mask"),
+        ("nmf-restarts", BayesianNMF(2, n_init=3, n_jobs=2, random_state=0), "counts", None),
+        ("nmf-plain-steps", BayesianNMF(3, acceleration=None, random_state=0), "counts", None),
+        ("cp-vb", PoissonCP(3, random_state=0), "tensor", None),
+        ("cp-em-nan", PoissonCP(3, **em, random_state=0), "tensor", "nan"),
+        ("tucker", TuckerVB((2, 3, 2), random_state=0), "tensor", None),
+        ("pltf-mask", PLTF("ir,jr,kr->ijk", 2, random_state=0), "tensor", "mask"),
+        ("bernoulli", BayesianNMF(3, likelihood="bernoulli", random_state=0), "binary", None),
+        ("bernoulli-em", BayesianNMF(3, likelihood="bernoulli", **em, random_state=0), "binary",
+         "nan"),
+    ]
+
+
+CASES = _cases()
+
+
+def _data(kind, missing, counts, tensor):
+    X = {"counts": counts, "tensor": tensor, "binary": (counts > 1).astype(float)}[kind]
+    mask = None
+    if missing == "nan":
+        X = _with_missing(X)
+    elif missing == "mask":
+        mask = np.random.default_rng(4).random(X.shape) > 0.2
+    return X, mask
+
+
+@pytest.mark.parametrize("name, estimator, kind, missing", CASES, ids=[c[0] for c in CASES])
+def test_the_fit_equals_the_numpy_fit(name, estimator, kind, missing, counts, tensor):
+    X, mask = _data(kind, missing, counts, tensor)
+    on_numpy = clone(estimator).fit(X, mask=mask)
+    given = strict(X)
+    fitted = clone(estimator).fit(given, mask=None if mask is None else strict(mask))
+    assert np.array_equal(host(given), X, equal_nan=True)  # the input is left as it was
+    assert isinstance(fitted.lower_bound_, float) and isinstance(fitted.n_iter_, int)
+    assert fitted.n_iter_ == on_numpy.n_iter_
+    assert fitted.lower_bound_ == pytest.approx(on_numpy.lower_bound_, rel=RTOL)
+    if on_numpy.method == "vb":
+        assert fitted.log_evidence_ == pytest.approx(on_numpy.log_evidence_, rel=RTOL)
+    for ours, theirs in zip(fitted.factors_, on_numpy.factors_):
+        assert type(ours) is type(given) and ours.dtype == xp.float64
+        np.testing.assert_allclose(host(ours), theirs, rtol=RTOL, atol=1e-300)
+
+
+@pytest.mark.parametrize("name, estimator, kind, missing",
+                         [c for c in CASES if c[0] in ("nmf-vb", "nmf-em", "cp-em-nan", "tucker",
+                                                       "pltf-mask", "bernoulli")],
+                         ids=lambda c: c if isinstance(c, str) else "")
+def test_transform_score_and_predictions_equal_numpy(name, estimator, kind, missing, counts,
+                                                     tensor):
+    X, mask = _data(kind, missing, counts, tensor)
+    on_numpy = clone(estimator).fit(X, mask=mask)
+    fitted = clone(estimator).fit(strict(X), mask=None if mask is None else strict(mask))
+    new = X[:5]
+    W = fitted.transform(strict(new))
+    assert type(W) is type(strict(new))
+    np.testing.assert_allclose(host(W), on_numpy.transform(new), rtol=RTOL)
+    assert fitted.score(strict(new)) == pytest.approx(on_numpy.score(new), rel=RTOL)
+    training_mask = None if mask is None else strict(mask)
+    assert fitted.score(strict(X), mask=training_mask) == pytest.approx(
+        on_numpy.score(X, mask=mask), rel=RTOL)
+    np.testing.assert_allclose(host(fitted.inverse_transform(W)),
+                               on_numpy.inverse_transform(on_numpy.transform(new)), rtol=RTOL)
+    np.testing.assert_allclose(host(fitted.reconstruct()), on_numpy.reconstruct(), rtol=RTOL)
+    entries = np.array([[0] * X.ndim, [1] * X.ndim, [3] + [2] * (X.ndim - 1)])
+    predicted = fitted.predict_entries(entries)
+    assert type(predicted) is type(W)
+    np.testing.assert_allclose(host(predicted), on_numpy.predict_entries(entries), rtol=RTOL)
+
+
+def test_fixed_factors_stay_fixed_and_equal_numpy(counts):
+    basis = np.random.default_rng(5).gamma(1.0, 1.0, (3, counts.shape[1]))
+    estimator = PLTF("ik,kj->ij", fixed_factors={1: basis}, random_state=0)
+    on_numpy = clone(estimator).fit(counts)
+    fitted = clone(estimator).fit(strict(counts))
+    np.testing.assert_array_equal(host(fitted.factors_[1]), basis)
+    assert fitted.lower_bound_ == pytest.approx(on_numpy.lower_bound_, rel=RTOL)
+    np.testing.assert_allclose(host(fitted.factors_[0]), on_numpy.factors_[0], rtol=RTOL)
+
+
+def test_fixed_factors_that_cannot_reach_the_data_are_refused(counts):
+    basis = np.ones((2, counts.shape[1]))
+    basis[:, 0] = 0.0
+    with pytest.raises(ValueError, match="fixed factors make the model's mean X̂ zero"):
+        PLTF("ik,kj->ij", fixed_factors={1: basis}).fit(strict(counts))
+
+
+def test_fit_transform_equals_fit_then_transform(counts):
+    estimator = BayesianNMF(3, random_state=0)
+    W = clone(estimator).fit_transform(strict(counts))
+    np.testing.assert_allclose(host(W), host(clone(estimator).fit(strict(counts)).transform(
+        strict(counts))), rtol=1e-6)  # fold-in's own tolerance, 1e-6 relative per sample
+
+
+def test_float32_stays_float32(counts):
+    X32 = strict(counts.astype(np.float32))
+    fitted = BayesianNMF(3, random_state=0).fit(X32)
+    on_numpy = BayesianNMF(3, random_state=0).fit(counts)
+    assert all(f.dtype == xp.float32 for f in fitted.factors_)
+    assert fitted.transform(X32).dtype == xp.float32
+    assert fitted.reconstruct().dtype == xp.float32
+    assert np.isfinite(fitted.lower_bound_)
+    # Single precision (eps 1.2e-7) over a few hundred entries and iterations:
+    # the bound agrees with float64's to well within 1e-4 relative.
+    assert fitted.lower_bound_ == pytest.approx(on_numpy.lower_bound_, rel=1e-4)
+
+
+def test_integer_input_is_fitted_in_float64(counts):
+    fitted = BayesianNMF(3, random_state=0).fit(xp.asarray(counts.astype(np.int64)))
+    assert fitted.factors_[0].dtype == xp.float64
+    assert fitted.lower_bound_ == pytest.approx(BayesianNMF(3, random_state=0).fit(
+        counts).lower_bound_, rel=RTOL)
+
+
+def test_pickle_clone_and_same_numbers_again(counts):
+    fitted = BayesianNMF(3, random_state=0).fit(strict(counts))
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(host(again.transform(strict(counts[:4]))),
+                                  host(fitted.transform(strict(counts[:4]))))
+    refit = clone(fitted).fit(strict(counts))
+    assert refit.lower_bound_ == fitted.lower_bound_
+    np.testing.assert_array_equal(host(refit.factors_[0]), host(fitted.factors_[0]))
+
+
+def test_warm_start_and_given_init_in_the_namespace(counts):
+    fitted = BayesianNMF(3, random_state=0).fit(strict(counts))
+    again = BayesianNMF(3, warm_start=True, random_state=1)
+    again.fit(strict(counts))
+    again.set_params(random_state=2)
+    again.fit(strict(counts))
+    assert again.lower_bound_ >= fitted.lower_bound_ - 1.0
+    given = BayesianNMF(3, init=[fitted.factors_[0], fitted.factors_[1]]).fit(strict(counts))
+    assert given.lower_bound_ == pytest.approx(fitted.lower_bound_, abs=1.0)
+
+
+@pytest.mark.parametrize("values, message", [
+    (lambda X: -X, "Negative values"),
+    (lambda X: np.where(X == X.max(), np.inf, X), "infinit"),
+    (lambda X: np.full_like(X, np.nan), "All entries of the data are missing"),
+])
+def test_bad_input_is_refused_with_the_numpy_messages(counts, values, message):
+    with pytest.raises(ValueError, match=message):
+        BayesianNMF(2).fit(strict(values(counts)))
+    with pytest.raises(ValueError, match=message):
+        BayesianNMF(2).fit(values(counts))
+
+
+def test_mask_errors(counts):
+    with pytest.raises(ValueError, match="The mask has shape"):
+        BayesianNMF(2).fit(strict(counts), mask=strict(np.ones((2, 2), dtype=bool)))
+    with pytest.raises(ValueError, match="The mask must be boolean"):
+        BayesianNMF(2).fit(strict(counts), mask=strict(np.full(counts.shape, 2.0)))
+
+
+def test_bernoulli_needs_binary_values(counts):
+    with pytest.raises(ValueError, match="neither 0 nor 1"):
+        BayesianNMF(2, likelihood="bernoulli").fit(strict(counts))
+
+
+def test_a_failed_fit_leaves_the_estimator_as_it_was(counts):
+    estimator = BayesianNMF(3, random_state=0).fit(strict(counts))
+    before = host(estimator.factors_[0]).copy()
+    with pytest.raises(ValueError):
+        estimator.fit(strict(-counts))
+    np.testing.assert_array_equal(host(estimator.factors_[0]), before)
+
+
+@pytest.mark.parametrize("estimator, asked", [
+    (BayesianNMF(2, method="gibbs"), "method='gibbs'"),
+    (BayesianNMF(2, method="sgld"), "method='sgld'"),
+    (PoissonCP(2, method="vb", evidence="ais"), "evidence='ais'"),
+    (BayesianNMF(2, prior_rate="auto"), "learned prior rates"),
+    (BayesianNMF(2, ard=True), "learned prior rates"),
+    (BayesianNMF(2, init="svd"), "init='svd'"),
+    (BayesianNMF(2, likelihood="compound_poisson"), "compound_poisson"),
+    (BayesianRESCAL(2), "a tied factor"),
+    (PLTF("ia,jb,ab->ij", 2, tied_factors={1: 0}), "a tied factor"),
+    (GibbsNTF(2), "GibbsNTF"),
+    (AllocationSMC(2), "AllocationSMC"),
+])
+def test_numpy_only_parts_refuse_with_what_to_do(estimator, asked):
+    X = strict(np.ones((6, 6)))
+    with pytest.raises(TypeError, match=r"runs on NumPy arrays only.*X\.cpu\(\)\.numpy\(\)") as error:
+        estimator.fit(X)
+    assert asked in str(error.value)
+
+
+def test_partial_fit_and_coupled_fits_refuse(counts):
+    with pytest.raises(TypeError, match="partial_fit runs on NumPy arrays only"):
+        BayesianNMF(2).partial_fit(strict(counts))
+    with pytest.raises(TypeError, match="runs on NumPy arrays only"):
+        CoupledPLTF(["ir,jr->ij", "ir,kr->ik"], n_components=2).fit(
+            [strict(counts), strict(counts)])
+
+
+def test_numpy_input_keeps_the_numpy_engine_under_dispatch(counts):
+    fitted = BayesianNMF(3, random_state=0).fit(counts)
+    assert isinstance(fitted.factors_[0], np.ndarray)
+    with sklearn.config_context(array_api_dispatch=False):
+        assert BayesianNMF(3, random_state=0).fit(counts).lower_bound_ == fitted.lower_bound_
+
+
+@pytest.mark.parametrize("estimator", [BayesianNMF(2, random_state=0), PoissonCP(2, random_state=0),
+                                       TuckerVB(2, random_state=0),
+                                       PLTF("ik,kj->ij", 2, random_state=0)],
+                         ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("device_name", ["CPU_DEVICE", "device1"])
+def test_scikit_learns_array_api_checks_in_float64(estimator, device_name):
+    """scikit-learn's own checks: attributes and method outputs in the
+    input's namespace, on its device, of the NumPy fit's shapes and dtypes,
+    and inputs of another namespace refused after the fit. (Its value
+    comparison asks for an absolute 2.2e-13 on ``score``, a log evidence in
+    the hundreds of nats, so the values are compared above, relatively;
+    float32 is kept in float32 here, unlike the NumPy engine:
+    tests/test_common.py.)"""
+    from sklearn.utils.estimator_checks import (check_array_api_input,
+                                                check_array_api_same_namespace)
+
+    assert estimator.__sklearn_tags__().array_api_support
+    name = type(estimator).__name__
+    check_array_api_input(name, estimator, "array_api_strict", device_name=device_name,
+                          dtype_name="float64")
+    check_array_api_same_namespace(name, estimator, "array_api_strict", device_name=device_name)
+
+
+def test_inputs_of_another_namespace_than_the_fit_are_refused(counts):
+    fitted = BayesianNMF(2, random_state=0).fit(strict(counts))
+    with pytest.raises(ValueError, match=r"BayesianNMF.transform\(\) must use the same namespace"):
+        fitted.transform(counts)
+    with pytest.raises(ValueError, match=r"BayesianNMF.score\(\) must use the same namespace"):
+        BayesianNMF(2, random_state=0).fit(counts).score(strict(counts))
