@@ -1,0 +1,244 @@
+"""The array-API engine on a GPU: correctness against the NumPy engine and
+timings against plain PyTorch implementations of the same updates (issue 46).
+
+Usage, from the repository root on a machine with PyTorch (and a CUDA GPU)::
+
+    python benchmarks/bench_gpu.py                 # cuda, the issue's sizes (about 3 minutes)
+    python benchmarks/bench_gpu.py --small --device cpu   # the same script, small, on the CPU
+
+It sets ``SCIPY_ARRAY_API=1`` before scipy is imported, as scikit-learn's
+``array_api_dispatch`` requires. It prints one JSON line per measurement:
+
+- ``check``: small fits (NMF by VB and EM, CP, Tucker, missing entries,
+  Bernoulli–Poisson), run to ``tol=1e-7`` nats, on the device against the
+  NumPy engine: the bound's relative difference (target 1e-8 in float64);
+- ``iteration``: one VB step of Poisson NMF (20000 x 10000, rank 50) and of
+  Poisson CP (300³, rank 20) by the package on the device, with and without
+  its bound, against a plain PyTorch implementation of the same updates
+  (digamma, X / X̂, the contractions, the Gamma shapes and rates), in
+  float64 and float32, medians of ``--repeats`` after a warm-up;
+- ``cpu-iteration``: the NumPy engine's step on the same NMF problem on this
+  machine's cores (``--skip-cpu`` leaves it out);
+- ``fit``: a whole ``BayesianNMF(50).fit`` at the defaults (SQUAREM, the
+  bound to ``tol``, the final fold-in), its iterations and bound.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
+import torch  # noqa: E402
+
+from sklearn_pltf import PLTF, BayesianNMF, PoissonCP, TuckerVB  # noqa: E402
+from sklearn_pltf._array_data import as_array_api_tensor  # noqa: E402
+from sklearn_pltf._contract import make_contractor  # noqa: E402
+from sklearn_pltf._data import as_observed_tensor  # noqa: E402
+from sklearn_pltf.inference import vb  # noqa: E402
+from sklearn_pltf.inference._common import gamma_priors, priors_for  # noqa: E402
+from sklearn_pltf.model import Model  # noqa: E402
+
+
+def _line(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _median_seconds(fn, device, repeats):
+    fn()  # warm-up: kernels loaded, plans made, caches filled
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# ------------------------------------------------------------------ correctness
+def check_against_numpy(device):
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(rng.gamma(1.0, 2.0, (200, 5)) @ rng.gamma(1.0, 1.0, (5, 120))).astype(float)
+    tensor = rng.poisson(np.einsum("ir,jr,kr->ijk", *(rng.gamma(1.0, 1.0, (n, 3))
+                                                      for n in (30, 25, 20)))).astype(float)
+    missing = counts.copy()
+    missing[rng.random(counts.shape) < 0.2] = np.nan
+    # Run to a tight tolerance: at the default one (0.1 nats) the two engines'
+    # rounding can end the runs an iteration apart, up to 0.1 nats from each other.
+    tight = dict(tol=1e-7, max_iter=20000, random_state=0)
+    em = dict(method="em", prior_shape=1.0, **tight)
+    cases = [("nmf-vb", BayesianNMF(5, **tight), counts),
+             ("nmf-em", BayesianNMF(5, **em), counts),
+             ("nmf-missing", BayesianNMF(5, **tight), missing),
+             ("cp-vb", PoissonCP(3, **tight), tensor),
+             ("tucker-vb", TuckerVB((2, 3, 2), **tight), tensor),
+             ("pltf-em", PLTF("ir,jr,kr->ijk", 3, **em), tensor),
+             ("bernoulli", BayesianNMF(5, likelihood="bernoulli", **tight),
+              (counts > 1).astype(float))]
+    for name, estimator, X in cases:
+        reference = sklearn.clone(estimator).fit(X)
+        with sklearn.config_context(array_api_dispatch=True):
+            fitted = sklearn.clone(estimator).fit(torch.asarray(X, device=device))
+            W = fitted.transform(torch.asarray(X[:10], device=device))
+        relative = abs(fitted.lower_bound_ - reference.lower_bound_) / abs(reference.lower_bound_)
+        _line(kind="check", case=name, device=str(fitted.factors_[0].device),
+              bound=fitted.lower_bound_, numpy_bound=reference.lower_bound_,
+              relative_difference=relative, within_1e_8=bool(relative <= 1e-8),
+              transform_max_relative=float(np.max(np.abs(W.cpu().numpy() - reference.transform(
+                  X[:10])) / np.maximum(reference.transform(X[:10]), 1e-300))))
+
+
+# ------------------------------------------------------------- plain PyTorch VB
+def _gamma_means(shape, scale):
+    return shape * scale, torch.exp(torch.special.digamma(shape)) * scale
+
+
+def plain_nmf_step(X, state, a=1.0, b=1.0):
+    """Cemgil (2009) VB for Poisson NMF, X ≈ W H: one sweep, as the package's."""
+    cw, dw, ch, dh = state
+    ew, lw = _gamma_means(cw, dw)
+    eh, lh = _gamma_means(ch, dh)
+    ratio = X / (lw @ lh)
+    cw_new = a + lw * (ratio @ lh.T)
+    ch_new = a + lh * (lw.T @ ratio)
+    dw_new = 1.0 / (b + eh.sum(dim=1)[None, :])
+    ew_new = cw_new * dw_new
+    dh_new = 1.0 / (b + ew_new.sum(dim=0)[:, None])
+    return cw_new, dw_new, ch_new, dh_new
+
+
+def plain_cp_step(X, state, a=1.0, b=1.0):
+    """The same for Poisson CP, X ≈ Σ_r A_ir B_jr C_kr (MTTKRPs by einsum)."""
+    shapes, scales = list(state[0]), list(state[1])
+    means = [_gamma_means(c, d) for c, d in zip(shapes, scales)]
+    geometric = [m[1] for m in means]
+    ratio = X / torch.einsum("ir,jr,kr->ijk", *geometric)
+    pulls = [torch.einsum("ijk,jr,kr->ir", ratio, geometric[1], geometric[2]),
+             torch.einsum("ijk,ir,kr->jr", ratio, geometric[0], geometric[2]),
+             torch.einsum("ijk,ir,jr->kr", ratio, geometric[0], geometric[1])]
+    expected = [m[0] for m in means]
+    for n in range(3):
+        shapes[n] = a + geometric[n] * pulls[n]
+        others = [expected[m].sum(dim=0) for m in range(3) if m != n]
+        scales[n] = 1.0 / (b + others[0] * others[1])[None, :]
+        expected[n] = shapes[n] * scales[n]
+    return shapes, scales
+
+
+# ------------------------------------------------------------------- timings
+def _poisson_data(shape_of_factors, subscripts, device, dtype, seed=0):
+    generator = torch.Generator(device=device).manual_seed(seed)
+    factors = [torch.empty(s, device=device, dtype=torch.float64).exponential_(generator=generator)
+               for s in shape_of_factors]
+    rate = torch.einsum(subscripts, *factors) / shape_of_factors[0][1]
+    return torch.poisson(rate, generator=generator).to(dtype)
+
+
+def _package_step(X, model_string, sizes):
+    data = as_array_api_tensor(X, None, __import__("array_api_compat").array_namespace(X))
+    model = Model.parse(model_string).bind(data.shape, sizes, {})
+    contractor = make_contractor(model, data)
+    priors = priors_for(gamma_priors(model, 1.0, 1.0), data)
+    state = vb.init(np.random.default_rng(0), model, contractor, priors)
+    return lambda with_objective: vb.step(state, contractor, priors, with_objective)
+
+
+def time_iterations(device, repeats, small):
+    rows, columns, rank = (2000, 1000, 20) if small else (20000, 10000, 50)
+    side, cp_rank = (60, 5) if small else (300, 20)
+    results = {}
+    for dtype in (torch.float64, torch.float32):
+        X = _poisson_data([(rows, rank), (rank, columns)], "ik,kj->ij", device, dtype)
+        state = tuple(torch.full(s, v, device=device, dtype=dtype)
+                      for s, v in (((rows, rank), 1.0), ((rows, rank), 1.0),
+                                   ((rank, columns), 1.0), ((rank, columns), 1.0)))
+        plain = _median_seconds(lambda: plain_nmf_step(X, state), device, repeats)
+        step = _package_step(X, "ik,kj->ij", {"k": rank})
+        ours = _median_seconds(lambda: step(False), device, repeats)
+        ours_bound = _median_seconds(lambda: step(True), device, repeats)
+        name = f"nmf {rows}x{columns} rank {rank}"
+        results[name, str(dtype)] = ours_bound
+        _line(kind="iteration", problem=name, dtype=str(dtype), plain_torch_s=plain,
+              package_update_s=ours, package_with_bound_s=ours_bound,
+              ratio_update=ours / plain, ratio_with_bound=ours_bound / plain)
+        del X, state, step
+        X = _poisson_data([(side, cp_rank)] * 3, "ir,jr,kr->ijk", device, dtype)
+        state = ([torch.ones(side, cp_rank, device=device, dtype=dtype)] * 3,
+                 [torch.ones(side, cp_rank, device=device, dtype=dtype)] * 3)
+        plain = _median_seconds(lambda: plain_cp_step(X, state), device, repeats)
+        step = _package_step(X, "ir,jr,kr->ijk", {"r": cp_rank})
+        ours = _median_seconds(lambda: step(False), device, repeats)
+        ours_bound = _median_seconds(lambda: step(True), device, repeats)
+        _line(kind="iteration", problem=f"cp {side}^3 rank {cp_rank}", dtype=str(dtype),
+              plain_torch_s=plain, package_update_s=ours, package_with_bound_s=ours_bound,
+              ratio_update=ours / plain, ratio_with_bound=ours_bound / plain)
+        del X, state, step
+    return (rows, columns, rank), results
+
+
+def time_cpu_iteration(shape, rank):
+    """The NumPy engine's VB step (its bound included) on this machine's cores."""
+    X = _poisson_data([(shape[0], rank), (rank, shape[1])], "ik,kj->ij", torch.device("cpu"),
+                      torch.float64).numpy()
+    data = as_observed_tensor(X)
+    model = Model.parse("ik,kj->ij").bind(data.shape, {"k": rank}, {})
+    contractor = make_contractor(model, data)
+    priors = gamma_priors(model, 1.0, 1.0)
+    state = vb.init(np.random.default_rng(0), model, contractor, priors)
+    vb.step(state, contractor, priors)  # warm-up: numba kernels, plans, layouts
+    start = time.perf_counter()
+    vb.step(state, contractor, priors)
+    seconds = time.perf_counter() - start
+    _line(kind="cpu-iteration", problem=f"nmf {shape[0]}x{shape[1]} rank {rank}",
+          cores=os.cpu_count(), seconds=seconds)
+    return seconds
+
+
+def time_whole_fit(device, shape, rank):
+    X = _poisson_data([(shape[0], rank), (rank, shape[1])], "ik,kj->ij", device, torch.float64)
+    with sklearn.config_context(array_api_dispatch=True):
+        BayesianNMF(rank, random_state=1, max_iter=3).fit(X[:200])  # warm-up, another shape
+        _sync(device)
+        start = time.perf_counter()
+        fitted = BayesianNMF(rank, random_state=0).fit(X)
+        _sync(device)
+    seconds = time.perf_counter() - start
+    _line(kind="fit", problem=f"BayesianNMF({rank}).fit on {shape[0]}x{shape[1]}", seconds=seconds,
+          n_iter=fitted.n_iter_, converged=bool(fitted.converged_), bound=fitted.lower_bound_)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--small", action="store_true", help="small sizes, for a quick run")
+    parser.add_argument("--skip-cpu", action="store_true", help="leave out the NumPy engine's step")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    _line(kind="machine", device=name, torch=torch.__version__, cpu_count=os.cpu_count())
+    check_against_numpy(device)
+    shape_rank, per_iteration = time_iterations(device, args.repeats, args.small)
+    if not args.skip_cpu:
+        cpu = time_cpu_iteration(shape_rank[:2], shape_rank[2])
+        on_device = per_iteration[f"nmf {shape_rank[0]}x{shape_rank[1]} rank {shape_rank[2]}",
+                                  "torch.float64"]
+        _line(kind="speed-up", problem="nmf float64, step with bound", cpu_over_device=cpu / on_device)
+    time_whole_fit(device, shape_rank[:2], shape_rank[2])
+
+
+if __name__ == "__main__":
+    main()
