@@ -293,3 +293,17 @@ def test_inputs_of_another_namespace_than_the_fit_are_refused(counts):
         fitted.transform(counts)
     with pytest.raises(ValueError, match=r"BayesianNMF.score\(\) must use the same namespace"):
         BayesianNMF(2, random_state=0).fit(counts).score(strict(counts))
+
+
+def test_grid_search_over_the_rank_picks_the_numpy_engines_rank(tensor):
+    from sklearn.model_selection import GridSearchCV
+
+    from sklearn_pltf.model_selection import FullDataSplit
+
+    grid = {"n_components": [1, 2, 3, 4, 5]}
+    searches = [GridSearchCV(PoissonCP(random_state=0), grid, cv=FullDataSplit()).fit(X)
+                for X in (tensor, strict(tensor))]
+    assert searches[1].best_params_ == searches[0].best_params_ == {"n_components": 3}
+    np.testing.assert_allclose(searches[1].cv_results_["mean_test_score"],
+                               searches[0].cv_results_["mean_test_score"], rtol=RTOL)
+    assert type(searches[1].best_estimator_.factors_[0]) is type(strict(tensor))
