@@ -129,13 +129,19 @@ def gammaln(x):
     return _special(scipy.special.gammaln, x)
 
 
-def _special(function, x):
-    """``function(x)``; array-api-strict's devices other than the CPU's, which
-    scipy cannot read, through NumPy (they are NumPy underneath)."""
+def xlogy(x, y):
+    """x log y, 0 where x = 0, for arrays of one namespace."""
+    return _special(scipy.special.xlogy, x, y)
+
+
+def _special(function, *arrays):
+    """``function(*arrays)``; array-api-strict's devices other than the CPU's,
+    which scipy cannot read, through NumPy (they are NumPy underneath)."""
+    x = arrays[-1]
     xp = namespace_of(x)
     if xp.__name__ == "array_api_strict" and device_of(x) != xp.Device("CPU_DEVICE"):
-        return xp.asarray(function(to_numpy(x)), device=device_of(x))
-    return function(x)
+        return xp.asarray(function(*map(to_numpy, arrays)), device=device_of(x))
+    return function(*arrays)
 
 
 def array_api_refusal(who, remedy="Pass a NumPy array (for a PyTorch tensor, "

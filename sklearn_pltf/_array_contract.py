@@ -159,9 +159,17 @@ class ArrayAPIContractor:
         last_factors, last_xhat = self._last
         if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
             return last_xhat
-        xhat = self.xp.maximum(array_full_xhat(self.model, self._factors(factors)), self._floor)
+        xhat = array_full_xhat(self.model, self._factors(factors))
+        if float(self.xp.min(xhat)) < self._floor:  # a reduction reads X̂ once, a floor twice
+            xhat = self.xp.maximum(xhat, self._floor)
         self._last = (tuple(factors), xhat)
         return xhat
+
+    def _sum_of_products(self, a, b):
+        """Σ a·b over whole tensors as one dot product, the product never
+        stored (``matmul`` of the flattened arrays)."""
+        xp = self.xp
+        return float(xp.matmul(xp.reshape(a, (-1,)), xp.reshape(b, (-1,))))
 
     def _delta(self, alpha, factors, weights):
         """Δ_α(weights) for ``weights`` of the data's shape."""
@@ -214,7 +222,7 @@ class ArrayAPIContractor:
 
     def masked_total(self, factors):
         if self._mask is not None:
-            return float(self.xp.sum(self._mask * self.xhat(factors)))
+            return self._sum_of_products(self._mask, self.xhat(factors))
         m = self.model
         subscripts = ",".join(self._subs(f) for f in m.factors) + "->"
         return float(contract(subscripts, *self._factors(factors)))
@@ -222,8 +230,8 @@ class ArrayAPIContractor:
     def data_loglik(self, factors):
         xhat = self.xhat(factors)
         if self.likelihood.name == "poisson":
-            return float(self.xp.sum(self._x * self.xp.log(xhat)))
-        return float(self.xp.sum(self._x * (xhat + self.xp.log(-self.xp.expm1(-xhat)))))
+            return self._sum_of_products(self._x, self.xp.log(xhat))
+        return self._sum_of_products(self._x, xhat + self.xp.log(-self.xp.expm1(-xhat)))
 
     @property
     def log_base_measure(self):

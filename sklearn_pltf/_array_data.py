@@ -13,11 +13,12 @@ from functools import cached_property
 import numpy as np
 
 from ._array_api import as_namespace, device_of, gammaln
+from ._data import TensorExtent
 
 __all__ = ["ArrayAPITensor", "as_array_api_tensor"]
 
 
-class ArrayAPITensor:
+class ArrayAPITensor(TensorExtent):
     """Dense observed data in an array namespace ``xp``.
 
     ``dense`` holds the values (floating, the input's precision) with 0 at
@@ -42,23 +43,11 @@ class ArrayAPITensor:
     def dtype(self):
         return self.dense.dtype
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
-
     @cached_property
     def n_missing(self):
         if self.mask is None:
             return 0
         return self.size - int(self.xp.count_nonzero(self.mask))
-
-    @property
-    def n_observed(self):
-        return self.size - self.n_missing
 
     @cached_property
     def total(self):

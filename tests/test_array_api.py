@@ -100,6 +100,7 @@ def test_the_fit_equals_the_numpy_fit(name, estimator, kind, missing, counts, te
     assert fitted.n_iter_ == on_numpy.n_iter_
     assert fitted.lower_bound_ == pytest.approx(on_numpy.lower_bound_, rel=RTOL)
     if on_numpy.method == "vb":
+        assert isinstance(fitted.log_evidence_, float)
         assert fitted.log_evidence_ == pytest.approx(on_numpy.log_evidence_, rel=RTOL)
     for ours, theirs in zip(fitted.factors_, on_numpy.factors_):
         assert type(ours) is type(given) and ours.dtype == xp.float64
@@ -307,3 +308,53 @@ def test_grid_search_over_the_rank_picks_the_numpy_engines_rank(tensor):
     np.testing.assert_allclose(searches[1].cv_results_["mean_test_score"],
                                searches[0].cv_results_["mean_test_score"], rtol=RTOL)
     assert type(searches[1].best_estimator_.factors_[0]) is type(strict(tensor))
+
+
+@pytest.mark.parametrize("method, prior_shape", [("vb", 0.5), ("em", 1.0)])
+def test_a_second_device_gives_the_cpu_devices_numbers(counts, method, prior_shape):
+    """array-api-strict's "device1" stands for an accelerator: nothing may
+    mix it with the CPU's arrays, and the numbers are the same."""
+    device = xp.Device("device1")
+    X = _with_missing(counts)
+    estimator = BayesianNMF(3, method=method, prior_shape=prior_shape, random_state=0)
+    on_cpu = clone(estimator).fit(strict(X))
+    fitted = clone(estimator).fit(xp.asarray(X, device=device))
+    assert all(f.device == device for f in fitted.factors_)
+    assert fitted.lower_bound_ == on_cpu.lower_bound_
+    W = fitted.transform(xp.asarray(X[:4], device=device))
+    assert W.device == device
+    np.testing.assert_array_equal(host(xp.asarray(W, device=xp.Device("CPU_DEVICE"))),
+                                  host(on_cpu.transform(strict(X[:4]))))
+    assert fitted.score(xp.asarray(X[:4], device=device)) == on_cpu.score(strict(X[:4]))
+    assert fitted.predict_entries(np.array([[0, 1]])).device == device
+
+
+def test_nothing_the_size_of_the_data_goes_to_the_host(counts, monkeypatch):
+    """Every explicit copy to the host (``to_numpy``) during fit, transform,
+    score and predict_entries is the size of the factors or less; implicit
+    ones would raise on array-api-strict's "device1". (scipy.special cannot
+    read "device1", so there alone ψ and log Γ go through NumPy; PyTorch
+    and CuPy arrays get their own library's functions from scipy.)"""
+    import sklearn_pltf._array_api as array_api
+    import sklearn_pltf.estimators._base as base
+    import sklearn_pltf.estimators._validation as validation
+    import sklearn_pltf.inference._fold_in as fold_in
+
+    sizes = []
+
+    def recorded(array, original=array_api.to_numpy):
+        result = original(array)
+        sizes.append(result.size)
+        return result
+
+    for module in (base, validation, fold_in):
+        monkeypatch.setattr(module, "to_numpy", recorded)
+    device = xp.Device("device1")
+    X = xp.asarray(_with_missing(counts), device=device)
+    fitted = BayesianNMF(3, likelihood="poisson", random_state=0).fit(X)
+    fitted.transform(X)
+    fitted.score(X[:5, ...])
+    fitted.predict_entries(np.array([[0, 0], [1, 2]]))
+    assert sizes, "the fold-in's per-sample progress comes to the host"
+    largest_factor = max(int(np.prod(f.shape)) for f in fitted.factors_)
+    assert max(sizes) <= largest_factor < counts.size

@@ -641,11 +641,14 @@ class BasePoissonPLTF(BaseFactorization):
                 f"Expected an array of shape (n_samples, {int(np.prod(latent_shape))}), got {W.shape}."
             )
         new_model = self._resized_model(W.shape[0])
-        xp = namespace_of(W)
-        stacked = xp.reshape(W, (W.shape[0],) + latent_shape)
-        order = list(range(1, len(own)))
-        order.insert(own.index(model.output[0]), 0)
-        factor = xp.permute_dims(stacked, tuple(order))
+        if isinstance(W, np.ndarray):
+            factor = np.moveaxis(W.reshape((W.shape[0],) + latent_shape), 0,
+                                 own.index(model.output[0]))
+        else:
+            xp = namespace_of(W)
+            order = list(range(1, len(own)))
+            order.insert(own.index(model.output[0]), 0)
+            factor = xp.permute_dims(xp.reshape(W, (W.shape[0],) + latent_shape), tuple(order))
         factors = list(self._state.mean)
         factors[alpha] = factor
         return full_xhat(new_model, factors)

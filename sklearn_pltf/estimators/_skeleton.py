@@ -70,7 +70,11 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             The data, axis 0 the samples; NaN marks missing entries of a
             dense array. A Dask array (chunks of pydata sparse arrays) is
             fitted on its dask.distributed cluster by the estimators and
-            methods that support it (the "Large data" guide).
+            methods that support it (the "Large data" guide). With
+            scikit-learn's ``array_api_dispatch=True``, a dense PyTorch or
+            CuPy array is fitted on its device by the estimators and methods
+            that support it (the "GPU" guide); the fitted arrays are then of
+            its namespace and device.
         y : None
             Ignored.
         mask : array-like of bool, default=None
