@@ -72,7 +72,8 @@ def _median_seconds(fn, device, repeats):
 # ------------------------------------------------------------------ correctness
 def check_against_numpy(device):
     rng = np.random.default_rng(0)
-    counts = rng.poisson(rng.gamma(1.0, 2.0, (200, 5)) @ rng.gamma(1.0, 1.0, (5, 120))).astype(float)
+    rates = rng.gamma(1.0, 2.0, (200, 5)) @ rng.gamma(1.0, 1.0, (5, 120))
+    counts = rng.poisson(rates).astype(float)
     tensor = rng.poisson(np.einsum("ir,jr,kr->ijk", *(rng.gamma(1.0, 1.0, (n, 3))
                                                       for n in (30, 25, 20)))).astype(float)
     missing = counts.copy()
@@ -172,39 +173,48 @@ def _package_iterations(X, model_string, sizes, n_steps):
                      state, n_steps) for objective in (False, True)]
 
 
+def _time_against_plain(problem, X, state, plain_step, model_string, sizes, device, repeats,
+                        n_steps):
+    """Seconds per step of ``plain_step`` and of the package's VB (without and
+    with its bound) on ``X``; one JSON line. Returns the package's with the bound."""
+    plain = _median_seconds(_chained(lambda s: plain_step(X, s), state, n_steps),
+                            device, repeats) / n_steps
+    update, with_bound = _package_iterations(X, model_string, sizes, n_steps)
+    ours = _median_seconds(update, device, repeats) / n_steps
+    ours_bound = _median_seconds(with_bound, device, repeats) / n_steps
+    _line(kind="iteration", problem=problem, dtype=str(X.dtype), plain_torch_s=plain,
+          package_update_s=ours, package_with_bound_s=ours_bound,
+          ratio_update=ours / plain, ratio_with_bound=ours_bound / plain)
+    return ours_bound
+
+
+def _time_nmf(rows, columns, rank, device, dtype, repeats, n_steps):
+    X = _poisson_data([(rows, rank), (rank, columns)], "ik,kj->ij", device, dtype)
+    state = tuple(torch.ones(s, device=device, dtype=dtype)
+                  for s in ((rows, rank), (rows, rank), (rank, columns), (rank, columns)))
+    return _time_against_plain(f"nmf {rows}x{columns} rank {rank}", X, state, plain_nmf_step,
+                               "ik,kj->ij", {"k": rank}, device, repeats, n_steps)
+
+
+def _time_cp(side, rank, device, dtype, repeats, n_steps):
+    X = _poisson_data([(side, rank)] * 3, "ir,jr,kr->ijk", device, dtype)
+    state = ([torch.ones(side, rank, device=device, dtype=dtype)] * 3,
+             [torch.ones(side, rank, device=device, dtype=dtype)] * 3)
+    return _time_against_plain(f"cp {side}^3 rank {rank}", X, state, plain_cp_step,
+                               "ir,jr,kr->ijk", {"r": rank}, device, repeats, n_steps)
+
+
 def time_iterations(device, repeats, small, n_steps=10):
+    """The ``iteration`` lines; returns the NMF shape and rank, and the
+    package's float64 NMF step (with its bound) in seconds."""
     rows, columns, rank = (2000, 1000, 20) if small else (20000, 10000, 50)
     side, cp_rank = (60, 5) if small else (300, 20)
-    results = {}
+    nmf_float64 = None
     for dtype in (torch.float64, torch.float32):
-        X = _poisson_data([(rows, rank), (rank, columns)], "ik,kj->ij", device, dtype)
-        state = tuple(torch.full(s, v, device=device, dtype=dtype)
-                      for s, v in (((rows, rank), 1.0), ((rows, rank), 1.0),
-                                   ((rank, columns), 1.0), ((rank, columns), 1.0)))
-        plain = _median_seconds(_chained(lambda s: plain_nmf_step(X, s), state, n_steps),
-                                device, repeats) / n_steps
-        update, with_bound = _package_iterations(X, "ik,kj->ij", {"k": rank}, n_steps)
-        ours = _median_seconds(update, device, repeats) / n_steps
-        ours_bound = _median_seconds(with_bound, device, repeats) / n_steps
-        name = f"nmf {rows}x{columns} rank {rank}"
-        results[name, str(dtype)] = ours_bound
-        _line(kind="iteration", problem=name, dtype=str(dtype), plain_torch_s=plain,
-              package_update_s=ours, package_with_bound_s=ours_bound,
-              ratio_update=ours / plain, ratio_with_bound=ours_bound / plain)
-        del X, state, update, with_bound
-        X = _poisson_data([(side, cp_rank)] * 3, "ir,jr,kr->ijk", device, dtype)
-        state = ([torch.ones(side, cp_rank, device=device, dtype=dtype)] * 3,
-                 [torch.ones(side, cp_rank, device=device, dtype=dtype)] * 3)
-        plain = _median_seconds(_chained(lambda s: plain_cp_step(X, s), state, n_steps),
-                                device, repeats) / n_steps
-        update, with_bound = _package_iterations(X, "ir,jr,kr->ijk", {"r": cp_rank}, n_steps)
-        ours = _median_seconds(update, device, repeats) / n_steps
-        ours_bound = _median_seconds(with_bound, device, repeats) / n_steps
-        _line(kind="iteration", problem=f"cp {side}^3 rank {cp_rank}", dtype=str(dtype),
-              plain_torch_s=plain, package_update_s=ours, package_with_bound_s=ours_bound,
-              ratio_update=ours / plain, ratio_with_bound=ours_bound / plain)
-        del X, state, update, with_bound
-    return (rows, columns, rank), results
+        seconds = _time_nmf(rows, columns, rank, device, dtype, repeats, n_steps)
+        nmf_float64 = seconds if dtype == torch.float64 else nmf_float64
+        _time_cp(side, cp_rank, device, dtype, repeats, n_steps)
+    return (rows, columns, rank), nmf_float64
 
 
 def time_cpu_iteration(shape, rank):
@@ -251,12 +261,11 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     _line(kind="machine", device=name, torch=torch.__version__, cpu_count=os.cpu_count())
     check_against_numpy(device)
-    shape_rank, per_iteration = time_iterations(device, args.repeats, args.small)
+    shape_rank, on_device = time_iterations(device, args.repeats, args.small)
     if not args.skip_cpu:
         cpu = time_cpu_iteration(shape_rank[:2], shape_rank[2])
-        on_device = per_iteration[f"nmf {shape_rank[0]}x{shape_rank[1]} rank {shape_rank[2]}",
-                                  "torch.float64"]
-        _line(kind="speed-up", problem="nmf float64, step with bound", cpu_over_device=cpu / on_device)
+        _line(kind="speed-up", problem="nmf float64, step with bound",
+              cpu_over_device=cpu / on_device)
     time_whole_fit(device, shape_rank[:2], shape_rank[2])
 
 

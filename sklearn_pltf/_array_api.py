@@ -9,10 +9,9 @@ intermediate stay in that namespace and on its device. NumPy arrays always
 take the NumPy engine (compiled kernels, float64).
 
 The namespace and device of an array come from ``array-api-compat`` (the
-``array-api`` extra). Only what is the
-size of the factors, or of a sample axis, ever crosses to the host: random
-starting values, a fold-in's per-sample progress, the factors for the
-Bernoulli predictive's draws.
+``array-api`` extra). Only what is the size of the factors, or of a sample
+axis, ever crosses to the host: random starting values, a fold-in's
+per-sample progress, the factors for the Bernoulli predictive's draws.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.special
 
-__all__ = ["array_namespace_of_input", "namespace_of", "device_of", "to_numpy", "like", "as_namespace",
-           "array_api_refusal"]
+__all__ = ["array_namespace_of_input", "namespace_of", "device_of", "to_numpy", "like",
+           "as_namespace", "digamma", "gammaln", "xlogy", "array_api_refusal"]
 
 
 def _compat():
@@ -48,7 +47,7 @@ def array_namespace_of_input(X):
     """The namespace of ``X`` when it is a dense array of another library than
     NumPy, else None (pydata sparse and Dask arrays, though array API
     objects, have engines of their own)."""
-    if not _is_foreign_array(X):
+    if not _is_foreign_array(X) or type(X).__module__.split(".")[0] in ("sparse", "dask"):
         return None
     compat = _compat()
     if (not compat.is_array_api_obj(X) or compat.is_numpy_array(X) or compat.is_dask_array(X)

@@ -245,7 +245,8 @@ def test_a_failed_fit_leaves_the_estimator_as_it_was(counts):
 ])
 def test_numpy_only_parts_refuse_with_what_to_do(estimator, asked):
     X = strict(np.ones((6, 6)))
-    with pytest.raises(TypeError, match=r"runs on NumPy arrays only.*X\.cpu\(\)\.numpy\(\)") as error:
+    refusal = r"runs on NumPy arrays only.*X\.cpu\(\)\.numpy\(\)"
+    with pytest.raises(TypeError, match=refusal) as error:
         estimator.fit(X)
     assert asked in str(error.value)
 

@@ -18,7 +18,8 @@ from .._contract import EntryList, full_xhat
 from .._data import as_observed_tensor, is_dask_array
 from ..distributed import as_distributed_tensor, unreachable_nonzeros
 
-__all__ = ["validate_tensor", "input_namespace", "check_entry_indices", "check_fixed_factors_reach_the_data",
+__all__ = ["validate_tensor", "input_namespace", "check_entry_indices",
+           "check_fixed_factors_reach_the_data",
            "given_start", "real_factor_copy", "factor_position"]
 
 

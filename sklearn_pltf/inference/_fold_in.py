@@ -142,7 +142,8 @@ def _change(old, new, others):
     vector): entries near zero (common under sparse priors) would never
     settle relative to themselves."""
     xp = namespace_of(old)
-    change = xp.max(xp.abs(new - old), axis=others) / xp.clip(xp.max(old, axis=others), 1e-300, None)
+    largest = xp.clip(xp.max(old, axis=others), 1e-300, None)
+    change = xp.max(xp.abs(new - old), axis=others) / largest
     return to_numpy(change).reshape(-1)
 
 
