@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._array_api import to_numpy
+
 __all__ = ["plot_evidence", "plot_trace", "plot_factors"]
 
 
@@ -180,8 +182,9 @@ def _factor_panels(factors):
     drawable factor of an estimator, or of a sequence of matrices."""
     model = getattr(factors, "model_", None)
     if model is None:
-        matrices = [np.asarray(f, dtype=np.float64) for f in getattr(factors, "factors_", factors)
-                    if f is not None and np.ndim(f) == 2]
+        matrices = [np.asarray(to_numpy(f), dtype=np.float64)
+                    for f in getattr(factors, "factors_", factors)
+                    if f is not None and len(getattr(f, "shape", np.shape(f))) == 2]
         return [(m, f"factor {k}", "index", None) for k, m in enumerate(matrices)]
     estimator = factors
     names = estimator._default_factor_names()
@@ -193,7 +196,7 @@ def _factor_panels(factors):
             continue  # a core, a factor over several latent indices, a tied copy
         seen.add(names[a])
         letter = observed[0]
-        matrix = np.asarray(value, dtype=np.float64)
+        matrix = np.asarray(to_numpy(value), dtype=np.float64)  # a factor: small
         if own.index(letter) == 1:
             matrix = matrix.T
         ticks = (list(feature_names) if feature_names is not None

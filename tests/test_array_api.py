@@ -359,3 +359,21 @@ def test_nothing_the_size_of_the_data_goes_to_the_host(counts, monkeypatch):
     assert sizes, "the fold-in's per-sample progress comes to the host"
     largest_factor = max(int(np.prod(f.shape)) for f in fitted.factors_)
     assert max(sizes) <= largest_factor < counts.size
+
+
+def test_cp_weights_and_plots_of_a_fit_on_the_device(tensor):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sklearn_pltf.plotting import plot_factors
+
+    device = xp.Device("device1")
+    fitted = PoissonCP(3, random_state=0).fit(xp.asarray(tensor, device=device))
+    on_numpy = PoissonCP(3, random_state=0).fit(tensor)
+    assert fitted.weights_.device == device
+    np.testing.assert_allclose(host(xp.asarray(fitted.weights_, device=xp.Device("CPU_DEVICE"))),
+                               on_numpy.weights_, rtol=RTOL)
+    assert all(f.device == device for f in fitted.normalized_factors_)
+    axes = plot_factors(fitted)
+    assert len(axes) == 3

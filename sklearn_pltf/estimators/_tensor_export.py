@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import namespace_of
+
 __all__ = ["CPResultMixin", "TuckerResultMixin", "CP_ATTRIBUTES", "with_cp_attributes"]
 
 #: The Attributes entries of :class:`CPResultMixin`, for the estimators' docstrings.
@@ -43,6 +45,9 @@ class CPResultMixin:
         X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]. For count
         models, a component's expected total count."""
         check_is_fitted(self)
+        if not isinstance(self.factors_[0], np.ndarray):  # fitted where array-API data live
+            xp = namespace_of(self.factors_[0])
+            return xp.prod(xp.stack([xp.sum(xp.abs(f), axis=0) for f in self.factors_]), axis=0)
         return np.prod([np.abs(f).sum(axis=0) for f in self.factors_], axis=0)
 
     @property
@@ -51,13 +56,15 @@ class CPResultMixin:
         norm (for non-negative factors, a distribution over the mode's
         indices); an all-zero column stays zero."""
         check_is_fitted(self)
-        return tuple(f / np.where(norms > 0, norms, 1.0)
-                     for f in self.factors_ for norms in [np.abs(f).sum(axis=0)])
+        xp = namespace_of(self.factors_[0])
+        return tuple(f / xp.where(norms > 0, norms, 1.0)
+                     for f in self.factors_ for norms in [xp.sum(xp.abs(f), axis=0)])
 
     def to_tensorly(self):
         """The fitted factors as a TensorLy ``CPTensor`` (``weights_``,
         ``normalized_factors_``): ``to_tensorly().to_tensor()`` is
-        :meth:`reconstruct`'s X̂."""
+        :meth:`reconstruct`'s X̂. The arrays are ``factors_``'s own: for a
+        fit of PyTorch or CuPy arrays, set TensorLy's backend to match."""
         return _tensorly("cp_tensor").CPTensor((self.weights_, list(self.normalized_factors_)))
 
 
