@@ -94,9 +94,6 @@ class ArrayAPITensor(TensorExtent):
         mask = None if self.mask is None else xp.take(self.mask, index, axis=0)
         return ArrayAPITensor(xp.take(self.dense, index, axis=0), mask, xp)
 
-    def require_integer(self, who="This sampler", remedy="use a variational method"):
-        raise TypeError(f"{who} runs on NumPy arrays only; {remedy}.")
-
 
 def as_array_api_tensor(X, mask, xp, allow_negative=False):
     """Check ``X`` (an ``xp`` array; NaN marks missing entries) and ``mask``
@@ -112,6 +109,7 @@ def as_array_api_tensor(X, mask, xp, allow_negative=False):
     if X.ndim == 0 or any(int(n) == 0 for n in X.shape):
         raise ValueError(f"The data are empty (shape {tuple(X.shape)}); need at least one entry.")
     device = device_of(X)
+    given = X
     if not xp.isdtype(X.dtype, "real floating"):
         X = xp.astype(X, xp.float64)
     missing = xp.isnan(X)
@@ -121,13 +119,12 @@ def as_array_api_tensor(X, mask, xp, allow_negative=False):
     if mask is not None:
         observed = xp.logical_and(observed, _mask_on(mask, X, xp, device))
     all_observed = bool(xp.all(observed))
-    zero = xp.zeros_like(X)
-    dense = X if all_observed else xp.where(observed, X, zero)
+    dense = X if all_observed else xp.where(observed, X, xp.zeros_like(X))
     if not allow_negative and bool(xp.any(dense < 0)):
         smallest = float(xp.min(dense))
         raise ValueError("Negative values in data: a Poisson model needs non-negative counts "
                          f"(smallest value {smallest:g}).")
-    dense = xp.asarray(dense, copy=True) if dense is X else dense  # never the caller's array
+    dense = xp.asarray(dense, copy=True) if dense is given else dense  # never the caller's array
     data = ArrayAPITensor(dense, None if all_observed else observed, xp)
     if data.n_observed == 0:
         raise ValueError("All entries of the data are missing; there is nothing to fit.")
