@@ -377,3 +377,10 @@ def test_cp_weights_and_plots_of_a_fit_on_the_device(tensor):
     assert all(f.device == device for f in fitted.normalized_factors_)
     axes = plot_factors(fitted)
     assert len(axes) == 3
+
+
+def test_without_the_dispatch_arrays_are_converted_as_scikit_learn_does(counts):
+    with sklearn.config_context(array_api_dispatch=False):
+        fitted = BayesianNMF(3, random_state=0).fit(strict(counts))
+    assert isinstance(fitted.factors_[0], np.ndarray)
+    assert fitted.lower_bound_ == BayesianNMF(3, random_state=0).fit(counts).lower_bound_
