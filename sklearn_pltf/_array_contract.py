@@ -159,11 +159,27 @@ class ArrayAPIContractor:
         last_factors, last_xhat = self._last
         if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
             return last_xhat
-        xhat = array_full_xhat(self.model, self._factors(factors))
-        if float(self.xp.min(xhat)) < self._floor:  # a reduction reads X̂ once, a floor twice
+        on_device = self._factors(factors)
+        xhat = array_full_xhat(self.model, on_device)
+        # The floor reads and writes X̂; its lower bound from the factors
+        # alone usually shows that no entry needs it, else a reduction tells.
+        if (self._smallest_possible(on_device) < self._floor
+                and float(self.xp.min(xhat)) < self._floor):
             xhat = self.xp.maximum(xhat, self._floor)
         self._last = (tuple(factors), xhat)
         return xhat
+
+    def _smallest_possible(self, factors):
+        """A lower bound on every entry of X̂ from the factors alone:
+        X̂(v0) = Σ_latent Π_α Z_α ≥ Σ_latent Π_α min over α's observed indices
+        of Z_α (the factors are non-negative)."""
+        m, xp = self.model, self.xp
+        reduced, indices = [], []
+        for own, factor in zip(m.factors, factors):
+            observed = tuple(axis for axis, c in enumerate(own) if c in m.output)
+            reduced.append(xp.min(factor, axis=observed) if observed else factor)
+            indices.append(self._subs("".join(c for c in own if c not in m.output)))
+        return float(contract(",".join(indices) + "->", *reduced))
 
     def _sum_of_products(self, a, b):
         """Σ a·b over whole tensors as one dot product, the product never

@@ -384,3 +384,28 @@ def test_without_the_dispatch_arrays_are_converted_as_scikit_learn_does(counts):
         fitted = BayesianNMF(3, random_state=0).fit(strict(counts))
     assert isinstance(fitted.factors_[0], np.ndarray)
     assert fitted.lower_bound_ == BayesianNMF(3, random_state=0).fit(counts).lower_bound_
+
+
+def test_an_underflowing_mean_is_floored_as_the_numpy_engine_floors_it():
+    """X̂ below the smallest normal float is raised to it by both engines
+    (else X / X̂ is infinite); the array-API engine skips the pass only where
+    a lower bound from the factors shows no entry needs it."""
+    from sklearn_pltf._array_contract import ArrayAPIContractor
+    from sklearn_pltf._array_data import as_array_api_tensor
+    from sklearn_pltf._contract import DenseContractor
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf._likelihood import get_likelihood
+    from sklearn_pltf.model import Model
+
+    X = np.ones((3, 4))
+    model = Model.parse("ik,kj->ij").bind(X.shape, {"k": 2}, {})
+    W = np.full((3, 2), 1.0)
+    W[1] = 1e-200  # row 1 of X̂ is 2e-400: below the smallest float
+    H = np.full((2, 4), 1e-200)
+    poisson = get_likelihood("poisson")
+    ours = ArrayAPIContractor(model, as_array_api_tensor(strict(X), None, xp), poisson)
+    theirs = DenseContractor(model, as_observed_tensor(X), poisson)
+    np.testing.assert_array_equal(host(ours.xhat([strict(W), strict(H)])), theirs.xhat([W, H]))
+    assert ours.data_loglik([strict(W), strict(H)]) == pytest.approx(
+        theirs.data_loglik([W, H]), rel=RTOL)
+    assert ours._smallest_possible([strict(np.ones((3, 2))), strict(np.full((2, 4), 0.5))]) == 1.0
