@@ -3,7 +3,7 @@ timings against plain PyTorch implementations of the same updates (issue 46).
 
 Usage, from the repository root on a machine with PyTorch (and a CUDA GPU)::
 
-    python benchmarks/bench_gpu.py                 # cuda, the issue's sizes (about 3 minutes)
+    python benchmarks/bench_gpu.py                 # cuda, the issue's sizes
     python benchmarks/bench_gpu.py --small --device cpu   # the same script, small, on the CPU
 
 It sets ``SCIPY_ARRAY_API=1`` before scipy is imported, as scikit-learn's
