@@ -78,11 +78,6 @@ def device_of(array):
     return _compat().device(array)
 
 
-def is_numpy_namespace(xp):
-    """Whether ``xp`` is NumPy (or array-api-compat's wrapper of it)."""
-    return xp is np or _compat().is_numpy_namespace(xp)
-
-
 def to_numpy(array):
     """A NumPy copy or view of ``array``, on the host: only for arrays the
     size of the factors, never of the data."""
