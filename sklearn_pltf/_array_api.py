@@ -94,11 +94,12 @@ def to_numpy(array):
     return np.from_dlpack(array)
 
 
-def as_namespace(array, xp, device, dtype):
-    """``array`` (NumPy or already in ``xp``) as an ``xp`` array of ``dtype`` on
-    ``device``; a copy, never a view of the caller's array."""
-    if not isinstance(array, np.ndarray) and namespace_of(array) is xp:
-        return xp.asarray(array, dtype=dtype, device=device, copy=True)
+def as_namespace(array, xp, device, dtype=None):
+    """``array`` (an array of ``xp`` or of NumPy, or a nested sequence) as an
+    ``xp`` array of ``dtype`` (None: its own) on ``device``. It may share
+    memory with an ``xp`` input: callers only read it."""
+    if _is_foreign_array(array) and namespace_of(array) is xp:
+        return xp.asarray(array, dtype=dtype, device=device)
     return xp.asarray(np.asarray(array), dtype=dtype, device=device)
 
 
@@ -107,10 +108,7 @@ def like(array, template):
     ``template`` is a NumPy array)."""
     if isinstance(template, np.ndarray):
         return array
-    xp = namespace_of(template)
-    if not isinstance(array, np.ndarray) and namespace_of(array) is xp:
-        return array
-    return xp.asarray(np.asarray(array), dtype=template.dtype, device=device_of(template))
+    return as_namespace(array, namespace_of(template), device_of(template), template.dtype)
 
 
 def digamma(x):

@@ -161,8 +161,8 @@ class ArrayAPIContractor:
             return last_xhat
         on_device = self._factors(factors)
         xhat = array_full_xhat(self.model, on_device)
-        # The floor reads and writes X̂; its lower bound from the factors
-        # alone usually shows that no entry needs it, else a reduction tells.
+        # The floor reads and writes X̂: skipped where a lower bound from the
+        # factors alone shows that no entry needs it, else a reduction tells.
         if (self._smallest_possible(on_device) < self._floor
                 and float(self.xp.min(xhat)) < self._floor):
             xhat = self.xp.maximum(xhat, self._floor)
@@ -187,17 +187,18 @@ class ArrayAPIContractor:
         xp = self.xp
         return float(xp.matmul(xp.reshape(a, (-1,)), xp.reshape(b, (-1,))))
 
-    def _delta(self, alpha, factors, weights):
-        """Δ_α(weights) for ``weights`` of the data's shape."""
+    def _delta(self, alpha, factors, weights=None):
+        """Δ_α(weights) for ``weights`` of the data's shape; Δ_α(1), the
+        other factors alone summed over the indices α lacks, for None."""
         m = self.model
         own = m.factors[alpha]
         others = [a for a in range(m.n_factors) if a != alpha]
-        carried = set(m.output).union(*(m.factors[a] for a in others))
+        indices = ([] if weights is None else [m.output]) + [m.factors[a] for a in others]
+        carried = set().union(*indices)
         present = "".join(c for c in own if c in carried)
-        subscripts = (",".join([self._subs(m.output)] + [self._subs(m.factors[a]) for a in others])
-                      + "->" + self._subs(present))
-        result = contract(subscripts, weights, *[factors[a] for a in others])
-        return self._expand(result, present, own, m.factor_shape(alpha))
+        operands = ([] if weights is None else [weights]) + [factors[a] for a in others]
+        subscripts = ",".join(self._subs(i) for i in indices) + "->" + self._subs(present)
+        return self._expand(contract(subscripts, *operands), present, own, m.factor_shape(alpha))
 
     def _expand(self, array, present, own, shape):
         """``array`` (axes ``present``, in ``own``'s order) broadcast to α's shape."""
@@ -223,18 +224,7 @@ class ArrayAPIContractor:
         return {alpha: self._delta(alpha, on_device, ratio) for alpha in alphas}
 
     def masked_delta(self, alpha, factors):
-        factors = self._factors(factors)
-        if self._mask is not None:
-            return self._delta(alpha, factors, self._mask)
-        m = self.model
-        own = m.factors[alpha]
-        others = [a for a in range(m.n_factors) if a != alpha]
-        carried = set().union(*(m.factors[a] for a in others))
-        present = "".join(c for c in own if c in carried)
-        subscripts = (",".join(self._subs(m.factors[a]) for a in others) + "->"
-                      + self._subs(present))
-        result = contract(subscripts, *[factors[a] for a in others])
-        return self._expand(result, present, own, m.factor_shape(alpha))
+        return self._delta(alpha, self._factors(factors), self._mask)
 
     def masked_total(self, factors):
         if self._mask is not None:

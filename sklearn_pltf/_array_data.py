@@ -133,7 +133,7 @@ def as_array_api_tensor(X, mask, xp, allow_negative=False):
 
 def _mask_on(mask, X, xp, device):
     """The mask as a Boolean ``xp`` array on ``device``, checked like the NumPy path's."""
-    mask = as_namespace(mask, xp, device, None)
+    mask = as_namespace(mask, xp, device)
     if tuple(mask.shape) != tuple(X.shape):
         raise ValueError(f"The mask has shape {tuple(mask.shape)} but the data have shape "
                          f"{tuple(X.shape)}.")

@@ -61,7 +61,7 @@ def make_contractor(model, data, likelihood="poisson"):
     the data)."""
     likelihood = get_likelihood(likelihood)
     likelihood.check(data)
-    if getattr(data, "is_array_api", False):  # computes where its arrays live
+    if data.is_array_api:  # computes where its arrays live
         return ArrayAPIContractor(model, data, likelihood)
     if data.is_distributed:  # it brings its own, which computes where its blocks live
         return data.contractor(model, likelihood)

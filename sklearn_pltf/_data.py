@@ -67,6 +67,10 @@ def array_bytes(*values):
 class TensorExtent:
     """What follows from ``shape`` and ``n_missing``, for every data object."""
 
+    #: The data are arrays of another namespace than NumPy, where they live
+    #: (:class:`~sklearn_pltf._array_data.ArrayAPITensor` says True).
+    is_array_api = False
+
     @property
     def ndim(self):
         return len(self.shape)

@@ -373,10 +373,8 @@ def _draw_compound_counts(z, uniforms, out):  # pragma: no cover - compiled
 
 def _saturated_terms(x):
     """x log x − x − log Γ(x + 1): an entry's log-likelihood at its own rate
-    (for x > 0 where ``x`` is not a NumPy array)."""
-    if not isinstance(x, np.ndarray):
-        return x * _array_api.namespace_of(x).log(x) - x - _array_api.gammaln(x + 1.0)
-    return xlogy(x, x) - x - gammaln(x + 1.0)
+    (``x`` of any array namespace)."""
+    return _array_api.xlogy(x, x) - x - _array_api.gammaln(x + 1.0)
 
 
 def _not_one(x):

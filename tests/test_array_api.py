@@ -12,6 +12,8 @@ the compiled kernels' blocked ones), so in float64 the two agree to rounding:
 
 import pickle
 
+import array_api_strict as xp
+import matplotlib
 import numpy as np
 import pytest
 import sklearn
@@ -21,7 +23,6 @@ from sklearn_pltf import (PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, Coup
                           PoissonCP, TuckerVB)
 from sklearn_pltf.datasets import make_poisson_cp
 
-xp = pytest.importorskip("array_api_strict")  # in the test extra: imported, never skipped there
 
 RTOL = 1e-10
 
@@ -362,9 +363,6 @@ def test_nothing_the_size_of_the_data_goes_to_the_host(counts, monkeypatch):
 
 
 def test_cp_weights_and_plots_of_a_fit_on_the_device(tensor):
-    pytest.importorskip("matplotlib")
-    import matplotlib
-
     matplotlib.use("Agg")
     from sklearn_pltf.plotting import plot_factors
 

@@ -105,7 +105,6 @@ def _expected_failed_checks(estimator):
     return _RESCAL_EXPECTED if isinstance(estimator, BayesianRESCAL) else {}
 
 
-
 # An estimator of several tensors at once: its X is a list of arrays, so
 # scikit-learn runs only the checks that apply to such input (its tags say
 # it takes no 2-D array); tests/test_coupled.py tests its contracts.

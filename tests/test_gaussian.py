@@ -200,7 +200,7 @@ def test_gibbs_and_hmc_agree_on_the_posterior_mean():
 def _prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
     """log p(X) = log E_prior[p(X | A)], σ² integrated out in closed form
     (a Student-t likelihood), by plain Monte Carlo over prior draws of A
-    (non-negative or signed, as ``priors`` say)."""
+    (non-negative or signed, per column or under ARD, as ``priors`` say)."""
     from scipy.special import gammaln, logsumexp
 
     rng = np.random.default_rng(seed)
@@ -208,9 +208,14 @@ def _prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
     chunk, sse = 250_000, []
     for _ in range(n_draws // chunk):  # in chunks, to bound the memory
         factors = []
+        shared = (priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank))
+                  if priors.ard else None)  # ARD: location 0, one v per component
         for size in X.shape:
-            v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank))
-            if priors.nonnegative:
+            v = (shared if priors.ard else
+                 priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank)))
+            if priors.ard:
+                u = np.zeros((chunk, 1, rank))
+            elif priors.nonnegative:
                 u = gaussian._sample_standardised_location(rng, size, priors.hyper_precision,
                                                            (chunk, 1, rank))
             else:

@@ -5,7 +5,7 @@ Cichocki 2015), for non-negative and signed factors."""
 import numpy as np
 import pytest
 from scipy import integrate
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from sklearn_pltf import GibbsNTF
 from sklearn_pltf._data import as_observed_tensor
@@ -13,6 +13,7 @@ from sklearn_pltf.datasets import make_gaussian_ntf
 from sklearn_pltf.evidence._gaussian_chib import gaussian_chib_log_evidence
 from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._cp_stats import CPStatistics
+from test_gaussian import _prior_monte_carlo_log_evidence
 
 ARD = gaussian.GaussianPriors(noise_shape=3.0, noise_scale=1.0, hyper_shape=3.0, hyper_scale=2.0,
                               ard=True)
@@ -57,33 +58,13 @@ def test_under_ard_the_modes_share_one_variance_and_the_locations_are_zero():
     np.testing.assert_array_equal(prior_draw.variances[1], prior_draw.variances[0])
 
 
-def _ard_prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
-    """log p(X) by plain Monte Carlo over ARD prior draws of the factors
-    (σ² integrated out in closed form), with its standard error."""
-    rng = np.random.default_rng(seed)
-    n, k, theta = X.size, priors.noise_shape, priors.noise_scale
-    chunk, log_lik = 250_000, []
-    for _ in range(n_draws // chunk):
-        v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank))
-        factors = [np.abs(rng.standard_normal((chunk, size, rank))) * np.sqrt(v)
-                   for size in X.shape]
-        sse = ((np.einsum("nir,njr,nkr->nijk", *factors) - X) ** 2).sum(axis=(1, 2, 3))
-        log_lik.append(-n / 2 * np.log(2 * np.pi) + gammaln(k + n / 2) - gammaln(k)
-                       + k * np.log(theta) - (k + n / 2) * np.log(theta + sse / 2))
-    log_lik = np.concatenate(log_lik)
-    estimate = logsumexp(log_lik) - np.log(log_lik.size)
-    weights = np.exp(log_lik - log_lik.max())
-    error = weights.std(ddof=1) / np.sqrt(weights.size) / weights.mean()
-    return float(estimate), float(error)
-
-
 @pytest.mark.slow(minutes=0.4)
 def test_chib_under_ard_matches_monte_carlo_integration_on_a_tiny_tensor():
     rng = np.random.default_rng(0)
     shape = (3, 2, 2)
     truth = [rng.gamma(2.0, 0.7, (s, 1)) for s in shape]
     X = np.einsum("ir,jr,kr->ijk", *truth) + rng.normal(0.0, 0.5, shape)
-    reference, reference_error = _ard_prior_monte_carlo_log_evidence(X, 2, ARD, 2_000_000, 1)
+    reference, reference_error = _prior_monte_carlo_log_evidence(X, 2, ARD, 2_000_000, seed=1)
     assert reference_error < 0.1
     stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
     estimate = gaussian_chib_log_evidence(np.random.default_rng(2), stats, 2, ARD,

@@ -237,7 +237,7 @@ class BasePoissonPLTF(BaseFactorization):
         evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
-        if getattr(data, "is_array_api", False):  # every factor where the data live
+        if data.is_array_api:  # every factor where the data live
             fixed = {a: like(f, data.dense) for a, f in fixed.items()}
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = priors_for(self._gamma_priors(model), data)
@@ -334,7 +334,7 @@ class BasePoissonPLTF(BaseFactorization):
         # whole cluster, on the one set of blocks.
         # Array-API data: one after another on the data's device.
         in_process = (effective_n_jobs(self.n_jobs) == 1 or data.is_distributed
-                      or getattr(data, "is_array_api", False))
+                      or data.is_array_api)
         shared = contractor if in_process else None
         results = Parallel(n_jobs=1 if in_process else self.n_jobs)(
             delayed(_fit_restart)(

@@ -269,6 +269,6 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
 def _namespace_and_device(data):
     """(namespace name, device) of array-API data; None for the NumPy engine's."""
-    if not getattr(data, "is_array_api", False):
+    if not data.is_array_api:
         return None
     return data.xp.__name__, str(data.device)

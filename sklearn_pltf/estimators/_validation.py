@@ -118,17 +118,19 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
         return
     factors = [fixed[a] if a in fixed else np.ones(model.factor_shape(a))
                for a in range(model.n_factors)]
-    if getattr(data, "is_array_api", False):
-        unreachable = _unreachable_on_device(model, data, factors)
-    elif data.is_distributed:
-        unreachable = unreachable_nonzeros(model, data, factors)
+    if data.is_array_api:
+        n_unreachable, first = _unreachable_on_device(model, data, factors)
     else:
-        coords, _ = data.nonzero_entries
-        unreachable = coords[:, EntryList(model, coords).xhat(factors) <= 0]
-    if unreachable.shape[1]:
-        first = tuple(int(c) for c in unreachable[:, 0])
+        if data.is_distributed:
+            unreachable = unreachable_nonzeros(model, data, factors)
+        else:
+            coords, _ = data.nonzero_entries
+            unreachable = coords[:, EntryList(model, coords).xhat(factors) <= 0]
+        n_unreachable = unreachable.shape[1]
+        first = tuple(int(c) for c in unreachable[:, 0]) if n_unreachable else None
+    if n_unreachable:
         raise ValueError(
-            f"The fixed factors make the model's mean X̂ zero at {unreachable.shape[1]} "
+            f"The fixed factors make the model's mean X̂ zero at {n_unreachable} "
             f"observed non-zero entries (the first at {first}), where the data then have "
             "probability zero. Give the fixed factors positive values there, or mark those "
             "entries missing."
@@ -136,15 +138,16 @@ def check_fixed_factors_reach_the_data(model, data, fixed):
 
 
 def _unreachable_on_device(model, data, factors):
-    """As the NumPy check's unreachable coordinates, for array-API data: the
-    count is taken on the device and only the first coordinate comes back."""
+    """For array-API data: how many observed non-zeros X̂ of ``factors``
+    cannot reach, and the first in C order (None if none), counted on the
+    device."""
     xp = data.xp
     bad = xp.reshape((full_xhat(model, factors) <= 0) & (data.dense != 0), (-1,))
     n_bad = int(xp.count_nonzero(bad))
     if not n_bad:
-        return np.empty((data.ndim, 0), dtype=np.int64)
+        return 0, None
     first = np.unravel_index(int(xp.argmax(xp.astype(bad, xp.int8))), data.shape)
-    return np.repeat(np.asarray(first, dtype=np.int64)[:, None], n_bad, axis=1)
+    return n_bad, tuple(int(c) for c in first)
 
 
 def given_start(model, init):

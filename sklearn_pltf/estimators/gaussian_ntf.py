@@ -111,8 +111,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         components the data do not need shrink in every mode at once and one
         fit at a generous ``n_components`` finds the rank
         (``effective_rank_``, ``relevance_``). Components switch off during
-        the warm-up: give it a few thousand iterations. The evidence is then
-        Chib's (``"auto"``).
+        the warm-up, so it needs a long ``n_warmup`` (the user guide's ARD
+        section says how long and which ``hyper_shape``/``hyper_scale``).
+        The evidence is then Chib's (``"auto"``).
     keep_draws : bool, default=True
         Keep every kept draw of the factors in ``draws_`` (for
         :meth:`to_inference_data` and :meth:`predict_entries`).

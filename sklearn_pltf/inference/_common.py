@@ -59,7 +59,7 @@ def priors_for(priors, data):
     """``priors`` with their arrays where ``data`` lives: unchanged for NumPy
     data, in the data's namespace, dtype and device for array-API data
     (:mod:`sklearn_pltf._array_api`)."""
-    if not getattr(data, "is_array_api", False):
+    if not data.is_array_api:
         return priors
     on_data = [tuple(None if v is None else like(v, data.dense) for v in field)
                for field in (priors.shape, priors.rate)]

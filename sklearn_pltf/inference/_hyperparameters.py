@@ -146,8 +146,8 @@ def relevances(learning, means, shapes, start=None):
 
 
 def _newton_relevances(learning, weighted, counts, lam):
-    """Maximise :math:`f(u) = \sum n u - \sum_\alpha \sum_v w_v
-    e^{\sum_{\ell \in \alpha} u_\ell}` (u = log λ, w = A E[Z]; concave)
+    """Maximise :math:`f(u) = \\sum n u - \\sum_\\alpha \\sum_v w_v
+    e^{\\sum_{\\ell \\in \\alpha} u_\\ell}` (u = log λ, w = A E[Z]; concave)
     by Newton steps with backtracking, from ``lam``."""
     offsets = np.cumsum([0] + [counts[c].size for c in learning.indices])
     slot = {c: slice(offsets[i], offsets[i + 1]) for i, c in enumerate(learning.indices)}

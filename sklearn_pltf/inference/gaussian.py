@@ -18,12 +18,12 @@ The model, for an N-way tensor with observed entries O and rank R:
 
 With ``GaussianPriors(ard=True)`` (automatic relevance determination; Zhao,
 Zhang & Cichocki, TPAMI 2015) every column has location 0 and one variance
-:math:`v_r \sim \mathcal{IG}(a_0, b_0)` per component r, shared by every
-mode: :math:`A_n(i, r) \sim \mathcal R(0, v_r)` (half-normal), or
-:math:`\mathcal N(0, v_r)` if signed, so a component the data do not need
+:math:`v_r \\sim \\mathcal{IG}(a_0, b_0)` per component r, shared by every
+mode: :math:`A_n(i, r) \\sim \\mathcal R(0, v_r)` (half-normal), or
+:math:`\\mathcal N(0, v_r)` if signed, so a component the data do not need
 has its variance shrink in every mode at once. Given the factors,
-:math:`v_r \sim \mathcal{IG}(a_0 + N_r / 2, b_0 + S_r / 2)` with
-:math:`N_r = \sum_n I_n` and :math:`S_r = \sum_n \sum_i A_n(i, r)^2`
+:math:`v_r \\sim \\mathcal{IG}(a_0 + N_r / 2, b_0 + S_r / 2)` with
+:math:`N_r = \\sum_n I_n` and :math:`S_r = \\sum_n \\sum_i A_n(i, r)^2`
 (the half-normal's normaliser does not depend on v), and
 :func:`log_factors_prior` integrates v out in closed form.
 
@@ -193,19 +193,18 @@ def log_factor_prior(factor, priors):
 
 
 def log_factors_prior(factors, priors):
-    """:math:`\log p(A_1, \dots, A_N)`, every (μ, v) integrated out: the
+    """:math:`\\log p(A_1, \\dots, A_N)`, every (μ, v) integrated out: the
     sum of :func:`log_factor_prior` over the factors, or under ARD the
     Student-type marginal of each component over all modes,
-    :math:`\log \frac{b_0^{a_0} \Gamma(a_0 + N_r/2)}{\Gamma(a_0)
-    (b_0 + S_r/2)^{a_0 + N_r/2}} - \frac{N_r}{2} \log 2\pi`, plus
-    :math:`N_r \log 2` for half-normal elements."""
+    :math:`\\log \\frac{b_0^{a_0} \\Gamma(a_0 + N_r/2)}{\\Gamma(a_0)
+    (b_0 + S_r/2)^{a_0 + N_r/2}} - \\frac{N_r}{2} \\log 2\\pi`, plus
+    :math:`N_r \\log 2` for half-normal elements."""
     if not priors.ard:
         return sum(log_factor_prior(f, priors) for f in factors)
     factors = [np.asarray(f, dtype=np.float64) for f in factors]
     if priors.nonnegative and any(np.any(f < 0) for f in factors):
         return -np.inf
-    n_r = sum(f.shape[0] for f in factors)
-    s_r = sum(np.sum(f**2, axis=0) for f in factors)
+    n_r, s_r = _component_statistics(factors)
     a, b = priors.hyper_shape, priors.hyper_scale
     per_component = (a * np.log(b) - gammaln(a) + gammaln(a + 0.5 * n_r)
                      - (a + 0.5 * n_r) * np.log(b + 0.5 * s_r) - 0.5 * n_r * np.log(2 * np.pi)
@@ -213,11 +212,16 @@ def log_factors_prior(factors, priors):
     return float(np.sum(per_component))
 
 
+def _component_statistics(factors):
+    """ARD's statistics of each component r over every mode: its elements'
+    count :math:`N_r` and sum of squares :math:`S_r`."""
+    return sum(f.shape[0] for f in factors), sum(np.sum(f**2, axis=0) for f in factors)
+
+
 def _draw_shared_variances(rng, factors, priors):
     """ARD: every mode's column locations (zeros) and the variances
     :math:`v_r` shared by every mode, drawn from their conditional."""
-    n_r = sum(f.shape[0] for f in factors)
-    s_r = sum(np.sum(f**2, axis=0) for f in factors)
+    n_r, s_r = _component_statistics(factors)
     v = (priors.hyper_scale + 0.5 * s_r) / rng.standard_gamma(priors.hyper_shape + 0.5 * n_r)
     return tuple(np.zeros_like(v) for _ in factors), tuple(v for _ in factors)
 
@@ -232,7 +236,7 @@ def draw_hyper(rng, factors, priors):
 
 
 def component_energy_shares(factors):
-    """Each component's energy :math:`\prod_n \lVert A_n(:, r) \rVert^2`
+    """Each component's energy :math:`\\prod_n \\lVert A_n(:, r) \\rVert^2`
     (the squared Frobenius norm of its rank-one term) over the largest's."""
     energy = np.prod([np.sum(np.square(f), axis=0) for f in factors], axis=0)
     return energy / energy.max() if energy.max() > 0 else energy
