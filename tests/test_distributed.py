@@ -132,6 +132,17 @@ def test_em_with_missing_entries_and_dense_chunks_matches_the_in_memory_fit(clie
         np.testing.assert_allclose(fitted.components_, reference.components_, rtol=1e-8)
 
 
+def test_blocks_load_when_the_scheduler_lists_no_worker(client, monkeypatch):
+    """A worker list read while workers (re)join can be empty: the blocks are
+    then submitted without a placement preference, not divided among zero."""
+    X, _ = make_dask_poisson_cp((12, 10, 8), 2, n_counts=400, chunks=(6, 5, 8), random_state=0)
+    params = dict(n_components=2, max_iter=4, random_state=0)
+    reference = PoissonCP(**params).fit(X.compute(scheduler="synchronous"))
+    monkeypatch.setattr(type(client), "nthreads", lambda self, *args, **kwargs: {})
+    fitted = PoissonCP(**params).fit(X)
+    np.testing.assert_allclose(fitted.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
+
+
 def test_a_bad_chunk_is_reported_from_its_worker(client):
     counts = np.ones((6, 4))
     counts[5, 3] = -1.0

@@ -50,6 +50,17 @@ def _client():
         ) from None
 
 
+def _worker_addresses(client):
+    """The addresses of the cluster's workers, asked of the scheduler now.
+
+    ``Client.nthreads`` queries the scheduler directly; the worker list in
+    ``Client.scheduler_info()`` is a cache that the client's periodic refresh
+    can overwrite with an empty one between the query and its return.
+    An empty list (no worker yet) means no placement preference.
+    """
+    return sorted(client.nthreads())
+
+
 def _load_block(chunk, mask_chunk, allow_negative):
     """On a worker: a chunk (and its mask) as a sparse-layout ObservedTensor."""
     data = as_observed_tensor(chunk, mask_chunk, allow_negative=allow_negative,
@@ -135,14 +146,16 @@ def as_distributed_tensor(X, mask=None, allow_negative=False):
     # Blocks go to the workers in turn, so each holds an equal share however
     # the chunks were placed; every later computation follows its block. A
     # preference only: if a worker is lost, its blocks are rebuilt elsewhere.
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = _worker_addresses(client)
     blocks = []
     for k, (index, chunk, mask_chunk) in enumerate(zip(np.ndindex(persisted.numblocks), chunks,
                                                        masks)):
         offset = tuple(int(starts[axis][i]) for axis, i in enumerate(index))
         extent = tuple(int(persisted.chunks[axis][i]) for axis, i in enumerate(index))
+        placement = (dict(workers=[workers[k % len(workers)]], allow_other_workers=True)
+                     if workers else {})
         future = client.submit(_load_block, chunk, mask_chunk, allow_negative, pure=False,
-                               workers=[workers[k % len(workers)]], allow_other_workers=True)
+                               **placement)
         blocks.append(Block(offset, extent, future))
     data = DistributedTensor(shape, tuple(blocks), client)
     if data.n_observed == 0:
