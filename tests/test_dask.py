@@ -29,7 +29,7 @@ def test_grid_search_on_a_local_cluster_matches_the_serial_run():
                 distributed.Client(cluster) as client:
             with distributed.get_task_stream(client) as stream, joblib.parallel_backend("dask"):
                 on_cluster = GridSearchCV(estimator, grid, cv=FullDataSplit(), n_jobs=-1).fit(X)
-            workers = set(client.scheduler_info()["workers"])
+            workers = set(client.nthreads())  # asked of the scheduler, not a cache
     # the fits ran as tasks on the cluster's two worker processes
     assert len(workers) == 2
     assert len(stream.data) >= len(grid["n_components"])
