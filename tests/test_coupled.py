@@ -189,7 +189,7 @@ def test_bad_input_is_a_clear_error(models, X, mask, message):
     given = {"one": tensors[0], "three": list(tensors) * 2, "pair": list(tensors),
              "dict": dict(zip("ab", tensors))}.get(X)
     if X == "dask":
-        da = pytest.importorskip("dask.array", reason="Dask is the optional dask extra")
+        import dask.array as da  # in the test extra
         given = [da.from_array(tensors[0], chunks=(10, 10)), tensors[1]]
     if X == "three":
         given = given[:3]

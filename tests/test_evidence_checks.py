@@ -75,7 +75,8 @@ def test_chib_with_a_tiny_prior_shape_raises_and_keeps_the_previous_fit(method):
     # Known limitation: under this prior the posterior has many modes (VB
     # restarts' bounds span 68 nats on these data), and AIS started at a VB
     # fit of one of them stays there: its runs agree, so it neither warns nor
-    # finds the higher modes (strict: this fails once AIS says so).
+    # finds the higher modes (strict: this fails once AIS says so). The user
+    # guide states the limit and what to do.
     pytest.param("vb", marks=pytest.mark.xfail(
         strict=True, reason="AIS from a VB fit of one mode of a multimodal posterior neither "
                             "mixes between the modes nor warns")),

@@ -293,7 +293,6 @@ def test_an_all_zero_first_partial_fit_batch_is_a_clear_error(counts3):
 
 
 def test_factor_names_must_name_different_factors_differently():
-    pytest.importorskip("arviz", reason="ArviZ is the optional diagnostics extra")
     X = np.random.default_rng(0).poisson(1.0, (6, 6, 2)).astype(float)
     est = BayesianRESCAL(2, method="gibbs", evidence=None, n_draws=6, n_warmup=4,
                          random_state=0).fit(X)
@@ -304,7 +303,6 @@ def test_factor_names_must_name_different_factors_differently():
 
 
 def test_an_export_without_the_data_says_what_loo_needs(counts):
-    pytest.importorskip("arviz", reason="ArviZ is the optional diagnostics extra")
     est = BayesianNMF(2, method="gibbs", evidence=None, n_draws=6, n_warmup=4,
                       random_state=0).fit(counts)
     with pytest.warns(UserWarning, match=r"to_inference_data\(X\)"):
