@@ -143,7 +143,7 @@ def check_float32_input_is_kept(name, estimator, array_namespace, device_name=No
                                 dtype_name="float32"):
     """scikit-learn's ``check_array_api_input`` with the one expectation the
     array-API engine changes on purpose: float32 input is fitted in float32
-    (on a GPU, twice the speed and half the memory), where the NumPy engine's
+    (half the memory and the memory traffic), where the NumPy engine's
     compiled kernels fit it in float64. Every array attribute of the NumPy
     fit, and each transform's output, is in the input's namespace, on its
     device, of the NumPy fit's shape, and float32."""
