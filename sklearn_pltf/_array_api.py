@@ -20,7 +20,7 @@ import numpy as np
 import scipy.special
 
 __all__ = ["array_namespace_of_input", "namespace_of", "device_of", "to_numpy", "like",
-           "as_namespace", "digamma", "gammaln", "xlogy", "array_api_refusal"]
+           "as_namespace", "moveaxis", "digamma", "gammaln", "xlogy", "array_api_refusal"]
 
 
 def _compat():
@@ -109,6 +109,17 @@ def like(array, template):
     if isinstance(template, np.ndarray):
         return array
     return as_namespace(array, namespace_of(template), device_of(template), template.dtype)
+
+
+def moveaxis(array, source, destination):
+    """``array`` with axis ``source`` moved to ``destination`` (a view where
+    the namespace gives one): :func:`numpy.moveaxis`, which the standard
+    spells as ``permute_dims`` (NumPy 1.x has no ``permute_dims``)."""
+    if isinstance(array, np.ndarray):
+        return np.moveaxis(array, source, destination)
+    order = [axis for axis in range(array.ndim) if axis != source]
+    order.insert(destination, source)
+    return namespace_of(array).permute_dims(array, tuple(order))
 
 
 def digamma(x):

@@ -23,7 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._array_api import array_api_refusal, as_namespace, device_of, like, namespace_of, to_numpy
+from .._array_api import (array_api_refusal, as_namespace, device_of, like, moveaxis,
+                          namespace_of, to_numpy)
 from .._contract import full_xhat, make_contractor
 from .._kernels import TINY
 from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
@@ -641,14 +642,8 @@ class BasePoissonPLTF(BaseFactorization):
                 f"Expected an array of shape (n_samples, {int(np.prod(latent_shape))}), got {W.shape}."
             )
         new_model = self._resized_model(W.shape[0])
-        if isinstance(W, np.ndarray):
-            factor = np.moveaxis(W.reshape((W.shape[0],) + latent_shape), 0,
-                                 own.index(model.output[0]))
-        else:
-            xp = namespace_of(W)
-            order = list(range(1, len(own)))
-            order.insert(own.index(model.output[0]), 0)
-            factor = xp.permute_dims(xp.reshape(W, (W.shape[0],) + latent_shape), tuple(order))
+        factor = moveaxis(namespace_of(W).reshape(W, (W.shape[0],) + latent_shape), 0,
+                          own.index(model.output[0]))
         factors = list(self._state.mean)
         factors[alpha] = factor
         return full_xhat(new_model, factors)
@@ -724,13 +719,9 @@ class BasePoissonPLTF(BaseFactorization):
 
 def _sample_major(mean, model, alpha):
     """The sample-mode factor as (n_samples, prod of its latent sizes)."""
-    axis = model.factors[alpha].index(model.output[0])
-    if not isinstance(mean, np.ndarray):
-        xp = namespace_of(mean)
-        order = (axis,) + tuple(a for a in range(mean.ndim) if a != axis)
-        moved = xp.permute_dims(mean, order)
-        return xp.reshape(moved, (moved.shape[0], -1))
-    moved = np.moveaxis(mean, axis, 0)
+    moved = moveaxis(mean, model.factors[alpha].index(model.output[0]), 0)
+    if not isinstance(moved, np.ndarray):
+        return namespace_of(moved).reshape(moved, (moved.shape[0], -1))
     return np.ascontiguousarray(moved.reshape(moved.shape[0], -1))
 
 

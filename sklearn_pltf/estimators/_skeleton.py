@@ -159,12 +159,12 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         """``X`` (and ``mask``) validated for ``method``, or a ValueError unless
         they are arrays of the namespace and device the fit's were."""
         data = self._observed(X, mask, reset=False)
-        if _namespace_and_device(data) != getattr(self, "_data_namespace", None):
+        given, fitted = _namespace_and_device(data), getattr(self, "_data_namespace", None)
+        if given != fitted:
             raise ValueError(
                 f"Inputs passed to {type(self).__name__}.{method}() must use the same namespace "
                 "and the same device as those passed to fit(): "
-                f"{_namespace_and_device(data) or 'NumPy'} here, "
-                f"{getattr(self, '_data_namespace', None) or 'NumPy'} at fit.")
+                f"{given or 'NumPy'} here, {fitted or 'NumPy'} at fit.")
         return data
 
     @abstractmethod

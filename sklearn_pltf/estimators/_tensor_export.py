@@ -4,7 +4,6 @@ and normalised factors, and the fit as a TensorLy ``CPTensor`` or
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._array_api import namespace_of
@@ -45,10 +44,8 @@ class CPResultMixin:
         X̂ = Σ_r weights_[r] Π_n normalized_factors_[n][:, r]. For count
         models, a component's expected total count."""
         check_is_fitted(self)
-        if not isinstance(self.factors_[0], np.ndarray):  # fitted where array-API data live
-            xp = namespace_of(self.factors_[0])
-            return xp.prod(xp.stack([xp.sum(xp.abs(f), axis=0) for f in self.factors_]), axis=0)
-        return np.prod([np.abs(f).sum(axis=0) for f in self.factors_], axis=0)
+        xp = namespace_of(self.factors_[0])
+        return xp.prod(xp.stack([xp.sum(xp.abs(f), axis=0) for f in self.factors_]), axis=0)
 
     @property
     def normalized_factors_(self):
