@@ -248,7 +248,7 @@ def entry_delta(buffer, offsets, widths, rows, cols, alpha, weights, mode, jump_
                 out[out_base + cols[alpha, l]] += w * others[l]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True, fastmath=_REORDERED_SUMS)
+@parallel_kernel(fastmath=_REORDERED_SUMS)
 def pair_xhat(first, second, rows, out):  # pragma: no cover - compiled
     """X̂ for two factors sharing the latent block: out[n] = first[rows[0, n]] · second[rows[1, n]]."""
     width = first.shape[1]
@@ -260,7 +260,7 @@ def pair_xhat(first, second, rows, out):  # pragma: no cover - compiled
         out[n] = total
 
 
-@numba.njit(cache=True, nogil=True, parallel=True, fastmath=_REORDERED_SUMS)
+@parallel_kernel(fastmath=_REORDERED_SUMS)
 def pair_delta(first, second, rows, alpha, weights, mode, jump_rate, bounds, out):  # pragma: no cover
     """:func:`entry_delta` for two factors sharing the latent block.
 

@@ -61,12 +61,15 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 class _ForkSafeKernel:
     """A ``numba.njit(parallel=True)`` kernel with a serial twin for forked
     children (module docstring). The twin is a copy of the function under
-    its own qualified name, so numba's on-disk cache keeps the two apart."""
+    its own qualified name, so numba's on-disk cache keeps the two apart,
+    compiled with the same options (``cache``, ``nogil`` and any given to
+    :func:`parallel_kernel`, such as ``fastmath``) but ``parallel``."""
 
-    def __init__(self, function):
+    def __init__(self, function, options):
         functools.update_wrapper(self, function)
         self._function = function
-        self.parallel = numba.njit(cache=True, nogil=True, parallel=True)(function)
+        self._options = {"cache": True, "nogil": True, **options}
+        self.parallel = numba.njit(parallel=True, **self._options)(function)
         self._serial = None
 
     @property
@@ -76,7 +79,7 @@ class _ForkSafeKernel:
             twin = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__,
                                       f.__closure__)
             twin.__qualname__ = f.__qualname__ + "__serial"
-            self._serial = numba.njit(cache=True, nogil=True)(twin)
+            self._serial = numba.njit(**self._options)(twin)
         return self._serial
 
     def __call__(self, *args):
@@ -85,7 +88,18 @@ class _ForkSafeKernel:
         return self.parallel(*args)
 
 
-def parallel_kernel(function):
+def parallel_kernel(function=None, **options):
     """Compile ``function`` (its loops over ``numba.prange``) as a parallel
-    numba kernel that a forked child runs serially (module docstring)."""
-    return _ForkSafeKernel(function)
+    numba kernel that a forked child runs serially (module docstring).
+
+    Used bare (``@parallel_kernel``) or with numba options that both twins
+    share (``@parallel_kernel(fastmath={"reassoc"})``); ``cache`` and
+    ``nogil`` default to True, and ``parallel`` is this function's to set.
+    Every parallel kernel of the package is built here
+    (``tests/test_fork.py`` walks the package to check it)."""
+    if "parallel" in options:
+        raise TypeError("parallel_kernel sets 'parallel' itself: the kernel is parallel, "
+                        "its twin serial")
+    if function is None:
+        return lambda f: _ForkSafeKernel(f, options)
+    return _ForkSafeKernel(function, options)
