@@ -34,7 +34,7 @@ def _timed_parts(estimator, X):
     from sklearn_pltf.estimators import _base
 
     spent = {"loop": 0.0, "fold_in": 0.0}
-    restart, fold_in = _base._fit_restart, _base.BasePoissonPLTF._fold_in
+    restart, fold_in = _base.fit_by_optimizer, _base.BasePoissonPLTF._fold_in
 
     def timed_restart(*args, **kwargs):
         start = time.perf_counter()
@@ -50,7 +50,7 @@ def _timed_parts(estimator, X):
         finally:
             spent["fold_in"] += time.perf_counter() - start
 
-    _base._fit_restart, _base.BasePoissonPLTF._fold_in = timed_restart, timed_fold_in
+    _base.fit_by_optimizer, _base.BasePoissonPLTF._fold_in = timed_restart, timed_fold_in
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a loop cut at max_iter warns
@@ -58,7 +58,7 @@ def _timed_parts(estimator, X):
             estimator.fit(X)
             whole = time.perf_counter() - start
     finally:
-        _base._fit_restart, _base.BasePoissonPLTF._fold_in = restart, fold_in
+        _base.fit_by_optimizer, _base.BasePoissonPLTF._fold_in = restart, fold_in
     return {"whole": whole, "loop": spent["loop"], "fold_in": spent["fold_in"],
             "setup": whole - spent["loop"] - spent["fold_in"], "n_iter": estimator.n_iter_}
 

@@ -16,8 +16,10 @@ def seconds_per_iteration(estimator, X, n_iter):
     ``tol=0`` would itself run ``max_iter`` times), are left out. The kernels
     are loaded by a first untimed iteration.
     """
-    from sklearn_pltf.estimators._base import _fit_restart
+    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf.inference import em, vb
     from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
     from sklearn_pltf.model import Model
 
     data = estimator._observed(X, None, reset=True)
@@ -25,10 +27,13 @@ def seconds_per_iteration(estimator, X, n_iter):
     model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
     priors = gamma_priors(model, estimator.prior_shape, estimator.prior_rate)
     given = {a: (f, f) for a, f in fixed.items()}
+    kernel = {"vb": vb, "em": em}[estimator.method]
     seconds = {}
     for iterations in (1, 1, n_iter + 1):
         start = time.perf_counter()
-        _fit_restart(estimator.method, np.random.default_rng(0), model, data,
-                     estimator.likelihood, priors, given, iterations, 0.0, None)
+        problem = OptimizerProblem(
+            kernel, make_contractor(model, data, estimator.likelihood), priors,
+            start=lambda rng, _, contractor: kernel.init(rng, model, contractor, priors, given))
+        optimize(problem, [np.random.default_rng(0)], Settings(iterations, 0.0))
         seconds[iterations] = time.perf_counter() - start
     return (seconds[n_iter + 1] - seconds[1]) / n_iter

@@ -139,16 +139,20 @@ def test_sparse_results_do_not_depend_on_thread_counts(cp_data):
 
 def test_restarts_keep_the_best_bound(cp_data):
     """Each restart runs on its own spawned generator; the best final bound is kept."""
+    from sklearn_pltf._contract import make_contractor
     from sklearn_pltf._data import as_observed_tensor
-    from sklearn_pltf.estimators._base import _fit_restart
+    from sklearn_pltf.inference import vb
     from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
 
     best = fit(cp_data, n_init=4, random_state=1)
     priors = gamma_priors(best.model_, 1.0, 1.0)
     data = as_observed_tensor(cp_data)
+    problem = OptimizerProblem(
+        vb, make_contractor(best.model_, data, "poisson"), priors,
+        start=lambda rng, restart, contractor: vb.init(rng, best.model_, contractor, priors))
     finals = [
-        _fit_restart("vb", child, best.model_, data, "poisson", priors, {}, best.max_iter,
-                     best.tol, None)[1][-1]
+        optimize(problem, [child], Settings(best.max_iter, best.tol)).objectives[-1]
         for child in np.random.default_rng(1).spawn(4)
     ]
     assert len(set(finals)) == 4  # the restarts differ

@@ -11,14 +11,13 @@ model string, latent sizes and fixed factors it fits (:meth:`_model_spec`).
 from __future__ import annotations
 
 import functools
-import time
 import warnings
 from abc import abstractmethod
 from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -33,7 +32,8 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors, priors_for
-from ..inference._convergence import ACCELERATIONS, distance_to_limit, run_to_convergence
+from ..inference._convergence import ACCELERATIONS
+from ..inference._driver import OptimizerProblem, Settings, optimize
 from ..inference._hyperparameters import LearnedRatesKernel
 from ..inference._svd_start import svd_start
 from ..distributed import block_grid
@@ -47,7 +47,7 @@ from ._skeleton import BaseFactorization
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
 
-__all__ = ["BasePoissonPLTF", "best_restart", "cp_reconstruction", "with_n_samples"]
+__all__ = ["BasePoissonPLTF", "cp_reconstruction", "fit_by_optimizer", "with_n_samples"]
 
 _KERNELS = {"vb": vb, "em": em}
 
@@ -74,35 +74,28 @@ def cp_reconstruction(estimator, W):
     return full_xhat(with_n_samples(estimator.model_, W.shape[0]), [W, *estimator.factors_[1:]])
 
 
-def _fit_restart(method, rng, model, data, likelihood, priors, given, max_iter, tol, report,
-                 contractor=None, start=None, acceleration="squarem", learning=None):
-    kernel = _kernel(method, learning)
-    if contractor is None:
-        contractor = make_contractor(model, data, likelihood)
-    state = kernel.init(rng, model, contractor, priors, given, start)
-    return run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report,
-                              acceleration=acceleration)
+def fit_by_optimizer(problem, rngs, settings, n_jobs=1):
+    """Every VB and EM fit's one call of the optimiser driver
+    (:func:`~sklearn_pltf.inference._driver.optimize`): the best of the
+    restarts, with a :class:`~sklearn.exceptions.ConvergenceWarning` where it
+    did not converge."""
+    result = optimize(problem, rngs, settings, n_jobs=n_jobs)
+    if result.not_converged:
+        warnings.warn(result.not_converged, ConvergenceWarning)
+    return result
+
+
+def _start(kernel, model, priors, given, first_start, rng, restart, contractor):
+    """Where restart ``restart`` starts: ``first_start`` for the first (if
+    given), else at random."""
+    return kernel.init(rng, model, contractor, priors, given,
+                       first_start if restart == 0 else None)
 
 
 def _kernel(method, learning):
     """VB or EM, with its rates learned where ``learning`` (a
     :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`) says."""
     return _KERNELS[method] if learning is None else LearnedRatesKernel(_KERNELS[method], learning)
-
-
-def best_restart(results, n_init, max_iter, tol):
-    """The ``(state, objectives, converged)`` of the restart with the highest
-    final objective among ``results``; warns if it did not converge."""
-    state, objectives, converged = max(results, key=lambda result: result[1][-1])
-    if not converged:
-        warnings.warn(
-            f"Best of {n_init} initialisation(s) did not converge in {max_iter} iterations "
-            f"(its bound's estimated distance to its limit is "
-            f"{distance_to_limit(objectives):.3g} nats, tol={tol:g}); increase max_iter, "
-            "relax tol or check the data.",
-            ConvergenceWarning,
-        )
-    return state, objectives, converged
 
 
 def _evidence_advice(evidence, priors):
@@ -328,25 +321,21 @@ class BasePoissonPLTF(BaseFactorization):
         """VB or EM: restarts to convergence (the first from ``first_start``,
         ``{position: array}``, if given), the best kept, the final fold-in."""
         given = {a: (f, f) for a, f in fixed.items()}
+        kernel = _kernel(self.method, self._rate_learning)
         # One contractor serves every restart run here and the final fold-in;
         # restarts in other processes build their own.
-        contractor = make_contractor(model, data, self.likelihood)
+        problem = OptimizerProblem(
+            kernel, make_contractor(model, data, self.likelihood), priors,
+            start=functools.partial(_start, kernel, model, priors, given, first_start),
+            rebuild=functools.partial(make_contractor, model, data, self.likelihood))
+        contractor = problem.contractor
         # Distributed data: the restarts run one after another, each over the
         # whole cluster, on the one set of blocks.
         # Array-API data: one after another on the data's device.
-        in_process = (effective_n_jobs(self.n_jobs) == 1 or data.is_distributed
-                      or data.is_array_api)
-        shared = contractor if in_process else None
-        results = Parallel(n_jobs=1 if in_process else self.n_jobs)(
-            delayed(_fit_restart)(
-                self.method, child, model, data, self.likelihood, priors, given, self.max_iter, self.tol,
-                self._reporter(init) if self.verbose else None, contractor=shared,
-                start=first_start if init == 0 else None, acceleration=self.acceleration,
-                learning=self._rate_learning,
-            )
-            for init, child in enumerate(rng.spawn(self.n_init))
-        )
-        state, objectives, converged = self._best_restart(results)
+        in_process = data.is_distributed or data.is_array_api
+        state, objectives, converged, _ = fit_by_optimizer(
+            problem, rng.spawn(self.n_init), self._optimizer_settings(),
+            n_jobs=1 if in_process else effective_n_jobs(self.n_jobs))
         final_objective = objectives[-1]
         if self._rate_learning is not None:
             model, state, priors, contractor, final_objective = self._hold_learned_rates(
@@ -371,8 +360,10 @@ class BasePoissonPLTF(BaseFactorization):
                 likelihood=self.likelihood)
         return state
 
-    def _best_restart(self, results):
-        return best_restart(results, self.n_init, self.max_iter, self.tol)
+    def _optimizer_settings(self):
+        """The optimiser driver's loop settings from the parameters."""
+        return Settings(self.max_iter, self.tol, self.acceleration, self.verbose,
+                        self.verbose_interval)
 
     def _hold_learned_rates(self, data, model, state, priors, contractor, bound):
         """After VB with learned rates (:func:`~._relevance.hold_learned_rates`):
@@ -530,20 +521,6 @@ class BasePoissonPLTF(BaseFactorization):
         """The part of ``data`` the fitted model covers, what its evidence is
         of: all of it."""
         return data
-
-    def _reporter(self, init):
-        start = time.perf_counter()
-        print(f"Initialization {init}")
-
-        def report(iteration, objectives):
-            if self.verbose >= 2 and iteration % self.verbose_interval == 0:
-                change = objectives[-1] - objectives[-2] if len(objectives) > 1 else np.nan
-                print(
-                    f"  Iteration {iteration}\t time lapse {time.perf_counter() - start:.5f}s"
-                    f"\t objective {objectives[-1]:.6g}\t change {change:.5g}"
-                )
-
-        return report
 
     # ------------------------------------------------------------- fold-in
     def _resized_model(self, n_samples):

@@ -22,7 +22,7 @@ from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import effective_n_jobs
 from sklearn.utils.validation import check_is_fitted
 
 from .._array_api import array_api_refusal
@@ -34,12 +34,12 @@ from ..inference._relational import (drop_relation_axis, priors_with_relation_ax
 from ..inference.rescal_sgld import RescalTarget
 from ..model import Model
 from . import _mcmc
-from ..inference._convergence import run_to_convergence
+from ..inference._driver import OptimizerProblem
 from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
+from ._base import fit_by_optimizer
 from ._relevance import check_learning, hold_learned_rates, set_learned_attributes
 
-__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position",
-           "restart_state"]
+__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position"]
 
 #: The canonical structure for a relation tensor and for one relation.
 RESCAL_MODEL = "ia,jb,abk->ijk"
@@ -173,27 +173,6 @@ def tied_structure(model, tied):
     return TiedStructure(first, second, core, core_axes, canonical, latent_first)
 
 
-def restart_state(kernels, state_around, method, start, rng, data, priors, n_components,
-                  max_iter, tol, acceleration="squarem"):
-    """Where a VB or EM run starts: with ``method="vb"`` and ``start="mode"``
-    around the posterior mode found by EM from a random start (every prior
-    shape raised to at least 1,
-    :func:`~sklearn_pltf.inference.rescal.priors_with_a_mode`;
-    ``state_around(mode, data, priors)`` makes the VB state), otherwise
-    ``kernels[method]``'s random start. ``kernels``: RESCAL's or a coupled
-    RESCAL's (:mod:`._rescal_coupled`)."""
-    if method == "vb" and start == "mode":
-        em, mode_priors = kernels["em"], rescal.priors_with_a_mode(priors)
-        mode, _, _ = run_to_convergence(em, em.init(rng, data, mode_priors, n_components), data,
-                                        mode_priors, max_iter, tol, acceleration=acceleration)
-        return state_around(mode, data, priors)
-    return kernels[method].init(rng, data, priors, n_components)
-
-
-def _rescal_state_around(mode, data, priors):
-    return rescal.vb_state_around(mode.factors[0], mode.factors[2])
-
-
 def _rescal_kernels(learning):
     """RESCAL's VB and EM, VB with its rates learned where ``learning`` says."""
     if learning is None:
@@ -215,14 +194,13 @@ def rescal_learning(ard, per_factor):
     return RateLearning(relevant=((), (), ()), per_factor=(True, False, True), indices=())
 
 
-def _fit_restart(method, start, rng, data, priors, n_components, max_iter, tol, report,
-                 acceleration="squarem", learning=None):
-    """One VB or EM run to convergence from :func:`restart_state`."""
-    kernels = _rescal_kernels(learning)
-    state = restart_state(kernels, _rescal_state_around, method, start, rng, data, priors,
-                          n_components, max_iter, tol, acceleration)
-    return run_to_convergence(kernels[method], state, data, priors, max_iter, tol, report,
-                              acceleration=acceleration)
+def _restart_state(kernels, method, vb_start, settings, data, priors, n_components, rng,
+                   restart, contractor):
+    """Where restart ``restart`` of RESCAL's VB or EM starts
+    (:func:`~sklearn_pltf.inference.rescal.restart_state`)."""
+    return rescal.restart_state(kernels, rescal.state_around_mode, method, vb_start(restart),
+                                rng, data, priors, n_components, settings.max_iter,
+                                settings.tol, settings.acceleration)
 
 
 class TiedFactorMixin:
@@ -397,16 +375,14 @@ class TiedFactorMixin:
             raise ValueError("init and warm_start are not supported with tied factors; leave "
                              "init='random' and warm_start=False.")
         relational, canonical_priors = self._relational(data, structure, priors)
-        r = structure.canonical.sizes["a"]
-        results = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_restart)(
-                self.method, self._vb_start(init), child, relational, canonical_priors, r,
-                self.max_iter, self.tol, self._reporter(init) if self.verbose else None,
-                self.acceleration, self._rate_learning,
-            )
-            for init, child in enumerate(rng.spawn(self.n_init))
-        )
-        state, objectives, converged = self._best_restart(results)
+        kernels, settings = _rescal_kernels(self._rate_learning), self._optimizer_settings()
+        problem = OptimizerProblem(
+            kernels[self.method], relational, canonical_priors,
+            start=functools.partial(_restart_state, kernels, self.method, self._vb_start,
+                                    settings, relational, canonical_priors,
+                                    structure.canonical.sizes["a"]))
+        state, objectives, converged, _ = fit_by_optimizer(
+            problem, rng.spawn(self.n_init), settings, n_jobs=effective_n_jobs(self.n_jobs))
         self.lower_bound_ = objectives[-1]
         if self._rate_learning is not None:
             state, self._fitted_priors, self.model_ = self._hold_tied_rates(

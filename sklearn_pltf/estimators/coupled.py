@@ -5,7 +5,6 @@ with one evidence (generalised coupled tensor factorisation;
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Mapping
 from numbers import Integral, Real
 
@@ -23,22 +22,34 @@ from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import em, vb
 from ..inference._common import gamma_priors
 from ..inference._relational import relational_data
-from ..inference._convergence import ACCELERATIONS, run_to_convergence
+from ..inference import rescal
+from ..inference._convergence import ACCELERATIONS
+from ..inference._driver import OptimizerProblem, Settings
 from . import _rescal_coupled as rescal_coupled
-from ._base import best_restart
+from ._base import fit_by_optimizer
 from ._validation import check_entry_indices, input_namespace
 from ._predictive import predictive_at_entries
 from ._skeleton import restore_on_failure
-from ._tied import restart_state, tied_structure
+from ._tied import tied_structure
 
 __all__ = ["CoupledPLTF"]
 
 _KERNELS = {"vb": vb, "em": em}
 
 
-def _random_start(kernel, model, contractor, priors, rng, restart):
+def _random_start(kernel, model, priors, rng, restart, contractor):
     """Every restart of an untied coupled model starts at random."""
     return kernel.init(rng, model, contractor, priors)
+
+
+def _tied_start(method, settings, priors, rng, restart, data):
+    """Where a restart of the tied model starts: VB's first around EM's
+    posterior mode, as :class:`~sklearn_pltf.BayesianRESCAL`'s; the others at
+    random (:func:`~sklearn_pltf.inference.rescal.restart_state`)."""
+    return rescal.restart_state(rescal_coupled.KERNELS, rescal_coupled.vb_state_around, method,
+                                "mode" if restart == 0 else "random", rng, data, priors,
+                                data.n_components, settings.max_iter, settings.tol,
+                                settings.acceleration)
 
 
 class CoupledPLTF(BaseEstimator):
@@ -202,29 +213,19 @@ class CoupledPLTF(BaseEstimator):
         model = CoupledModel.from_models(models)
         priors = gamma_priors(model, self.prior_shape, self.prior_rate)
         weights = self._weights(len(models))
+        settings = Settings(self.max_iter, self.tol, self.acceleration, self.verbose)
         if self.tied_factors:
             kernel = rescal_coupled.KERNELS[self.method]
             contractor = self._tied_data(models, model, datas, likelihoods, weights)
-            start_of = functools.partial(self._tied_start, contractor, priors)
+            start = functools.partial(_tied_start, self.method, settings, priors)
         else:
             kernel = _KERNELS[self.method]
             contractor = CoupledContractor(model, datas, likelihoods, weights)
-            start_of = functools.partial(_random_start, kernel, model, contractor, priors)
-        results, generator = [], as_generator(self.random_state)
-        began = time.perf_counter()
-        for init, rng in enumerate(generator.spawn(self.n_init)):
-            start = time.perf_counter()
-            state = start_of(rng, init)
-            results.append(run_to_convergence(kernel, state, contractor, priors, self.max_iter,
-                                              self.tol, self._reporter(init),
-                                              acceleration=self.acceleration))
-            if self.verbose:
-                done, elapsed = init + 1, time.perf_counter() - began
-                left = elapsed / done * (self.n_init - done)
-                print(f"Initialization {init} ({done} of {self.n_init}): "
-                      f"{len(results[-1][1])} iterations, objective {results[-1][1][-1]:.6g}, "
-                      f"{time.perf_counter() - start:.2f} s; ~{left:.0f} s left")
-        state, objectives, converged = best_restart(results, self.n_init, self.max_iter, self.tol)
+            start = functools.partial(_random_start, kernel, model, priors)
+        generator = as_generator(self.random_state)
+        state, objectives, converged, _ = fit_by_optimizer(
+            OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
+            settings)
         self.__dict__.pop("log_evidence_", None)  # EM sets none
         self.models_, self._coupled = tuple(models), model
         self._likelihoods = tuple(likelihoods)
@@ -282,15 +283,6 @@ class CoupledPLTF(BaseEstimator):
             datas.append(data)
         return strings, datas, likelihoods
 
-    def _tied_start(self, data, priors, rng, restart):
-        """Where a restart of the tied model starts: VB's first around EM's
-        posterior mode, as :class:`~sklearn_pltf.BayesianRESCAL`'s; the
-        others at random (:func:`._tied.restart_state`)."""
-        return restart_state(rescal_coupled.KERNELS, rescal_coupled.vb_state_around,
-                             self.method, "mode" if restart == 0 else "random", rng, data,
-                             priors, data.n_components, self.max_iter, self.tol,
-                             self.acceleration)
-
     def _weights(self, n_tensors):
         """The tensors' weights, checked: one positive finite number each."""
         if self.tensor_weights is None:
@@ -340,17 +332,6 @@ class CoupledPLTF(BaseEstimator):
         return check_log_evidence(
             self.lower_bound_, upper_bound=bound,
             advice="A variational bound cannot lie above log p(X): please report this.")
-
-    def _reporter(self, init):
-        if self.verbose < 2:
-            return None
-        start = time.perf_counter()
-
-        def report(iteration, objectives):
-            print(f"  Iteration {iteration}\t time lapse {time.perf_counter() - start:.3f}s"
-                  f"\t objective {objectives[-1]:.6g}")
-
-        return report
 
     # ---------------------------------------------------- predict and score
     def predict_entries(self, indices, tensor=0):

@@ -49,6 +49,7 @@ import numpy as np
 from scipy.special import gammaln, xlogy
 
 from .._kernels import entry_weight
+from ._convergence import run_to_convergence
 from ._gamma import _digamma, gamma_bound_term, gamma_moments
 from ._relational import (by_relation, core_exposure, exposure_sums, initial_means,
                           log_likelihood, observed_total, pair_sums, rates_at_nonzeros,
@@ -165,6 +166,27 @@ def priors_with_a_mode(priors):
     normalizers = tuple(None if a is None else float(np.sum(xlogy(a, r) - gammaln(a)))
                         for a, r in zip(shapes, priors.rate))
     return priors._replace(shape=shapes, log_normalizer=normalizers)
+
+
+def restart_state(kernels, state_around, method, start, rng, data, priors, n_components,
+                  max_iter, tol, acceleration="squarem"):
+    """Where a VB or EM run starts: with ``method="vb"`` and ``start="mode"``
+    around the posterior mode found by EM from a random start (every prior
+    shape raised to at least 1, :func:`priors_with_a_mode`;
+    ``state_around(mode, data, priors)`` makes the VB state), otherwise
+    ``kernels[method]``'s random start. ``kernels``: this module's
+    :data:`KERNELS`, or a coupled RESCAL's."""
+    if method == "vb" and start == "mode":
+        em, mode_priors = kernels["em"], priors_with_a_mode(priors)
+        mode, _, _ = run_to_convergence(em, em.init(rng, data, mode_priors, n_components), data,
+                                        mode_priors, max_iter, tol, acceleration=acceleration)
+        return state_around(mode, data, priors)
+    return kernels[method].init(rng, data, priors, n_components)
+
+
+def state_around_mode(mode, data, priors):
+    """RESCAL's VB state around an EM mode (for :func:`restart_state`)."""
+    return vb_state_around(mode.factors[0], mode.factors[2])
 
 
 def _no_side(state):

@@ -1,0 +1,157 @@
+"""The optimiser driver: restarts of a VB or EM kernel to convergence, the
+best one kept.
+
+Every VB and EM fit of the package runs here: the named estimators, PLTF,
+RESCAL's tie, coupled tensors, the first batch of ``partial_fit`` and the
+allocation model's VB. An estimator builds an :class:`OptimizerProblem`,
+calls :func:`optimize` and sets its attributes from the
+:class:`OptimizerResult`; what follows the loop (learned rates held, the
+final fold-in) reads the result, never the estimator.
+
+**The kernel protocol** (VB, EM, their learned-rates wrapper, RESCAL's and
+coupled RESCAL's kernels, the allocation model's VB):
+
+- ``step(state, contractor, priors) -> (state, info)``, a pure map, with
+  ``info.objective`` the objective of the new state (VB's bound, EM's log
+  joint; it never decreases from step to step);
+- ``objective(state, contractor, priors) -> float``;
+- for SQUAREM (:mod:`._acceleration`), the state is a
+  :class:`~._states.VBState` or :class:`~._states.EMState` and the kernel
+  has ``state_from_means``-style projections (see that module).
+
+A problem's ``start(rng, restart, contractor) -> state`` says where each
+restart begins. The samplers have the other driver,
+:func:`~._chains.drive_chain` (state, ``step(rng, state) -> (state, info)``,
+``info.log_likelihood``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, NamedTuple
+
+from joblib import Parallel, delayed
+
+from ._convergence import distance_to_limit, run_to_convergence
+
+__all__ = ["OptimizerProblem", "OptimizerResult", "Settings", "optimize"]
+
+
+class OptimizerProblem(NamedTuple):
+    """What a VB or EM fit runs: a kernel, what its steps read, and where
+    each restart starts.
+
+    ``contractor`` serves every restart run in this process. Restarts in
+    other processes (``n_jobs``) build their own with ``rebuild()`` where
+    given (a contractor holds compiled plans that are cheaper to rebuild
+    than to ship), else receive ``contractor`` pickled.
+    """
+
+    kernel: object
+    contractor: object
+    priors: object
+    start: Callable  # (rng, restart, contractor) -> state
+    rebuild: Callable | None = None
+
+
+class OptimizerResult(NamedTuple):
+    """The best restart: its last state, its objective after every
+    iteration, whether the stopping rule was met, and what to tell the
+    user where it was not (None where it was)."""
+
+    state: object
+    objectives: list
+    converged: bool
+    not_converged: str | None = None
+
+
+class Settings(NamedTuple):
+    """The loop's settings, from the estimator's parameters."""
+
+    max_iter: int
+    tol: float
+    acceleration: str | None = "squarem"
+    verbose: int = 0
+    verbose_interval: int = 10
+
+
+def _reporter(settings, restart):
+    """``report(iteration, objectives)`` printing every ``verbose_interval``-th
+    iteration with ``verbose >= 2``; None when silent."""
+    if settings.verbose < 2:
+        return None
+    start = time.perf_counter()
+
+    def report(iteration, objectives):
+        if iteration % settings.verbose_interval == 0:
+            change = objectives[-1] - objectives[-2] if len(objectives) > 1 else float("nan")
+            print(f"  Iteration {iteration}\t time lapse {time.perf_counter() - start:.5f}s"
+                  f"\t objective {objectives[-1]:.6g}\t change {change:.5g}", flush=True)
+
+    return report
+
+
+def _run_restart(problem, rng, restart, settings, contractor=None):
+    """One restart from ``problem.start`` to convergence (contractor: this
+    process's, or None to build or receive one)."""
+    if contractor is None:
+        contractor = problem.contractor if problem.rebuild is None else problem.rebuild()
+    if settings.verbose:
+        print(f"Initialization {restart}", flush=True)
+    state = problem.start(rng, restart, contractor)
+    return run_to_convergence(problem.kernel, state, contractor, problem.priors,
+                              settings.max_iter, settings.tol, _reporter(settings, restart),
+                              acceleration=settings.acceleration)
+
+
+def optimize(problem, rngs, settings, *, n_jobs=1):
+    """Run ``problem`` from one restart per generator of ``rngs`` and keep
+    the one of highest final objective.
+
+    Parameters
+    ----------
+    problem : OptimizerProblem
+    rngs : sequence of numpy.random.Generator
+        One per restart (spawned by the caller, so that a restart's numbers
+        depend on its place only).
+    settings : Settings
+        ``max_iter`` and ``tol`` (nats to the limit, :mod:`._convergence`),
+        ``acceleration``, and ``verbose``: 1 prints each restart's start
+        and end with the time left, 2 also every ``verbose_interval``-th
+        iteration's objective.
+    n_jobs : int or None, default=1
+        Restarts in parallel through joblib (1: in this process, sharing
+        ``problem.contractor``).
+
+    Returns
+    -------
+    OptimizerResult
+        Of the best restart; its ``not_converged`` is the message the
+        estimator warns with (scikit-learn's ``ConvergenceWarning``; this
+        layer does not import scikit-learn) where it did not converge.
+    """
+    n_init = len(rngs)
+    began = time.perf_counter()
+    if n_jobs == 1:
+        results = []
+        for restart, rng in enumerate(rngs):
+            results.append(_run_restart(problem, rng, restart, settings, problem.contractor))
+            if settings.verbose:
+                done, elapsed = restart + 1, time.perf_counter() - began
+                objectives = results[-1][1]
+                print(f"Initialization {restart} ({done} of {n_init}): {len(objectives)} "
+                      f"iterations, objective {objectives[-1]:.6g}, {elapsed:.2f} s so far; "
+                      f"~{elapsed / done * (n_init - done):.0f} s left", flush=True)
+    else:
+        # Each process builds (or receives) its own contractor.
+        shipped = problem._replace(contractor=None) if problem.rebuild else problem
+        results = Parallel(n_jobs=n_jobs)(
+            delayed(_run_restart)(shipped, rng, restart, settings)
+            for restart, rng in enumerate(rngs))
+    state, objectives, converged = max(results, key=lambda result: result[1][-1])
+    message = None if converged else (
+        f"Best of {n_init} initialisation(s) did not converge in {settings.max_iter} "
+        f"iterations (its bound's estimated distance to its limit is "
+        f"{distance_to_limit(objectives):.3g} nats, tol={settings.tol:g}); increase "
+        "max_iter, relax tol or check the data.")
+    return OptimizerResult(state, objectives, converged, message)
