@@ -124,3 +124,58 @@ def test_fit_transform_folds_in_once(monkeypatch, rng):
     W = BayesianNMF(2, random_state=0).fit_transform(X)
     assert len(calls) == 1
     np.testing.assert_array_equal(W, BayesianNMF(2, random_state=0).fit(X).transform(X))
+
+
+@pytest.mark.parametrize("make, X_shape", [
+    (lambda **kw: BayesianNMF(2, **kw), (12, 6)),
+    (lambda **kw: PoissonCP(2, **kw), (8, 5, 4)),
+    (lambda **kw: PLTF("ik,kj->ij", 2, **kw), (12, 6)),
+])
+@pytest.mark.parametrize("name", ["prior_shape", "prior_rate"])
+@pytest.mark.parametrize("key", [7, -1, "ik", 1.0, True])
+def test_a_prior_key_that_names_no_factor_is_refused(make, X_shape, name, key):
+    """A dict prior's keys are factor positions; any other key is an error
+    naming it and the model's positions, not an entry silently dropped."""
+    X = np.random.default_rng(0).poisson(2.0, size=X_shape).astype(float)
+    n_factors = len(X_shape)
+    value = {a: 1.0 for a in range(n_factors)}
+    value[key] = 2.0
+    if len(value) == n_factors:  # True and 1.0 are equal to the key 1: replace it
+        value = {a: 1.0 for a in range(n_factors) if a != 1}
+        value[key] = 2.0
+    est = make(**{name: value})
+    with pytest.raises(ValueError, match=rf"{name} key {key!r} names no factor.*positions, here 0 \('"):
+        est.fit(X)
+    assert not hasattr(est, "model_")
+    # positions, numpy integers among them, are accepted
+    make(**{name: {np.int64(a): 1.0 for a in range(n_factors)}}, max_iter=5).fit(X)
+
+
+def test_auto_only_as_the_whole_prior_rate(counts):
+    for value in ({0: "auto"}, {0: "auto", 1: 1.0}):
+        est = BayesianNMF(2, prior_rate=value)
+        with pytest.raises(ValueError, match="'auto' is accepted only as the whole value"):
+            est.fit(counts)
+        with pytest.raises(ValueError, match="'auto' is accepted only as the whole value"):
+            est.partial_fit(counts)
+        assert not hasattr(est, "model_")
+    with pytest.raises(ValueError, match=r"prior_rate\[1\]='fast'"):
+        BayesianNMF(2, prior_rate={0: 1.0, 1: "fast"}).fit(counts)
+    # the whole value learns the rates
+    assert len(BayesianNMF(2, prior_rate="auto", max_iter=5).fit(counts).prior_rate_) == 2
+
+
+def test_dict_priors_of_the_tied_and_fixed_factors_are_accepted():
+    """RESCAL's documented {0: A, 2: G} (and 1, A again) and a fixed factor's
+    position are positions of the model."""
+    from sklearn_pltf import BayesianRESCAL
+
+    rng = np.random.default_rng(1)
+    X = rng.poisson(1.0, size=(6, 6, 2)).astype(float)
+    BayesianRESCAL(2, prior_rate={0: 1.0, 2: 2.0}, max_iter=5, random_state=0).fit(X)
+    BayesianRESCAL(2, prior_rate={0: 1.0, 1: 1.0, 2: 2.0}, max_iter=5, random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"prior_rate key 3 names no factor"):
+        BayesianRESCAL(2, prior_rate={0: 1.0, 2: 2.0, 3: 1.0}).fit(X)
+    H = rng.gamma(1.0, 1.0, size=(2, 6))
+    PLTF("ik,kj->ij", 2, fixed_factors={1: H}, prior_rate={0: 1.0, 1: 3.0},
+         max_iter=5, random_state=0).fit(X[:, :, 0])

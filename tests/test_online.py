@@ -92,3 +92,54 @@ def test_partial_fit_continues_a_fit_and_refuses_what_it_cannot_do():
         BayesianNMF(2, method="em").partial_fit(X)
     # a fit afterwards starts afresh
     assert not hasattr(est.fit(X), "n_batch_iter_")
+
+
+@pytest.mark.parametrize("Estimator, shape, n_components", [
+    (BayesianNMF, (42, 12), 3), (PoissonCP, (42, 6, 5), 3), (TuckerVB, (42, 6, 5), (2, 2, 2))])
+@pytest.mark.parametrize("learned", [{"ard": True}, {"prior_rate": "auto"}])
+@pytest.mark.parametrize("start", ["partial_fit", "fit"])
+def test_learned_rates_follow_batches_of_any_size(Estimator, shape, n_components, learned, start):
+    """The rates learned on the first batch (or by fit) are held for batches
+    of other sizes: the sample factor's, which do not vary along the samples,
+    at each batch's size, the others' as they were learned."""
+    rng = np.random.default_rng(2)
+    X = rng.poisson(2.0, size=shape).astype(float)
+    est = Estimator(n_components, total_samples=42, random_state=0, **learned)
+    getattr(est, start)(X[:20])
+    first = [None if r is None else r.copy() for r in est.prior_rate_]
+    for batch in (X[20:35], X[35:]):
+        est.partial_fit(batch)
+        assert est.prior_rate_[0].shape[0] == est.factors_[0].shape[0] == batch.shape[0]
+        W = est.transform(X[:5])
+        assert W.shape[0] == 5 and np.all(np.isfinite(W)) and np.all(W > 0)
+        assert np.isfinite(est.score(X[:5]))
+    assert all(np.all(np.isfinite(r)) and np.all(r > 0) for r in est.prior_rate_ if r is not None)
+    # the sample factor's per-sample rate and the other factors' rates as learned first
+    np.testing.assert_array_equal(est.prior_rate_[0], np.broadcast_to(first[0][:1],
+                                                                      est.prior_rate_[0].shape))
+    for held, now in zip(first[1:], est.prior_rate_[1:]):
+        np.testing.assert_array_equal(now, held)
+
+
+def test_a_failed_partial_fit_leaves_the_estimator_as_it_was(monkeypatch):
+    """Whatever the step raises (here the SVI step itself, after the fold-in),
+    every attribute is put back, and the estimator goes on working."""
+    from sklearn_pltf.inference import svi
+
+    X = _nmf_counts(42)
+    est = BayesianNMF(3, ard=True, total_samples=42, random_state=0)
+    est.partial_fit(X[:20]).partial_fit(X[20:35])
+    before = dict(est.__dict__)
+    W = est.transform(X[:5])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the step fails")
+
+    monkeypatch.setattr(svi, "global_step", broken)
+    with pytest.raises(RuntimeError, match="the step fails"):
+        est.partial_fit(X[35:])
+    assert est.__dict__.keys() == before.keys()
+    assert all(est.__dict__[k] is v for k, v in before.items())
+    np.testing.assert_array_equal(est.transform(X[:5]), W)
+    monkeypatch.undo()
+    assert est.partial_fit(X[35:]).n_batch_iter_ == 4

@@ -62,12 +62,14 @@ SHARED_PARAMETERS = """\
         Chib's does (the user guide compares them).
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every factor entry: a scalar, an array
-        broadcastable to every factor, or ``{factor position: value}``. A prior
-        given as mean ``m`` and shape ``a`` has rate ``a / m``.
+        broadcastable to every factor, or ``{factor position: value}`` (a key
+        that is no factor position raises). A prior given as mean ``m`` and
+        shape ``a`` has rate ``a / m``.
         ``prior_rate="auto"``: each factor's rate learned by the evidence
         with VB (type-II maximum likelihood, ``Σ prior_shape / Σ E[Z]`` at
         every step), in ``prior_rate_``; ``log_evidence_`` is then the bound
-        at the learned rates.
+        at the learned rates. ``"auto"`` is the whole value of ``prior_rate``,
+        not a dict entry.
     max_iter : int, default=1000
         VB and EM: iterations per initialisation (an iteration is a SQUAREM
         cycle of three sweeps, or with ``acceleration=None`` one sweep that

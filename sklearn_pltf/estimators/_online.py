@@ -70,7 +70,9 @@ class OnlineVBMixin:
         predictive bound of new data (there is no training evidence: the
         past batches are not kept). Learned rates (``prior_rate="auto"``,
         ``ard=True``) are learned on the first batch, as :meth:`fit` learns
-        them, and held for the later ones; ``prune=True`` needs :meth:`fit`.
+        them, and held for the later ones, whatever their size (the sample
+        factor's rates do not vary along the samples); ``prune=True`` needs
+        :meth:`fit`. A call that raises leaves the estimator as it was.
 
         Parameters
         ----------
@@ -108,7 +110,10 @@ class OnlineVBMixin:
         state = with_factor(self._state, alpha, folded, lambda batch, _: batch)
         model = contractor.model
         priors = self._gamma_priors(model)
-        if getattr(self, "_rate_learning", None) is not None:
+        learning = getattr(self, "_rate_learning", None)
+        if learning is not None:
+            # The held rates at this batch's size: the sample factor's do not
+            # vary along the samples, so they are re-broadcast per batch.
             priors = held_priors(priors, self._fitted_priors, self._sample_priors(model, alpha),
                                  alpha)
         step = getattr(self, "n_batch_iter_", 1)
@@ -122,6 +127,12 @@ class OnlineVBMixin:
             if stale not in LEARNED_ATTRIBUTES:  # the rates learned on the first batch stay
                 self.__dict__.pop(stale, None)
         self.model_, self._state = model, state
+        if learning is not None:
+            # The held priors follow ``model_`` (fold-ins read the sample
+            # factor's per-sample rate from them at its shape), and so does
+            # ``prior_rate_``; the rates themselves are the first batch's.
+            self._fitted_priors = priors
+            set_learned_attributes(self, learning, None, priors)
         self._keep_sample_start(model, state)
         self._fingerprint, self._folded_in_fit = None, False
         self.factors_ = tuple(m.copy() for m in state.mean)

@@ -46,6 +46,8 @@ ARD_ATTRIBUTES = """\
         With ``prior_rate="auto"`` or ``ard=True``: the fitted prior rate of
         every element of each factor (None for fixed factors), the rates at
         which ``log_evidence_`` is the bound and new samples are folded in.
+        After :meth:`partial_fit`, the sample factor's is of the last batch's
+        size (the same rate for every sample).
     relevance_ : ndarray of shape (n_components,), or dict
         With ``ard=True``: each component's relevance, the prior mean
         ``1 / λ`` of its elements; near zero for components the data do not

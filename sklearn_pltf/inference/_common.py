@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -38,12 +39,15 @@ def gamma_priors(model, prior_shape, prior_rate, free=None):
         A bound model.
     prior_shape, prior_rate : float, array-like or dict
         A scalar or an array broadcastable to every free factor's shape, or a
-        dict ``{position: value}`` with one entry per free factor. Both must
-        be > 0.
+        dict ``{position: value}`` with one entry per free factor (an entry
+        for a factor not in ``free`` is not used; a key that is no position
+        of ``model`` raises). Both must be > 0.
     free : tuple of int, default=None
         The factors to give priors to (default: every factor not fixed).
     """
     free = model.free if free is None else tuple(free)
+    prior_shape = _by_position(prior_shape, model, "prior_shape")
+    prior_rate = _by_position(prior_rate, model, "prior_rate")
     shapes, rates = [None] * model.n_factors, [None] * model.n_factors
     for alpha in free:
         shapes[alpha] = _per_factor(prior_shape, alpha, model, "prior_shape")
@@ -66,12 +70,55 @@ def priors_for(priors, data):
     return GammaPriors(*on_data, priors.log_normalizer)
 
 
+def _positions(model):
+    """``0 ('ik'), 1 ('kj')``: the factor positions of ``model``, for messages."""
+    return ", ".join(f"{a} ({f!r})" for a, f in enumerate(model.factors))
+
+
+def _by_position(value, model, name):
+    """``value`` (a prior hyper-parameter) checked: a dict's keys must be
+    positions of ``model``'s factors (returned as ``{int: value}``), and no
+    value, in a dict or not, may be a string (``prior_rate="auto"`` is the
+    estimator's to turn into learned rates: as the whole value, not per
+    factor)."""
+    if not isinstance(value, dict):
+        _check_not_text(value, name, name)
+        return value
+    by_position = {}
+    for key, entry in value.items():
+        if (isinstance(key, bool) or not isinstance(key, Integral)
+                or not 0 <= key < model.n_factors):
+            raise ValueError(
+                f"{name} key {key!r} names no factor of {model.string!r}: its keys are factor "
+                f"positions, here {_positions(model)}.")
+        _check_not_text(entry, f"{name}[{key!r}]", name)
+        by_position[int(key)] = entry
+    return by_position
+
+
+def _check_not_text(value, where, name):
+    if not isinstance(value, str):
+        return
+    if value == "auto" and name == "prior_rate":
+        raise ValueError(
+            f"{where}='auto': 'auto' is accepted only as the whole value of prior_rate "
+            "(prior_rate='auto' learns the rate of every factor that carries no ARD index); "
+            "a dict's values must be numbers or arrays.")
+    raise ValueError(f"{where}={value!r}: {name} must be a number, an array or a dict "
+                     "{factor position: number or array}.")
+
+
 def _per_factor(value, alpha, model, name):
     if isinstance(value, dict):
         if alpha not in value:
-            raise ValueError(f"{name} has no entry for factor {alpha} ({model.factors[alpha]!r}).")
+            raise ValueError(f"{name} has no entry for factor {alpha} ({model.factors[alpha]!r}); "
+                             f"the model's factors: {_positions(model)}.")
         value = value[alpha]
-    array = np.asarray(value, dtype=np.float64)
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} for factor {alpha} ({model.factors[alpha]!r}) is not a "
+                         f"number or an array of numbers: {value!r}.") from None
     target = model.factor_shape(alpha)
     try:
         array = np.broadcast_to(array, target)
