@@ -10,6 +10,7 @@ call follow the batch; the data seen before are not kept.
 
 from __future__ import annotations
 
+import functools
 from numbers import Real
 
 from sklearn.base import _fit_context
@@ -19,12 +20,12 @@ from .._array_api import array_api_refusal
 from .._contract import make_contractor
 from .._likelihood import get_likelihood
 from .._random import as_generator
-from ..inference import svi, vb
+from ..inference import svi
 from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..model import Model
-from ..inference._convergence import run_to_convergence
-from ..inference._hyperparameters import LearnedRatesKernel
+from ..inference._driver import OptimizerProblem
+from ._base import _kernel, _start, fit_by_optimizer
 from ._relevance import (LEARNED_ATTRIBUTES, held_priors, hold_learned_rates,
                          set_learned_attributes)
 from ._validation import check_fixed_factors_reach_the_data, input_namespace
@@ -173,14 +174,15 @@ class OnlineVBMixin:
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = self._gamma_priors(model)
         learning = self._rate_learning_for(model)
-        kernel = vb if learning is None else LearnedRatesKernel(vb, learning)
+        kernel = _kernel("vb", learning)
         rng = as_generator(self.random_state)
-        contractor = make_contractor(model, data, self.likelihood)
-        start = vb.init(rng, model, contractor, priors, {a: (f, f) for a, f in fixed.items()},
-                        self._first_start(model, data, fixed))
-        self._state, objectives, _ = run_to_convergence(
-            kernel, start, contractor, priors, self.max_iter, self.tol,
-            acceleration=self.acceleration)
+        given = {a: (f, f) for a, f in fixed.items()}
+        problem = OptimizerProblem(
+            kernel, make_contractor(model, data, self.likelihood), priors,
+            start=functools.partial(_start, kernel, model, priors, given,
+                                    self._first_start(model, data, fixed)))
+        self._state, objectives, _, _ = fit_by_optimizer(problem, [rng],
+                                                         self._optimizer_settings())
         self._rate_learning = learning
         if learning is not None:  # learned on this batch, held for the later ones
             held = hold_learned_rates(
