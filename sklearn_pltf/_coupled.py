@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from ._contract import make_contractor
 from .model import Model
 
-__all__ = ["CoupledModel", "CoupledContractor"]
+__all__ = ["CoupledModel", "CoupledContractor", "bind_models", "check_latent_sizes"]
 
 
 @dataclass(frozen=True)
@@ -167,12 +167,47 @@ class CoupledContractor:
 def bind_models(strings, shapes, n_components):
     """Parse and bind one model string per observed tensor of ``shapes``,
     every latent index sized by ``n_components`` (an int for all, or a dict
-    ``{index: size}`` over the indices of every model)."""
+    ``{index: size}`` over the indices of every model, each key a latent
+    index of at least one: :func:`check_latent_sizes`)."""
+    parsed = [Model.parse(string) for string in strings]
+    check_latent_sizes(n_components, parsed)
     models = []
-    for string, shape in zip(strings, shapes):
-        model = Model.parse(string)
+    for model, shape in zip(parsed, shapes):
         latent = n_components
         if isinstance(n_components, dict):
             latent = {c: n for c, n in n_components.items() if c in model.latent}
         models.append(model.bind(tuple(shape), latent))
     return models
+
+
+def check_latent_sizes(n_components, models):
+    """Raise unless every key of ``n_components``, where it is a dict
+    ``{index: size}``, is a latent index of one of ``models`` (parsed or
+    bound :class:`~sklearn_pltf.model.Model`; one for a single tensor).
+
+    The one check of a dict of latent sizes against the model strings, for
+    one model (:class:`~sklearn_pltf.PLTF`) and for several
+    (:class:`~sklearn_pltf.CoupledPLTF`, :func:`bind_models`): a key no
+    model has would otherwise be dropped in silence. The sizes themselves
+    are :meth:`Model.bind`'s to check (an int >= 1 each).
+    """
+    if not isinstance(n_components, dict):
+        return
+    latent = []
+    for model in models:
+        latent.extend(c for c in model.latent if c not in latent)
+    unknown = sorted((key for key in n_components
+                      if not isinstance(key, str) or key not in latent), key=repr)
+    if not unknown:
+        return
+    named = ", ".join(map(repr, unknown))
+    hint = ("; its keys are latent index letters" if any(not isinstance(k, str) for k in unknown)
+            else "")
+    if len(models) == 1:
+        where = f"Model {models[0].string!r} has latent indices {', '.join(latent) or 'none'}"
+        tail = "which it has not"
+    else:
+        strings = ", ".join(repr(m.string) for m in models)
+        where = f"The models {strings} have latent indices {', '.join(latent) or 'none'}"
+        tail = "which none of them has"
+    raise ValueError(f"{where}; n_components names {named}, {tail}{hint}.")

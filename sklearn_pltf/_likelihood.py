@@ -50,6 +50,7 @@ observed non-zeros are ever visited and the cost follows them):
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numba
 import numpy as np
@@ -196,6 +197,12 @@ class BernoulliPoissonLikelihood:
         return 0.0
 
 
+#: The most jumps (x / jump_mean) an observed value may hold under
+#: :class:`CompoundPoisson`: z = β x X̂ is about its square where X̂ meets
+#: the data, which float64 holds with room to spare below 1e300.
+MAX_JUMPS = 1e150
+
+
 class CompoundPoisson:
     """Non-negative real data as compound Poisson sums of exponential jumps.
 
@@ -210,7 +217,12 @@ class CompoundPoisson:
     Parameters
     ----------
     jump_mean : float, default=1.0
-        The mean size of one jump, in the data's units.
+        The mean size of one jump, in the data's units: a real number,
+        positive and finite, whose reciprocal (the jump rate) is finite too.
+        Checked here, when the likelihood is made (it is a value, as a
+        likelihood name is, that estimators take as given), with a
+        TypeError for what is not one real number and a ValueError for a
+        number out of range.
     """
 
     name = "compound_poisson"
@@ -219,11 +231,7 @@ class CompoundPoisson:
     mean_is_linear = True
 
     def __init__(self, jump_mean=1.0):
-        jump_mean = float(jump_mean)
-        if not np.isfinite(jump_mean) or jump_mean <= 0:
-            raise ValueError(f"jump_mean must be a positive number, got {jump_mean!r}.")
-        self.jump_mean = jump_mean
-        self.jump_rate = 1.0 / jump_mean
+        self.jump_mean, self.jump_rate = _checked_jump_mean(jump_mean)
 
     def __repr__(self):
         return f"CompoundPoisson(jump_mean={self.jump_mean!r})"
@@ -235,7 +243,19 @@ class CompoundPoisson:
         return hash((CompoundPoisson, self.jump_mean))
 
     def check(self, data):
-        """Compound Poisson data: any non-negative values (already checked on input)."""
+        """Raise unless every observed value (non-negative: checked on input)
+        holds a number of jumps the fit can count: x / jump_mean, about the
+        count N of jumps in x, at most ``MAX_JUMPS``. The fit's z = β x X̂
+        is about (x / jump_mean)² where X̂ meets the data, so beyond that it
+        overflows and the objective turns NaN."""
+        limit = MAX_JUMPS * self.jump_mean
+        n_bad = int(data.value_sum(lambda x: x > limit))
+        if n_bad:
+            raise ValueError(
+                f"likelihood {self!r}: {n_bad} observed value(s) exceed {limit:.3g}, i.e. hold "
+                f"more than {MAX_JUMPS:.0e} jumps of mean {self.jump_mean!r}, beyond what the "
+                "fit can count in floating point; give jump_mean on the scale of the data "
+                "(the size of one event in their units), or rescale the data.")
 
     def _per_entry(self, kernel, x, xhat):
         """``kernel(x, xhat, jump_rate, out)`` over x and X̂ broadcast
@@ -309,6 +329,27 @@ class CompoundPoisson:
         positive value's density is a Poisson mixture of Gamma(N, β)
         densities, each at most β there, so n_positive · log β."""
         return data.value_sum(lambda x: np.where(x > 0, np.log(self.jump_rate), 0.0))
+
+
+def _checked_jump_mean(jump_mean):
+    """``(jump_mean, 1 / jump_mean)`` as floats, or the error that names
+    what is wrong: not one real number (None, a string, an array, a bool:
+    TypeError), or not positive and finite, or so small that its
+    reciprocal, the rate every kernel reads, overflows (ValueError)."""
+    if isinstance(jump_mean, (bool, np.bool_)) or not isinstance(jump_mean, Real):
+        raise TypeError(f"jump_mean must be one real number (the mean size of one jump), got "
+                        f"{jump_mean!r} of type {type(jump_mean).__name__}.")
+    jump_mean = float(jump_mean)
+    if not np.isfinite(jump_mean) or jump_mean <= 0:
+        raise ValueError(f"jump_mean must be a positive number, got {jump_mean!r}.")
+    with np.errstate(over="ignore"):
+        jump_rate = float(np.float64(1.0) / np.float64(jump_mean))
+    if not np.isfinite(jump_rate):
+        raise ValueError(
+            f"jump_mean must be a positive number whose reciprocal, the jump rate, is finite; "
+            f"got {jump_mean!r}, whose rate 1 / jump_mean overflows (jump_mean must be at "
+            f"least {1.0 / np.finfo(np.float64).max:.3g}).")
+    return jump_mean, jump_rate
 
 
 @numba.njit(cache=True, nogil=True)

@@ -232,3 +232,53 @@ def test_negative_values_are_refused():
     X[0, 0] = -0.5
     with pytest.raises(ValueError, match="negative"):
         BayesianNMF(2, likelihood="compound_poisson").fit(X)
+
+
+@pytest.mark.parametrize("jump_mean", [-np.inf, -0.0, -1e-320])
+def test_a_jump_mean_that_is_not_positive_is_refused_on_every_side(jump_mean):
+    with pytest.raises(ValueError, match="jump_mean must be a positive number"):
+        CompoundPoisson(jump_mean)
+
+
+@pytest.mark.parametrize("jump_mean", [None, "abc", "1.0", True, np.bool_(True), [1.0],
+                                       np.array([1.0]), np.array([1.0, 2.0]), np.array(1.0),
+                                       1 + 0j])
+def test_a_jump_mean_that_is_not_one_real_number_is_a_type_error(jump_mean):
+    with pytest.raises(TypeError, match="jump_mean must be one real number"):
+        CompoundPoisson(jump_mean)
+
+
+@pytest.mark.parametrize("jump_mean", [1e-320, 5e-309, np.float64(1e-310)])
+def test_a_jump_mean_whose_rate_overflows_is_refused(jump_mean):
+    """Positive and finite, but 1 / jump_mean is inf: once accepted, the fit
+    then failed with a NaN objective."""
+    with pytest.raises(ValueError, match="reciprocal, the jump rate, is finite"):
+        CompoundPoisson(jump_mean)
+
+
+@pytest.mark.parametrize("jump_mean", [np.float32(0.5), np.int64(2), 2, 1e308])
+def test_any_real_positive_jump_mean_with_a_finite_rate_is_taken(jump_mean):
+    likelihood = CompoundPoisson(jump_mean)
+    assert likelihood.jump_mean == float(jump_mean) and type(likelihood.jump_mean) is float
+    assert likelihood.jump_rate == 1.0 / float(jump_mean) and np.isfinite(likelihood.jump_rate)
+
+
+def test_data_holding_more_jumps_than_the_fit_can_count_are_refused_at_fit():
+    """x / jump_mean beyond MAX_JUMPS (z = βxX̂ about its square
+    overflows): a clear error at fit naming jump_mean, for every estimator
+    that takes the likelihood; just below it the fit is finite."""
+    from sklearn_pltf._likelihood import MAX_JUMPS
+
+    X = _draw(9)
+    tiny = CompoundPoisson(1e-200)
+    for estimator, data in [(BayesianNMF(2, likelihood=tiny), X),
+                            (CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 2,
+                                         likelihood=("poisson", tiny)), [np.round(X), X])]:
+        with pytest.raises(ValueError, match=r"jump_mean=1e-200.*more than 1e\+150 jumps"):
+            estimator.fit(data)
+    near = X * (0.9 * MAX_JUMPS / X.max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = BayesianNMF(2, likelihood="compound_poisson", max_iter=20,
+                          random_state=0).fit(near)
+    assert np.isfinite(est.lower_bound_) and np.all(np.isfinite(est.lower_bounds_))

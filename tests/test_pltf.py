@@ -262,3 +262,27 @@ def test_transform_of_a_sample_does_not_depend_on_the_batch(cp_data, layout):
     np.testing.assert_allclose(est.transform(as_input(cp_data[::3])), whole[::3], rtol=1e-12)
     order = np.random.default_rng(0).permutation(len(cp_data))
     np.testing.assert_allclose(est.transform(as_input(cp_data[order])), whole[order], rtol=1e-12)
+
+
+@pytest.mark.parametrize("model, ard, repeated", [
+    ("ir,jr,kr->ijk", "rr", "'r'"),
+    ("ip,jq,kr,pqr->ijk", "pqp", "'p'"),
+    ("ip,jq,kr,pqr->ijk", "pqrqp", "'p', 'q'"),
+])
+def test_ard_naming_a_latent_index_twice_is_refused(cp_data, model, ard, repeated):
+    """ard names a set of indices: a letter given twice is a slip for
+    another, refused before the fit (it once reached the relevance solve as
+    a singular matrix)."""
+    with pytest.raises(ValueError, match=f"ard='{ard}' names latent index {repeated} more than "
+                                         "once"):
+        fit(cp_data, model=model, n_components=2, ard=ard, max_iter=3)
+
+
+@pytest.mark.parametrize("n_components, message", [
+    ({0: 3}, "n_components names 0, which it has not; its keys are latent index letters"),
+    ({"r": 3, ("r",): 3}, r"n_components names \('r',\), which it has not"),
+    ({"r": 3, "i": 3}, "n_components names 'i', which it has not"),  # an observed index
+])
+def test_n_components_keys_that_are_no_latent_index_are_refused(cp_data, n_components, message):
+    with pytest.raises(ValueError, match=message):
+        fit(cp_data, n_components=n_components, max_iter=3)

@@ -105,3 +105,17 @@ def test_pickles_clones_and_reproduces():
     refit = clone(est).fit(X)
     assert refit.get_params()["tied_factors"] == {1: 0}
     np.testing.assert_array_equal(refit.factors_[0], est.factors_[0])
+
+
+@pytest.mark.parametrize("tied, message", [
+    ({1: 7}, "tied_factors value 7 is neither a factor position 0..2"),
+    ({1: True}, "tied_factors value True is neither a factor position"),
+    ({"xy": 0}, "tied_factors key 'xy' must name exactly one factor"),
+    ({1: 0, "jb": "ia"}, r"tied_factors gives factor 1 \('jb'\) twice"),
+])
+def test_tied_factors_keys_and_values_are_both_checked(tied, message):
+    """Keys and values are factors, by position or index string; each tied
+    factor is given once (two spellings of one key once collapsed in silence)."""
+    X = _rescal_data(np.random.default_rng(2), 6, 2, 2, "poisson")
+    with pytest.raises(ValueError, match=message):
+        PLTF("ia,jb,abk->ijk", 2, tied_factors=tied).fit(X)

@@ -20,7 +20,7 @@ from ..distributed import as_distributed_tensor, unreachable_nonzeros
 
 __all__ = ["validate_tensor", "input_namespace", "check_entry_indices",
            "check_fixed_factors_reach_the_data",
-           "given_start", "real_factor_copy", "factor_position"]
+           "given_start", "real_factor_copy", "factor_position", "tied_positions"]
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
@@ -201,20 +201,44 @@ def real_factor_copy(value, what):
     return np.array(given, dtype=np.float64, copy=True)
 
 
-def factor_position(model, key, name):
+def factor_position(model, key, name, role="key"):
     """The position of the factor ``key`` names in parameter ``name``: a
-    position, or a factor's index string."""
+    position, or a factor's index string (``role``: what ``key`` is in
+    ``name``, for the message: a dict's ``"key"`` or ``"value"``)."""
     if isinstance(key, str):
         matches = [a for a, f in enumerate(model.factors) if f == key]
         if len(matches) != 1:
             raise ValueError(
-                f"{name} key {key!r} must name exactly one factor of {model.string!r} "
-                f"(factors: {', '.join(model.factors)})."
+                f"{name} {role} {key!r} must name exactly one factor of {model.string!r} "
+                f"(factors: {', '.join(model.factors)}); {key!r} is not exactly one factor's "
+                "index string."
             )
         return matches[0]
     if isinstance(key, bool) or not isinstance(key, Integral) or not 0 <= key < model.n_factors:
         raise ValueError(
-            f"{name} key {key!r} is neither a factor position 0..{model.n_factors - 1} "
+            f"{name} {role} {key!r} is neither a factor position 0..{model.n_factors - 1} "
             "nor a factor's index string."
         )
     return int(key)
+
+
+def tied_positions(model, tied_factors):
+    """``{position: source position}`` from ``tied_factors``, a dict whose
+    keys (the tied factors) and values (the factors they are) are each a
+    position or an index string of a factor of ``model`` (parsed or bound),
+    each tied factor given once; ``{}`` for None.
+
+    The one check of ``tied_factors`` for every estimator that takes it
+    (:class:`~sklearn_pltf.PLTF`, :class:`~sklearn_pltf.CoupledPLTF`, whose
+    first model holds the tie); whether the tie is a supported structure is
+    :func:`~._tied.tied_structure`'s to say.
+    """
+    tied = {}
+    for key, source in (tied_factors or {}).items():
+        position = factor_position(model, key, "tied_factors")
+        if position in tied:
+            raise ValueError(
+                f"tied_factors gives factor {position} ({model.factors[position]!r}) twice; "
+                "give each tied factor once.")
+        tied[position] = factor_position(model, source, "tied_factors", role="value")
+    return tied

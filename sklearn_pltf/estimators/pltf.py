@@ -9,9 +9,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..model import Model
 from ._base import BasePoissonPLTF
-from ._validation import factor_position, real_factor_copy
+from .._coupled import check_latent_sizes
+from ._validation import factor_position, real_factor_copy, tied_positions
 from ._named import fill_doc
-from ._tied import TiedFactorMixin, tied_by_position
+from ._tied import TiedFactorMixin
 
 
 @fill_doc
@@ -58,7 +59,7 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
     ard : bool or str, default=False
         Automatic relevance determination (VB): ``True`` gives every latent
         index a relevance per value, a string only the latent indices it
-        names (e.g. ``"r"``, not a convolution's lag). A relevance is shared
+        names, each once (e.g. ``"r"``, not a convolution's lag). A relevance is shared
         by every free factor that carries its index: an element's prior is
         ``Gamma(prior_shape, prior_shape · Π relevance⁻¹)`` over its ARD
         indices, so values the data do not need fall to zero mass
@@ -173,14 +174,15 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)
+        check_latent_sizes(self.n_components, [model])
         return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
 
     def _tied_positions(self, model):
-        return tied_by_position(model, self.tied_factors)
+        return tied_positions(model, self.tied_factors)
 
     def _ard_indices(self, model):
         if isinstance(self.ard, str):
-            return self.ard
+            return _checked_ard_letters(self.ard)
         return model.latent if self.ard else ""
 
     def _min_ndim(self):
@@ -188,6 +190,23 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
 
     def _accepts_tensors(self):
         return len(Model.parse(self.model).output) > 2
+
+
+def _checked_ard_letters(ard):
+    """``ard`` given as a string of latent indices, each named once.
+
+    A letter written twice is refused rather than read once: ``ard`` names
+    a set of indices, so a repeat is most likely a slip for another letter
+    (``"rr"`` for ``"rs"``), and reading it as ``"r"`` would fit a model
+    other than the one meant without a word. Whether each letter is a
+    latent index of the model is the rate learning's check
+    (:func:`~sklearn_pltf.inference._hyperparameters.rate_learning`)."""
+    repeated = sorted({c for c in ard if ard.count(c) > 1})
+    if repeated:
+        raise ValueError(
+            f"ard={ard!r} names latent index {', '.join(map(repr, repeated))} more than once; "
+            f"name each index once (e.g. ard={''.join(dict.fromkeys(ard))!r}).")
+    return ard
 
 
 def _fixed_by_position(model, fixed_factors):
