@@ -65,7 +65,8 @@ def scaled_prior_model(X, structure, rank, prior_shape, seed, likelihood="bernou
     """The ``structure`` model at ``rank`` whose prior mean of each X̂ entry
     is the data's mean (``mean``, else ``X.mean()``); with ``ard``, a
     relevance per component learned by the evidence."""
-    mean = float(np.mean(X)) if mean is None else mean
+    mean = data_mean(X) if mean is None else mean
+    check_data_mean(mean)
     ndim = X.ndim
     if structure in ("CP", "NMF"):
         factor_mean = (mean / rank) ** (1.0 / ndim)
@@ -73,10 +74,42 @@ def scaled_prior_model(X, structure, rank, prior_shape, seed, likelihood="bernou
         factor_mean = (mean / rank**2) ** (1.0 / 3)
     else:  # Tucker: one factor per axis and the core, rank^ndim terms
         factor_mean = (mean / rank**ndim) ** (1.0 / (ndim + 1))
+    if not np.finfo(np.float64).tiny <= factor_mean < np.inf:  # mean / rank^k underflowed
+        raise ValueError(
+            f"the data's mean, {mean:.3g}, is too small for float64 to scale the prior of "
+            f"{structure} at rank {rank} to it (each factor's prior mean underflows); "
+            "multiply the data by a constant.")
     estimator = STRUCTURES[structure][0]
     return estimator(rank, likelihood=likelihood, prior_shape=prior_shape,
                      prior_rate=prior_shape / factor_mean, n_init=n_init, tol=1e-5,
                      random_state=seed, ard=ard)
+
+
+def data_mean(values):
+    """The mean of ``values``, infinite if their sum overflows float64
+    (:func:`check_data_mean` refuses it), without a RuntimeWarning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.mean(values))
+
+
+def check_data_mean(mean):
+    """Raise a ValueError naming the problem unless the data's mean, which
+    every prior is scaled to, is a normal positive float64: the mean of
+    values too small underflows (to 0: a prior rate of 1/0; or below the
+    smallest normal number, where float64 loses its precision), and the sum
+    of values too large overflows (a prior rate of 0)."""
+    tiny = np.finfo(np.float64).tiny
+    if tiny <= mean < np.inf:
+        return
+    if 0.0 <= mean < tiny:
+        raise ValueError(
+            f"the mean of the observed entries, {mean:.3g}, underflows float64 (it is below "
+            f"its smallest normal number, {tiny:.3g}): the values are too small for the prior "
+            "to be scaled to their mean; multiply the data by a constant.")
+    raise ValueError(
+        f"the mean of the observed entries is {mean} in float64 (their sum overflows): the "
+        "values are too large for the prior to be scaled to their mean; divide the data by "
+        "a constant.")
 
 
 def structures_for(X):
@@ -286,9 +319,16 @@ def main(argv=None, *, candidates=None):
         "bernoulli" if binary else "poisson")
     if likelihood == "bernoulli" and not binary:
         parser.error("--likelihood bernoulli needs 0/1 data; these hold other values.")
-    settings = dict(seed=args.seed, likelihood=likelihood, mean=float(X[observed].mean()),
+    settings = dict(seed=args.seed, likelihood=likelihood, mean=data_mean(X[observed]),
                     n_init=args.restarts, ard=args.ranks == "auto")
-    # Everything that can be refused is refused before the first fit.
+    # Everything that can be refused is refused before the first fit: first
+    # every prior scaled to the data's mean (data too small or too large for it).
+    for structure, rank in candidates:
+        for shape in args.prior_shapes:
+            try:
+                scaled_prior_model(X, structure, rank, shape, **settings)
+            except ValueError as exc:
+                parser.error(f"--data {args.data}: {exc}")
     folds = None
     if args.folds:
         try:

@@ -18,6 +18,7 @@ import numpy as np
 import sparse
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from ._array_api import array_namespace_of_input, as_namespace, device_of, to_numpy
 from ._data import is_sparse_input
 
 __all__ = ["LinkPredictionAUC", "link_prediction_auc", "link_prediction_scorer", "entry_values"]
@@ -31,9 +32,17 @@ class LinkPredictionAUC(NamedTuple):
 
 
 def entry_values(X, entries):
-    """The values of ``X`` (dense, pydata sparse or scipy.sparse) at
-    ``entries`` (n_entries x ndim integer coordinates), without densifying."""
-    entries = np.asarray(entries)
+    """The values of ``X`` (dense, pydata sparse or scipy.sparse, or a dense
+    array of another namespace, e.g. PyTorch or CuPy) at ``entries``
+    (n_entries x ndim integer coordinates), as a NumPy array, without
+    densifying (nor, with ``array_api_dispatch``, copying more than those
+    values from a device)."""
+    entries = to_numpy(entries)
+    xp = array_namespace_of_input(X)
+    if xp is not None:  # gathered where X lives; only the entries' values come to the host
+        flat = np.ravel_multi_index(tuple(entries.T), tuple(int(n) for n in X.shape))
+        index = as_namespace(flat.astype(np.int64), xp, device_of(X))
+        return to_numpy(xp.take(xp.reshape(X, (-1,)), index))
     if not is_sparse_input(X):
         return np.asarray(X)[tuple(entries.T)]
     coo = (X if isinstance(X, sparse.SparseArray) else sparse.COO.from_scipy_sparse(X)).asformat("coo")
@@ -57,8 +66,11 @@ def link_prediction_auc(estimator, X, entries):
     estimator : fitted estimator with ``predict_entries``
         Fitted with the held-out entries missing (e.g. with a training mask
         from :class:`~sklearn_pltf.model_selection.EntryKFold`).
-    X : ndarray, pydata sparse array or scipy.sparse matrix
-        The complete data; an entry is a link when its value is non-zero.
+    X : ndarray, pydata sparse array or scipy.sparse matrix, or array-API array
+        The complete data; an entry is a link when its value is non-zero. A
+        dense array of another namespace (``array_api_dispatch=True``) is
+        read where it lives: only the held-out entries' values, and the
+        predictions, come to the host for the AUC.
     entries : array-like of int, shape (n_entries, ndim)
         The held-out entries' coordinates.
 
@@ -74,7 +86,7 @@ def link_prediction_auc(estimator, X, entries):
         When the held-out entries are all links or all non-links (no AUC is
         defined), or hold missing values.
     """
-    entries = np.asarray(entries)
+    entries = to_numpy(entries)
     truth = entry_values(X, entries)
     if np.isnan(truth).any():
         raise ValueError("Some held-out entries are missing (NaN) in X; they have no label.")
@@ -84,7 +96,8 @@ def link_prediction_auc(estimator, X, entries):
             "The held-out entries must contain both links (non-zero) and non-links (zero) "
             f"for an AUC; got {int(links.sum())} links among {links.size} entries."
         )
-    scores = estimator.predict_entries(entries)
+    # Predicted where the fit lives (an array-API fit: on its device), ranked on the host.
+    scores = to_numpy(estimator.predict_entries(entries))
     return LinkPredictionAUC(float(roc_auc_score(links, scores)),
                              float(average_precision_score(links, scores)))
 

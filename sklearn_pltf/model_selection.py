@@ -18,8 +18,10 @@ import sparse
 from joblib import Parallel, delayed
 from sklearn import clone
 
+from ._array_api import array_namespace_of_input, to_numpy
 from ._data import as_observed_tensor
 from ._random import as_generator
+from .estimators import CoupledPLTF
 from .metrics import link_prediction_scorer
 
 __all__ = ["FullDataSplit", "EntryKFold", "cross_validate_entries"]
@@ -40,6 +42,15 @@ class FullDataSplit:
     search then chooses the rank by the evidence (Bayesian model selection),
     with no data held out. A K-fold splitter instead chooses by the predictive
     evidence of held-out samples.
+
+    Missing entries may be NaN in ``X`` or a ``mask``:
+    ``search.fit(X, mask=m)`` passes ``m`` to each ``fit`` only, and
+    ``score(X)`` recognises ``X`` as the data fitted with ``m`` and returns
+    that fit's evidence. With scikit-learn's metadata routing
+    (``sklearn.set_config(enable_metadata_routing=True)``), request the mask
+    for both: ``estimator.set_fit_request(mask=True).set_score_request(mask=True)``.
+    (A K-fold splitter scores new samples, which need their own mask: NaN in
+    ``X``, or routed to ``score`` so.)
 
     Examples
     --------
@@ -81,7 +92,11 @@ class EntryKFold:
     Memory and time are linear in ``X.size`` (every entry is assigned a
     fold), also for sparse ``X``; the training mask of sparse data is itself
     sparse (a pydata ``sparse.COO`` with fill value True that stores the
-    held-out entries), so the data are never densified.
+    held-out entries), so the data are never densified. A dense array of
+    another namespace (PyTorch, CuPy, ...; scikit-learn's
+    ``array_api_dispatch``) is copied to the host once to assign its entries
+    to folds; the training masks are NumPy arrays, which ``fit`` moves to
+    the data's device.
 
     Parameters
     ----------
@@ -137,6 +152,9 @@ class EntryKFold:
         test_entries : ndarray of shape (n_test, ndim)
             The fold's entries, in C order.
         """
+        if array_namespace_of_input(X) is not None:  # assigned on the host (see above)
+            X = to_numpy(X)
+            mask = None if mask is None else to_numpy(mask)
         data = as_observed_tensor(X, mask, allow_negative=True)
         observed, values = _observed_entries(data)
         if observed.size < self.n_splits:
@@ -209,12 +227,18 @@ def _training_mask(data, held_out, missing):
                       fill_value=True)
 
 
-def _target_and_side(X, mask):
+def _target_and_side(estimator, X, mask):
     """For several tensors (a list or tuple): the tensors and a list of
     their masks (the first is the target's, which the folds cut); for one,
-    ``([X], None)``."""
+    ``([X], None)``. A list for an estimator of one tensor is refused."""
     if not isinstance(X, (list, tuple)):
         return [X], None
+    if not isinstance(estimator, CoupledPLTF):  # every other estimator fits one tensor
+        raise ValueError(
+            f"X is a {type(X).__name__} of {len(X)} items, which cross_validate_entries reads "
+            f"as several tensors, but {type(estimator).__name__} fits one tensor. Pass that "
+            "tensor as one array (np.asarray(X) if it is written as nested lists), or use "
+            "CoupledPLTF for several tensors that share factors.")
     if len(X) == 0:
         raise ValueError("X is an empty list; pass one tensor or a list of several.")
     masks = [None] * len(X) if mask is None else list(mask)
@@ -252,7 +276,10 @@ def cross_validate_entries(estimator, X, *, cv=None, scoring=("roc_auc", "pr_auc
     ----------
     estimator : estimator with ``fit(X, mask=...)`` and ``predict_entries``
     X : ndarray, pydata sparse array or scipy.sparse matrix, or a list of them
-        The data; a list or tuple for an estimator of several tensors.
+        The data; a list or tuple for an estimator of several tensors (an
+        estimator of one tensor refuses one). With ``array_api_dispatch``,
+        a dense array of another namespace is fitted and predicted where it
+        lives (:class:`EntryKFold` assigns its folds on the host).
     cv : int or EntryKFold, default=None
         An :class:`EntryKFold`, or a number of folds (shuffled, unseeded);
         None is 10 folds.
@@ -282,7 +309,7 @@ def cross_validate_entries(estimator, X, *, cv=None, scoring=("roc_auc", "pr_auc
     for item in scoring:
         name = item if isinstance(item, str) else getattr(item, "__name__", "score")
         scorers[name] = link_prediction_scorer(item) if isinstance(item, str) else item
-    tensors, masks = _target_and_side(X, mask)
+    tensors, masks = _target_and_side(estimator, X, mask)
     results = Parallel(n_jobs=n_jobs, verbose=verbose)(
         delayed(_fit_and_score)(clone(estimator), X, train, test, scorers,
                                 masks=None if masks is None else [train] + masks[1:])

@@ -531,3 +531,125 @@ def test_tied_weights_apply_to_the_side_tensors_only():
     for field, field_twice in zip(new, new_twice):
         for a, b in zip(field, field_twice):
             np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# ------------------------------------------- parameters checked as PLTF's are
+@pytest.mark.parametrize("tied, message", [
+    ({1: 5}, "tied_factors value 5 is neither a factor position 0..2"),
+    ({5: 0}, "tied_factors key 5 is neither a factor position 0..2"),
+    ({"jb": "xx"}, "tied_factors value 'xx' must name exactly one factor"),
+    ({1: 0, "jb": "ia"}, r"tied_factors gives factor 1 \('jb'\) twice"),
+])
+def test_tied_factors_get_pltf_s_check(tied, message):
+    """One check of tied_factors for both estimators: the same dict gets the
+    same message from PLTF and CoupledPLTF (once an IndexError here)."""
+    X, Y = _draw_relational(12, n=6)
+    for fit in (lambda: PLTF(TIED[0], 2, tied_factors=tied).fit(X),
+                lambda: CoupledPLTF(TIED, 2, tied_factors=tied).fit([X, Y])):
+        with pytest.raises(ValueError, match=message):
+            fit()
+
+
+def test_tied_factors_by_index_string_are_the_tie_by_position():
+    """{'jb': 'ia'} names the same tie as {1: 0} (it was a TypeError)."""
+    X, Y = _draw_relational(13, n=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_string = CoupledPLTF(TIED, 2, tied_factors={"jb": "ia"}, max_iter=20,
+                                random_state=0).fit([X, Y])
+        by_position = CoupledPLTF(TIED, 2, tied_factors={1: 0}, max_iter=20,
+                                  random_state=0).fit([X, Y])
+    np.testing.assert_array_equal(by_string.lower_bounds_, by_position.lower_bounds_)
+    for a, b in zip(by_string.factors_, by_position.factors_):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n_components, message", [
+    ({"r": 2, "z": 3}, "latent indices r; n_components names 'z', which none of them has"),
+    ({0: 2}, "n_components names 0, which none of them has; its keys are latent index letters"),
+    ({"r": 2, "i": 3}, "n_components names 'i', which none of them has"),  # observed
+    ({"r": 0}, "must be >= 1"),
+    ({"r": 2.0}, "must be an int"),
+])
+def test_n_components_keys_no_model_has_are_refused(n_components, message):
+    """A key no model has was dropped in silence ({0: 2}: a TypeError)."""
+    X, Y = _draw(14, shape=(8, 6, 4))
+    with pytest.raises(ValueError, match=message):
+        CoupledPLTF(COUPLED, n_components).fit([X, Y])
+    with pytest.raises(ValueError, match=message):
+        bind_models(COUPLED, [X.shape, Y.shape], n_components)
+
+
+def test_n_components_keys_of_any_model_are_taken():
+    """Each key need be latent in one model only, and sizes that model alone."""
+    X, Y = _draw(15, shape=(8, 6, 4), coupled=False)
+    est = CoupledPLTF(INDEPENDENT, {"r": 2, "s": 3}, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit([X, Y])
+    assert [m.sizes["r" if "r" in m.latent else "s"] for m in est.models_] == [2, 3]
+
+
+def test_one_model_gets_pltf_s_n_components_message():
+    X = _draw(16, shape=(8, 6, 4))[0]
+    messages = []
+    for fit in (lambda: PLTF("ir,jr->ij", {"r": 2, "z": 3}).fit(X),
+                lambda: CoupledPLTF(("ir,jr->ij",), {"r": 2, "z": 3}).fit([X])):
+        with pytest.raises(ValueError) as error:
+            fit()
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+    assert "Model 'ir,jr->ij' has latent indices r; n_components names 'z', which it has not" \
+        in messages[0]
+
+
+@pytest.mark.parametrize("weights, error, message", [
+    ({0: 1.0, 1: 1.0}, ValueError, "tensor_weights must be None or a sequence .* got a dict"),
+    ({1.0, 2.0}, ValueError, "got a set"),
+    (np.array(1.0), ValueError, "got a ndarray"),
+    ((1.0, 1.0, 1.0), ValueError, "2 positive numbers, one per model string .*; got 3"),
+    ((1.0, np.nan), ValueError, "2 positive numbers .*weight 1 is nan"),
+    ((1.0, -np.inf), ValueError, "2 positive numbers .*weight 1 is -inf"),
+    (("a", 1.0), TypeError, "weight 0 is 'a', not a real number"),
+    ((1.0, None), TypeError, "weight 1 is None, not a real number"),
+    ((True, True), TypeError, "weight 0 is True, not a real number"),
+    ([[1.0], [1.0]], TypeError, r"weight 0 is \[1.0\], not a real number"),
+])
+def test_bad_weights_of_any_kind_are_clear_errors(weights, error, message):
+    X, Y = _draw(17, shape=(8, 6, 4))
+    with pytest.raises(error, match=message):
+        CoupledPLTF(COUPLED, 2, tensor_weights=weights).fit([X, Y])
+
+
+def test_weights_as_an_array_are_the_weights_as_a_tuple():
+    X, Y = _draw(18, shape=(8, 6, 4))
+    fits = []
+    for weights in [(1.0, 2.0), np.array([1, 2]), [np.float32(1.0), np.int64(2)]]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(CoupledPLTF(COUPLED, 2, tensor_weights=weights, max_iter=5,
+                                    random_state=0).fit([X, Y]))
+    for other in fits[1:]:
+        np.testing.assert_array_equal(other.lower_bounds_, fits[0].lower_bounds_)
+
+
+@pytest.mark.parametrize("params, mask, message", [
+    (dict(likelihood=("poisson",)), None,
+     "likelihood given per tensor must be a sequence .* of 2 likelihoods.*; got 1"),
+    (dict(likelihood=["poisson", "bernoulli", "poisson"]), None, "of 2 likelihoods.*; got 3"),
+    (dict(), {0: None, 1: None}, "mask must be None or a sequence of 2 masks .* got a dict"),
+    (dict(), [None, None, None], "mask must be None or a sequence of 2 masks.*; got 3"),
+])
+def test_per_tensor_sequences_of_the_wrong_kind_or_length_are_clear_errors(params, mask, message):
+    X, Y = _draw(19, shape=(8, 6, 4))
+    with pytest.raises(ValueError, match=message):
+        CoupledPLTF(COUPLED, 2, **params).fit([X, Y], mask=mask)
+
+
+@pytest.mark.parametrize("models, kind", [(dict.fromkeys(COUPLED), "dict"), (set(COUPLED), "set")])
+def test_models_without_an_order_are_refused(models, kind):
+    """A dict's keys or a set were taken as the models, in an order the
+    tensors need not have."""
+    X, Y = _draw(20, shape=(8, 6, 4))
+    with pytest.raises(ValueError, match=f"got a {kind}, which has no such order"):
+        CoupledPLTF(models, 2).fit([X, Y])

@@ -173,3 +173,33 @@ def test_cross_validation_is_the_same_sparse_and_in_parallel():
     for key in ("test_roc_auc", "test_pr_auc"):
         np.testing.assert_allclose(on_sparse[key], serial[key], rtol=1e-6)
         np.testing.assert_allclose(parallel[key], serial[key], rtol=1e-12)
+
+
+def test_a_list_of_tensors_for_an_estimator_of_one_is_refused_with_the_reason():
+    """A list is several tensors (CoupledPLTF's X); an estimator of one
+    tensor given one is told so, not numpy's "inhomogeneous shape"."""
+    from sklearn_pltf import BayesianNMF
+
+    A = binary_tensor()[:, :, 0].astype(float)
+    B = np.ones((A.shape[1], 3))
+    for estimator, X in [(BayesianNMF(2), [A, B]), (PoissonCP(2), (binary_tensor(),))]:
+        with pytest.raises(ValueError, match=fr"X is a {type(X).__name__} of {len(X)} items, "
+                           r"which cross_validate_entries reads as several tensors, but "
+                           fr"{type(estimator).__name__} fits one tensor\. Pass that tensor as "
+                           r"one array .*or use CoupledPLTF"):
+            cross_validate_entries(estimator, X, cv=3)
+
+
+def test_cross_validation_of_a_coupled_model_takes_its_list_of_tensors():
+    from sklearn_pltf import CoupledPLTF
+
+    rng = np.random.default_rng(0)
+    A, F = rng.gamma(1.0, 1.0, (20, 2)), rng.gamma(1.0, 1.0, (2, 4))
+    X = (rng.poisson(A @ rng.gamma(1.0, 1.0, (2, 15))) > 0).astype(float)
+    Y = rng.poisson(A @ F).astype(float)
+    est = CoupledPLTF(("ir,jr->ij", "ir,rf->if"), likelihood=("bernoulli", "poisson"),
+                      random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scores = cross_validate_entries(est, [X, Y], cv=EntryKFold(3, random_state=0))
+    assert scores["test_roc_auc"].shape == (3,) and np.all(scores["test_roc_auc"] > 0.5)

@@ -165,3 +165,97 @@ def test_grid_search_picks_the_structure_and_rank_by_evidence(structure):
         expected["tied_factors"] = RESCAL_TIE
     scores = dict(zip(map(str, result.cv_results_["params"]), result.cv_results_["mean_test_score"]))
     assert result.best_params_ == expected, scores
+
+
+def _masked_cases():
+    """(estimator, X, mask) of one tensor, of a coupled pair and of RESCAL's
+    relations, each with a fifth of the target's entries hidden by the mask
+    (their values kept in X, as EntryKFold's training masks leave them)."""
+    from sklearn_pltf import BayesianRESCAL, CoupledPLTF
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(rng.gamma(1.0, 2.0, (20, 2)) @ rng.gamma(1.0, 1.0, (2, 12))).astype(float)
+    mask = rng.random(X.shape) > 0.2
+    Y = rng.poisson(2.0, (12, 5)).astype(float)
+    R = (rng.random((8, 8, 3)) < 0.3).astype(float)
+    relations_mask = rng.random(R.shape) > 0.2
+    return {
+        "nmf": (BayesianNMF(random_state=0), X, mask),
+        "coupled": (CoupledPLTF(("ir,jr->ij", "jr,rf->jf"), random_state=0), [X, Y],
+                    [mask, None]),
+        "rescal": (BayesianRESCAL(likelihood="bernoulli", random_state=0), R, relations_mask),
+    }
+
+
+MASKED = _masked_cases()
+
+
+@pytest.mark.parametrize("routing", [False, True], ids=["mask-to-fit-only", "metadata-routing"])
+@pytest.mark.parametrize("name", list(MASKED))
+def test_grid_search_with_a_mask_ranks_by_the_evidence(name, routing):
+    """GridSearchCV(cv=FullDataSplit()).fit(X, mask=m) passes m to fit only
+    (without metadata routing): score(X) must still be the evidence of the
+    fit, not the fold-in score of X with the hidden entries observed, nor
+    NaN (a refused score) for every candidate."""
+    import sklearn
+    from sklearn.base import clone
+
+    estimator, X, mask = MASKED[name]
+    grid = [1, 2, 3]
+    evidence = [clone(estimator).set_params(n_components=k).fit(X, mask=mask).log_evidence_
+                for k in grid]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with sklearn.config_context(enable_metadata_routing=routing):
+            if routing:
+                estimator = clone(estimator).set_fit_request(mask=True).set_score_request(
+                    mask=True)
+            search = GridSearchCV(estimator, {"n_components": grid}, cv=FullDataSplit())
+            search.fit(X, mask=mask)
+    assert not [w for w in caught if "Scoring failed" in str(w.message)]
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], evidence, rtol=1e-12)
+    assert search.best_params_["n_components"] == grid[int(np.argmax(evidence))]
+    assert search.best_score_ == pytest.approx(search.best_estimator_.log_evidence_, rel=1e-12)
+
+
+def test_metadata_routing_needs_the_mask_requested_for_score_too():
+    import sklearn
+    from sklearn.base import clone
+    from sklearn.exceptions import UnsetMetadataPassedError
+
+    estimator, X, mask = MASKED["nmf"]
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = GridSearchCV(clone(estimator).set_fit_request(mask=True),
+                              {"n_components": [1, 2]}, cv=FullDataSplit())
+        with pytest.raises(UnsetMetadataPassedError, match=r"set_score_request"):
+            search.fit(X, mask=mask)
+
+
+@pytest.mark.parametrize("name", list(MASKED))
+def test_the_training_data_without_their_mask_score_their_evidence(name):
+    """score(X) of the X fitted with mask=m is the evidence; X with every
+    entry observed (an all-True mask), or other data, is not the training
+    data."""
+    from sklearn.base import clone
+
+    estimator, X, mask = MASKED[name]
+    fitted = clone(estimator).set_params(n_components=2).fit(X, mask=mask)
+    assert fitted.score(X) == fitted.score(X, mask=mask) == fitted.log_evidence_
+    every = ([np.ones(np.shape(t), dtype=bool) for t in X] if isinstance(X, list)
+             else np.ones(X.shape, dtype=bool))
+    other = [X[0] + 1.0, X[1]] if isinstance(X, list) else (X == 0).astype(float)
+    if name == "nmf":  # new samples: their fold-in score
+        assert fitted.score(X, mask=every) != fitted.log_evidence_
+        assert fitted.score(other) != fitted.log_evidence_
+    else:  # these score their training data only
+        for data, data_mask in [(X, every), (other, None)]:
+            with pytest.raises(ValueError, match="only"):
+                fitted.score(data, mask=data_mask)
+    # a fit without a mask does not recognise data it was not given
+    refitted = clone(fitted).fit([np.where(mask[0], X[0], 0.0), X[1]] if isinstance(X, list)
+                                 else np.where(mask, X, 0.0))
+    if name == "nmf":
+        assert refitted.score(X) != refitted.log_evidence_
+    else:
+        with pytest.raises(ValueError, match="only"):
+            refitted.score(X)

@@ -32,7 +32,8 @@ from .._array_api import array_api_refusal
 from .._contract import full_xhat
 from .._random import as_generator
 
-__all__ = ["BaseFactorization", "restore_on_failure"]
+__all__ = ["BaseFactorization", "restore_on_failure", "unmasked_fingerprint",
+           "is_training_data_without_its_mask"]
 
 
 def restore_on_failure(fit):
@@ -124,10 +125,19 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         """Log evidence of ``X`` (higher is better): ``log_evidence_`` when
         ``X`` is the training data (recognised by a fingerprint taken at
         fit), else the predictive score of the new samples with their factor
-        folded in."""
+        folded in.
+
+        The training data are recognised with the mask the fit was given, or
+        without any: ``score(X)`` of the ``X`` fitted with ``mask=m`` is the
+        evidence of that fit, the entries ``m`` hid staying missing (as
+        ``GridSearchCV(..., cv=FullDataSplit()).fit(X, mask=m)`` needs, which
+        passes ``mask`` to ``fit`` only, unless scikit-learn's metadata
+        routing sends it to ``score`` too: ``set_score_request(mask=True)``).
+        To score every entry of such an ``X`` as new samples, pass an
+        all-True mask."""
         check_is_fitted(self)
         data = self._observed_like_fit(X, mask, "score")
-        if self._is_training_data(data):
+        if self._is_training_data(data) or self._is_training_data_without_its_mask(data, mask):
             return self._training_score()
         self._check_sample_shape(data)
         return float(self._predictive_score(data))
@@ -153,6 +163,8 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self._data_namespace = _namespace_and_device(data)
         self._fit_data(data, as_generator(self.random_state))
         self._fingerprint = data.fingerprint
+        self._unmasked_fingerprint = None if data.is_distributed else unmasked_fingerprint(
+            data.fingerprint, mask, lambda: self._observed(X, None, reset=False).fingerprint)
         return data
 
     def _observed_like_fit(self, X, mask, method):
@@ -230,6 +242,13 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     def _is_training_data(self, data):
         return data.fingerprint == self._fingerprint
 
+    def _is_training_data_without_its_mask(self, data, mask):
+        """Whether ``data``, given with no ``mask``, are the training data
+        fitted with a mask that hid some of their entries (:meth:`score`)."""
+        return is_training_data_without_its_mask(
+            getattr(self, "_unmasked_fingerprint", None), getattr(self, "_fingerprint", None),
+            data.fingerprint, mask)
+
     def _check_sample_shape(self, data):
         expected = self.model_.observed_shape[1:]
         if data.shape[1:] != expected:
@@ -265,6 +284,34 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     def _accepts_tensors(self):
         """Whether data with more than two dimensions are accepted."""
         return True
+
+
+def unmasked_fingerprint(fingerprint, mask, fingerprint_without_mask):
+    """What recognises training data given without the ``mask`` they were
+    fitted with: the pair (their ``fingerprint``, the fingerprint of the
+    same ``X`` checked without a mask, from ``fingerprint_without_mask()``),
+    or None when there was no mask, it hid nothing, or ``X`` alone is not
+    valid data (then scoring it alone raises that error).
+
+    ``GridSearchCV(..., cv=FullDataSplit()).fit(X, mask=m)`` passes ``m`` to
+    ``fit`` only and scores ``X`` alone: without this, ``score`` would take
+    ``X`` with the hidden entries observed for new samples and return their
+    predictive score, not the evidence."""
+    if mask is None:
+        return None
+    try:
+        alone = fingerprint_without_mask()
+    except (ValueError, TypeError):
+        return None
+    return None if alone == fingerprint else (fingerprint, alone)
+
+
+def is_training_data_without_its_mask(pair, fingerprint, given, mask):
+    """Whether data of fingerprint ``given``, passed with ``mask`` (None:
+    no mask), are training data of ``fingerprint`` given without the mask
+    they were fitted with (``pair``: :func:`unmasked_fingerprint` at fit; it
+    stands only while the fit's ``fingerprint`` does)."""
+    return mask is None and pair is not None and pair == (fingerprint, given)
 
 
 def _namespace_and_device(data):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -39,7 +38,7 @@ from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
 from ._base import fit_by_optimizer
 from ._relevance import check_learning, hold_learned_rates, set_learned_attributes
 
-__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure", "tied_by_position"]
+__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure"]
 
 #: The canonical structure for a relation tensor and for one relation.
 RESCAL_MODEL = "ia,jb,abk->ijk"
@@ -101,25 +100,6 @@ class TiedStructure(NamedTuple):
         rate = rate[:2] + (self.core_to_canonical(rate[2]),)
         return priors_with_relation_axis(
             GammaPriors(shape, rate, canonical(priors.log_normalizer)))
-
-
-def tied_by_position(model, tied_factors):
-    """``{position: source position}`` from keys and values given as
-    positions or factor index strings."""
-    def position(key):
-        if isinstance(key, str):
-            matches = [a for a, f in enumerate(model.factors) if f == key]
-            if len(matches) != 1:
-                raise ValueError(
-                    f"tied_factors names {key!r}, which is not exactly one factor of "
-                    f"{model.string!r} (factors: {', '.join(model.factors)}).")
-            return matches[0]
-        if isinstance(key, Integral) and not isinstance(key, bool) and 0 <= key < model.n_factors:
-            return int(key)
-        raise ValueError(f"tied_factors entry {key!r} is neither a factor position "
-                         f"0..{model.n_factors - 1} nor a factor's index string.")
-
-    return {position(key): position(value) for key, value in (tied_factors or {}).items()}
 
 
 def tied_structure(model, tied):
@@ -428,11 +408,14 @@ class TiedFactorMixin:
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X``; with a tied factor, of the training data
-        only (``log_evidence_``; EM: the log joint)."""
+        only (``log_evidence_``; EM: the log joint), recognised also without
+        the mask they were fitted with (as the base's ``score``)."""
         check_is_fitted(self)
         if self._structure(self.model_) is None:
             return super().score(X, y, mask)
-        self._require_training_data(self._observed(X, mask, reset=False), "scores")
+        data = self._observed(X, mask, reset=False)
+        if not self._is_training_data_without_its_mask(data, mask):
+            self._require_training_data(data, "scores")
         return self._training_score()
 
     def inverse_transform(self, X):

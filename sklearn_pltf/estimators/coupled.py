@@ -5,7 +5,7 @@ with one evidence (generalised coupled tensor factorisation;
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from numbers import Integral, Real
 
 import numpy as np
@@ -27,14 +27,32 @@ from ..inference._convergence import ACCELERATIONS
 from ..inference._driver import OptimizerProblem, Settings
 from . import _rescal_coupled as rescal_coupled
 from ._base import fit_by_optimizer
-from ._validation import check_entry_indices, input_namespace
+from ._validation import check_entry_indices, input_namespace, tied_positions
 from ._predictive import predictive_at_entries
-from ._skeleton import restore_on_failure
+from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
+                        unmasked_fingerprint)
 from ._tied import tied_structure
 
 __all__ = ["CoupledPLTF"]
 
 _KERNELS = {"vb": vb, "em": em}
+
+
+def _one_per_tensor(value, name, n_tensors, what, *, or_none=False,
+                    sequence="a sequence (a list or tuple)"):
+    """``value`` as a list of ``n_tensors`` entries, one per model string of
+    ``models`` in the same order; else a ValueError naming ``name``: a
+    mapping or a set has no such order, and a string or a scalar is no
+    sequence. The one check of every per-tensor sequence (the tensors, their
+    masks, likelihoods and weights)."""
+    expected = (f"{name} must be {'None or ' if or_none else ''}{sequence} of {n_tensors} "
+                f"{what}, one per model string of models, in the same order")
+    if (isinstance(value, (Mapping, Set, str, bytes)) or not hasattr(value, "__len__")
+            or isinstance(value, np.ndarray) and value.ndim == 0):
+        raise ValueError(f"{expected}; got a {type(value).__name__}.")
+    if len(value) != n_tensors:
+        raise ValueError(f"{expected}; got {len(value)}.")
+    return list(value)
 
 
 def _random_start(kernel, model, priors, rng, restart, contractor):
@@ -74,7 +92,7 @@ class CoupledPLTF(BaseEstimator):
         prediction; the others are side information).
     n_components : int or dict, default=2
         Size of every latent index, or ``{index: size}`` for each latent
-        index of every model.
+        index of every model (each key a latent index of at least one model).
     likelihood : {"poisson", "bernoulli", "compound_poisson"}, CompoundPoisson \
             or sequence of them, default="poisson"
         One for all tensors, or one per tensor: ``"bernoulli"`` for 0/1
@@ -99,7 +117,9 @@ class CoupledPLTF(BaseEstimator):
     verbose : int, default=0
         1: each restart's start and end; 2: every iteration's objective.
     tied_factors : dict or None, default=None
-        ``{1: 0}`` with the first model the RESCAL structure
+        ``{1: 0}`` (positions or index strings of the first model's factors,
+        checked as :class:`~sklearn_pltf.PLTF`'s: ``{"jb": "ia"}`` is the
+        same) with the first model the RESCAL structure
         ``"ia,jb,abk->ijk"`` (any letters, in that layout): its two entity
         factors are one factor A, as in :class:`~sklearn_pltf.BayesianRESCAL`,
         and the other tensors share A by its index string, e.g.
@@ -242,6 +262,9 @@ class CoupledPLTF(BaseEstimator):
                 modelled[0] = contractor.relational.observed
             self.log_evidence_ = self._checked_evidence(modelled, likelihoods)
         self._fingerprints = tuple(d.fingerprint for d in datas)
+        self._unmasked_fingerprints = unmasked_fingerprint(  # score(X) without the masks
+            self._fingerprints, mask,
+            lambda: tuple(d.fingerprint for d in self._observed(X, None)[1]))
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
         return self
@@ -250,6 +273,10 @@ class CoupledPLTF(BaseEstimator):
         if isinstance(self.models, str):
             raise ValueError("models is a sequence of model strings, one per tensor; for one "
                              "tensor use PLTF.")
+        if isinstance(self.models, (Mapping, Set)):
+            raise ValueError("models must be a sequence (a list or tuple) of model strings, in "
+                             "the order of the tensors given to fit; got a "
+                             f"{type(self.models).__name__}, which has no such order.")
         strings = list(self.models)
         if not strings:
             raise ValueError("models needs at least one model string.")
@@ -258,24 +285,23 @@ class CoupledPLTF(BaseEstimator):
     def _observed(self, X, mask):
         """The model strings, and each tensor checked, with its likelihood."""
         strings = self._model_strings()
-        if (isinstance(X, (np.ndarray, Mapping, str)) or not hasattr(X, "__len__")
-                or len(X) != len(strings)):
+        if isinstance(X, np.ndarray):  # not one tensor, even of one more axis
             raise ValueError(f"X must be a sequence (a list or tuple) of {len(strings)} tensors, "
-                             "one per model string of models, in the same order.")
+                             "one per model string of models, in the same order; got one "
+                             "array.")
+        X = _one_per_tensor(X, "X", len(strings), "tensors")
         if any(input_namespace(tensor) is not None for tensor in X):
             raise TypeError(array_api_refusal("CoupledPLTF"))
         if any(is_dask_array(tensor) for tensor in X):
             raise ValueError("CoupledPLTF fits tensors held in memory; pass each Dask array "
                              "computed (X.compute()).")
-        masks = [None] * len(strings) if mask is None else list(mask)
-        if len(masks) != len(strings):
-            raise ValueError(f"mask must be None or a sequence of {len(strings)} masks (None "
-                             "where a tensor has none).")
+        masks = [None] * len(strings) if mask is None else _one_per_tensor(
+            mask, "mask", len(strings), "masks (a list or tuple; None where a tensor has none)",
+            or_none=True, sequence="a sequence")
         likelihoods = ([self.likelihood] * len(strings)
                        if isinstance(self.likelihood, (str, CompoundPoisson))
-                       else list(self.likelihood))
-        if len(likelihoods) != len(strings):
-            raise ValueError(f"likelihood must be one name or {len(strings)}, one per tensor.")
+                       else _one_per_tensor(self.likelihood, "likelihood given per tensor",
+                                            len(strings), "likelihoods"))
         datas = []
         for tensor, tensor_mask, name in zip(X, masks, likelihoods):
             data = as_observed_tensor(tensor, mask=tensor_mask)
@@ -284,13 +310,20 @@ class CoupledPLTF(BaseEstimator):
         return strings, datas, likelihoods
 
     def _weights(self, n_tensors):
-        """The tensors' weights, checked: one positive finite number each."""
+        """The tensors' weights, checked: one positive finite number each (a
+        real number, not a bool or a string), in the order of ``models``."""
         if self.tensor_weights is None:
             return (1.0,) * n_tensors
-        weights = np.asarray(self.tensor_weights, dtype=np.float64).ravel()
-        if weights.size != n_tensors or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
-            raise ValueError(f"tensor_weights must be {n_tensors} positive numbers, one per "
-                             f"tensor; got {self.tensor_weights!r}.")
+        what = "positive numbers"
+        weights = _one_per_tensor(self.tensor_weights, "tensor_weights", n_tensors, what,
+                                  or_none=True)
+        for t, weight in enumerate(weights):
+            if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, Real):
+                raise TypeError(f"tensor_weights must be None or {n_tensors} {what}, one per "
+                                f"tensor; weight {t} is {weight!r}, not a real number.")
+            if not (np.isfinite(weight) and weight > 0):
+                raise ValueError(f"tensor_weights must be None or {n_tensors} {what} (finite), "
+                                 f"one per tensor; weight {t} is {weight!r}.")
         return tuple(float(w) for w in weights)
 
     def _tied_data(self, models, model, datas, likelihoods, weights):
@@ -302,7 +335,7 @@ class CoupledPLTF(BaseEstimator):
         if weights[0] != 1.0:
             raise ValueError("With tied_factors the relations' weight (the first of "
                              "tensor_weights) must be 1; weigh the other tensors instead.")
-        structure = tied_structure(models[0], self.tied_factors)
+        structure = tied_structure(models[0], tied_positions(models[0], self.tied_factors))
         if (structure.first, structure.second, structure.core, structure.core_axes,
                 structure.latent_first) != (0, 1, 2, (0, 1, 2), (False, False)) \
                 or datas[0].ndim != 3:
@@ -366,10 +399,14 @@ class CoupledPLTF(BaseEstimator):
         """The log evidence of the training tensors (``log_evidence_``; EM:
         its log joint at the mode; with ``tensor_weights`` other than 1, the
         weighted bound). New data have no score here: a coupled model is
-        scored on the tensors it was fitted to."""
+        scored on the tensors it was fitted to, given with their masks or
+        without any (``GridSearchCV`` passes ``mask`` to ``fit`` only unless
+        metadata routing sends it to ``score``: ``set_score_request(mask=True)``)."""
         check_is_fitted(self)
         _, datas, _ = self._observed(X, mask)
-        if tuple(d.fingerprint for d in datas) != self._fingerprints:
+        given = tuple(d.fingerprint for d in datas)
+        if given != self._fingerprints and not is_training_data_without_its_mask(
+                getattr(self, "_unmasked_fingerprints", None), self._fingerprints, given, mask):
             raise ValueError("CoupledPLTF scores the tensors it was fitted to only; refit to "
                              "score others.")
         return float(getattr(self, "log_evidence_", self.lower_bound_))
