@@ -105,7 +105,14 @@ def test_the_fit_equals_the_numpy_fit(name, estimator, kind, missing, counts, te
         assert fitted.log_evidence_ == pytest.approx(on_numpy.log_evidence_, rel=RTOL)
     for ours, theirs in zip(fitted.factors_, on_numpy.factors_):
         assert type(ours) is type(given) and ours.dtype == xp.float64
-        np.testing.assert_allclose(host(ours), theirs, rtol=RTOL, atol=1e-300)
+        if name != "tucker":
+            np.testing.assert_allclose(host(ours), theirs, rtol=RTOL, atol=1e-300)
+    if name == "tucker":
+        # Tucker's core and mode factors trade scale along a direction where
+        # the bound is nearly flat, so rounding moves them apart (1e-10 at the
+        # default tol, 4e-7 when run on to tol=1e-6) while the bound (1e-14)
+        # and X̂, what the data identify, stay together (2e-12).
+        np.testing.assert_allclose(host(fitted.reconstruct()), on_numpy.reconstruct(), rtol=RTOL)
 
 
 @pytest.mark.parametrize("name, estimator, kind, missing",
@@ -407,3 +414,49 @@ def test_an_underflowing_mean_is_floored_as_the_numpy_engine_floors_it():
     assert ours.data_loglik([strict(W), strict(H)]) == pytest.approx(
         theirs.data_loglik([W, H]), rel=RTOL)
     assert ours._smallest_possible([strict(np.ones((3, 2))), strict(np.full((2, 4), 0.5))]) == 1.0
+
+
+@pytest.mark.parametrize("device_name", ["CPU_DEVICE", "device1"])
+def test_link_prediction_of_a_fit_on_the_device_equals_numpy(counts, device_name):
+    """link_prediction_auc and cross_validate_entries on a fit where the data
+    live: predictions made there, ranked on the host (once "Input arrays use
+    different devices"); the folds' masks go to the device for each fit."""
+    from sklearn_pltf.metrics import entry_values, link_prediction_auc
+    from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries
+
+    device = xp.Device(device_name)
+    X = _with_missing((counts > 1).astype(float), fraction=0.1)
+    given = xp.asarray(X, device=device)
+    estimator = BayesianNMF(2, likelihood="bernoulli", random_state=0)
+    cv = EntryKFold(3, random_state=0)
+    train, test = next(cv.split(X))
+    device_train, device_test = next(cv.split(given))
+    np.testing.assert_array_equal(device_train, train)
+    np.testing.assert_array_equal(device_test, test)
+    np.testing.assert_array_equal(entry_values(given, test), X[tuple(test.T)])
+    on_numpy = link_prediction_auc(clone(estimator).fit(X, mask=train), X, test)
+    fitted = clone(estimator).fit(given, mask=xp.asarray(train, device=device))
+    assert fitted.factors_[0].device == device
+    auc = link_prediction_auc(fitted, given, test)
+    assert isinstance(auc.roc_auc, float) and isinstance(auc.pr_auc, float)
+    np.testing.assert_allclose(auc, on_numpy, rtol=RTOL)
+    scores = cross_validate_entries(estimator, given, cv=cv)
+    expected = cross_validate_entries(estimator, X, cv=cv)
+    for name in ("test_roc_auc", "test_pr_auc"):
+        np.testing.assert_allclose(scores[name], expected[name], rtol=RTOL)
+
+
+def test_grid_search_with_a_mask_on_the_device_ranks_by_the_evidence(counts):
+    from sklearn.model_selection import GridSearchCV
+
+    from sklearn_pltf.model_selection import FullDataSplit
+
+    device = xp.Device("device1")
+    mask = np.random.default_rng(4).random(counts.shape) > 0.2
+    X, m = xp.asarray(counts, device=device), xp.asarray(mask, device=device)
+    grid = [1, 2, 3]
+    evidence = [BayesianNMF(k, random_state=0).fit(X, mask=m).log_evidence_ for k in grid]
+    search = GridSearchCV(BayesianNMF(random_state=0), {"n_components": grid},
+                          cv=FullDataSplit()).fit(X, mask=m)
+    np.testing.assert_array_equal(search.cv_results_["mean_test_score"], evidence)
+    assert search.best_params_["n_components"] == grid[int(np.argmax(evidence))]
