@@ -142,7 +142,43 @@ class BasePoissonPLTF(BaseFactorization):
         "n_temperatures": [Interval(Integral, 2, None, closed="left")],
         "steps_per_temperature": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "step_size": [Interval(Real, 0, None, closed="neither")],
+        "ard": ["boolean"],
+        "prune": ["boolean"],
+        "init": [StrOptions({"random", "svd"}), dict, list, tuple],
     }
+
+    def __init__(self, n_components, *, likelihood, method, evidence, prior_shape, prior_rate,
+                 ard, prune, init, max_iter, tol, acceleration, n_init, random_state, verbose,
+                 verbose_interval, n_jobs, n_draws, n_warmup, thin, keep_draws, batch_size,
+                 n_temperatures, steps_per_temperature, step_size):
+        # The parameters every Poisson–Gamma estimator has, stored once; each
+        # subclass lists them in its own signature (scikit-learn reads the
+        # parameters from it) and passes them here, adding its own.
+        self.n_components = n_components
+        self.likelihood = likelihood
+        self.method = method
+        self.evidence = evidence
+        self.prior_shape = prior_shape
+        self.prior_rate = prior_rate
+        self.ard = ard
+        self.prune = prune
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.acceleration = acceleration
+        self.n_init = n_init
+        self.random_state = random_state
+        self.verbose = verbose
+        self.verbose_interval = verbose_interval
+        self.n_jobs = n_jobs
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.thin = thin
+        self.keep_draws = keep_draws
+        self.batch_size = batch_size
+        self.n_temperatures = n_temperatures
+        self.steps_per_temperature = steps_per_temperature
+        self.step_size = step_size
 
     #: ``{position: source position}`` of factors that are another factor
     #: (drawn once for both in the Bernoulli–Poisson predictive).
@@ -184,14 +220,18 @@ class BasePoissonPLTF(BaseFactorization):
             asked.append(f"evidence={self.evidence!r}")
         if not isinstance(self.likelihood, str) or self.likelihood not in ("poisson", "bernoulli"):
             asked.append("likelihood='compound_poisson'")
-        if isinstance(self.prior_rate, str) or getattr(self, "ard", False):
+        if isinstance(self.prior_rate, str) or self.ard:
             asked.append("learned prior rates (prior_rate='auto' or ard)")
-        init = getattr(self, "init", "random")
-        if isinstance(init, str) and init == "svd":
+        if isinstance(self.init, str) and self.init == "svd":
             asked.append("init='svd'")
         if not asked:
             return None
         return array_api_refusal(f"{type(self).__name__} with {', '.join(asked)}")
+
+    def _warm_start_requested(self):
+        """Whether the parameters ask the fit to start from the last one's
+        factors (``warm_start``, where a subclass offers it)."""
+        return False
 
     def _min_ndim(self):
         """Fewest data dimensions the estimator accepts (2: a sample axis and more)."""
@@ -210,18 +250,18 @@ class BasePoissonPLTF(BaseFactorization):
         """Whether a Dask array is fitted on its cluster: VB and EM run over the
         blocks, and SGLD over parts of parallel blocks (``n_blocks``); Gibbs,
         SADA and the SVD start need the data in one process."""
-        init = getattr(self, "init", "random")
-        if isinstance(init, str) and init == "svd":
+        if isinstance(self.init, str) and self.init == "svd":
             return False
-        n_blocks = getattr(self, "n_blocks", None)
+        n_blocks = self._sgld_settings()["n_blocks"]
         return self.method in _KERNELS or (self.method == "sgld" and n_blocks is not None)
 
     @property
     def _distributed_chunks(self):
         """For SGLD, the chunking of a Dask array into its parallel blocks."""
-        if self.method != "sgld" or getattr(self, "n_blocks", None) is None:
+        n_blocks = self._sgld_settings()["n_blocks"]
+        if self.method != "sgld" or n_blocks is None:
             return None
-        return functools.partial(block_grid, n_blocks=self.n_blocks)
+        return functools.partial(block_grid, n_blocks=n_blocks)
 
     # ------------------------------------------------------------------- fit
     def _fit_data(self, data, rng):
@@ -274,8 +314,8 @@ class BasePoissonPLTF(BaseFactorization):
         """Where the first restart starts, ``{position: array}``, or None
         (at random): the previous fit's factors with ``warm_start`` (same
         model and sizes), else ``init``: an SVD-based start or given factors."""
-        init = getattr(self, "init", "random")
-        warm = getattr(self, "warm_start", False) and getattr(self, "model_", None) == model
+        init = self.init
+        warm = self._warm_start_requested() and hasattr(self, "model_") and self.model_ == model
         if not warm and (isinstance(init, str) and init == "random"):
             return None
         if self.method not in _KERNELS:
@@ -374,7 +414,7 @@ class BasePoissonPLTF(BaseFactorization):
         held = hold_learned_rates(
             _kernel(self.method, learning), learning, model, state, priors, self.tol,
             contractor_for=lambda small: make_contractor(small, data, self.likelihood),
-            bound=bound, prune=getattr(self, "prune", False))
+            bound=bound, prune=self.prune)
         if held.model is not model:
             contractor = make_contractor(held.model, data, self.likelihood)
             self.model_ = held.model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from ._base import BasePoissonPLTF
 from ._online import ONLINE_CONSTRAINTS, ONLINE_PARAMETERS, OnlineVBMixin
@@ -233,10 +233,7 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         **BasePoissonPLTF._parameter_constraints,
         **ONLINE_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"random", "svd"}), dict, list, tuple],
         "warm_start": ["boolean"],
-        "ard": ["boolean"],
-        "prune": ["boolean"],
     }
 
     def __init__(
@@ -273,36 +270,22 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         learning_offset=10.0,
         learning_decay=0.7,
     ):
-        self.n_components = n_components
-        self.likelihood = likelihood
-        self.method = method
-        self.evidence = evidence
-        self.prior_shape = prior_shape
-        self.prior_rate = prior_rate
-        self.ard = ard
-        self.prune = prune
-        self.max_iter = max_iter
-        self.tol = tol
-        self.acceleration = acceleration
-        self.n_init = n_init
-        self.random_state = random_state
-        self.verbose = verbose
-        self.verbose_interval = verbose_interval
-        self.n_jobs = n_jobs
-        self.n_draws = n_draws
-        self.n_warmup = n_warmup
-        self.thin = thin
-        self.keep_draws = keep_draws
-        self.batch_size = batch_size
+        super().__init__(
+            n_components, likelihood=likelihood, method=method, evidence=evidence,
+            prior_shape=prior_shape, prior_rate=prior_rate, ard=ard, prune=prune, init=init,
+            max_iter=max_iter, tol=tol, acceleration=acceleration, n_init=n_init,
+            random_state=random_state, verbose=verbose, verbose_interval=verbose_interval,
+            n_jobs=n_jobs, n_draws=n_draws, n_warmup=n_warmup, thin=thin, keep_draws=keep_draws,
+            batch_size=batch_size, n_temperatures=n_temperatures,
+            steps_per_temperature=steps_per_temperature, step_size=step_size)
         self.n_blocks = n_blocks
-        self.n_temperatures = n_temperatures
-        self.steps_per_temperature = steps_per_temperature
-        self.step_size = step_size
-        self.init = init
         self.warm_start = warm_start
         self.total_samples = total_samples
         self.learning_offset = learning_offset
         self.learning_decay = learning_decay
+
+    def _warm_start_requested(self):
+        return self.warm_start
 
     def _ard_indices(self, model):
         """With ``ard``, every latent index: the components (NMF, CP), or each

@@ -5,7 +5,7 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from ..model import Model
 from ._base import BasePoissonPLTF
@@ -101,10 +101,8 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         "n_components": [Interval(Integral, 1, None, closed="left"), dict, None],
         "fixed_factors": [dict, None],
         "tied_factors": [dict, None],
-        "init": [StrOptions({"random", "svd"}), dict, list, tuple],
         "warm_start": ["boolean"],
         "ard": ["boolean", str],
-        "prune": ["boolean"],
     }
 
     def __init__(
@@ -141,41 +139,27 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
         init="random",
         warm_start=False,
     ):
+        super().__init__(
+            n_components, likelihood=likelihood, method=method, evidence=evidence,
+            prior_shape=prior_shape, prior_rate=prior_rate, ard=ard, prune=prune, init=init,
+            max_iter=max_iter, tol=tol, acceleration=acceleration, n_init=n_init,
+            random_state=random_state, verbose=verbose, verbose_interval=verbose_interval,
+            n_jobs=n_jobs, n_draws=n_draws, n_warmup=n_warmup, thin=thin, keep_draws=keep_draws,
+            batch_size=batch_size, n_temperatures=n_temperatures,
+            steps_per_temperature=steps_per_temperature, step_size=step_size)
         self.model = model
-        self.n_components = n_components
-        self.likelihood = likelihood
-        self.method = method
-        self.evidence = evidence
-        self.prior_shape = prior_shape
-        self.prior_rate = prior_rate
-        self.ard = ard
-        self.prune = prune
         self.fixed_factors = fixed_factors
         self.tied_factors = tied_factors
-        self.max_iter = max_iter
-        self.tol = tol
-        self.acceleration = acceleration
-        self.n_init = n_init
-        self.random_state = random_state
-        self.verbose = verbose
-        self.verbose_interval = verbose_interval
-        self.n_jobs = n_jobs
-        self.n_draws = n_draws
-        self.n_warmup = n_warmup
-        self.thin = thin
-        self.keep_draws = keep_draws
-        self.batch_size = batch_size
         self.n_blocks = n_blocks
-        self.n_temperatures = n_temperatures
-        self.steps_per_temperature = steps_per_temperature
-        self.step_size = step_size
-        self.init = init
         self.warm_start = warm_start
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)
         check_latent_sizes(self.n_components, [model])
         return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
+
+    def _warm_start_requested(self):
+        return self.warm_start
 
     def _tied_positions(self, model):
         return tied_positions(model, self.tied_factors)

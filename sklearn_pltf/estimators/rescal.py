@@ -197,8 +197,6 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         "method": [StrOptions({"vb", "em", *rescal_gibbs.SWEEPS, "sgld"})],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
         "init": [StrOptions({"auto", "mode", "random"})],
-        "ard": ["boolean"],
-        "prune": ["boolean"],
     }
 
     def __init__(
@@ -230,31 +228,15 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         steps_per_temperature="auto",
         step_size=0.1,
     ):
-        self.n_components = n_components
-        self.likelihood = likelihood
-        self.method = method
-        self.evidence = evidence
-        self.prior_shape = prior_shape
-        self.prior_rate = prior_rate
-        self.ard = ard
-        self.prune = prune
-        self.init = init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.acceleration = acceleration
-        self.n_init = n_init
-        self.random_state = random_state
-        self.verbose = verbose
-        self.verbose_interval = verbose_interval
-        self.n_jobs = n_jobs
-        self.n_draws = n_draws
-        self.n_warmup = n_warmup
-        self.thin = thin
-        self.keep_draws = keep_draws
-        self.batch_size = batch_size
-        self.n_temperatures = n_temperatures
-        self.steps_per_temperature = steps_per_temperature
-        self.step_size = step_size
+        super().__init__(
+            n_components, likelihood=likelihood, method=method, evidence=evidence,
+            prior_shape=prior_shape, prior_rate=prior_rate, ard=ard, prune=prune, init=init,
+            max_iter=max_iter, tol=tol, acceleration=acceleration, n_init=n_init,
+            random_state=random_state, verbose=verbose, verbose_interval=verbose_interval,
+            n_jobs=n_jobs, n_draws=n_draws, n_warmup=n_warmup, thin=thin, keep_draws=keep_draws,
+            batch_size=batch_size, n_temperatures=n_temperatures,
+            steps_per_temperature=steps_per_temperature, step_size=step_size)
+
 
     def _model_spec(self, ndim):
         model = SINGLE_RELATION_MODEL if ndim == 2 else RESCAL_MODEL
