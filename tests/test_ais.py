@@ -218,7 +218,7 @@ def test_gamma_start_refuses_two_relabelled_indices():
 def test_gamma_from_moments_recovers_the_gamma():
     from scipy.special import digamma
 
-    from sklearn_pltf.evidence._ais import gamma_from_moments
+    from sklearn_pltf.inference._gamma import gamma_from_moments
 
     a, b = np.array([0.05, 0.7, 3.0, 400.0]), np.array([2.0, 0.5, 1.0, 10.0])
     shape, rate = gamma_from_moments(a / b, np.exp(digamma(a) - np.log(b)))

@@ -13,7 +13,7 @@ from sklearn.base import clone
 
 from sklearn_pltf import BayesianRESCAL, PoissonCP
 from sklearn_pltf.datasets import load_nations
-from sklearn_pltf.estimators._predictive import _posterior_draws
+from sklearn_pltf.inference._predictive import _posterior_draws
 from sklearn_pltf.model_selection import FullDataSplit
 
 

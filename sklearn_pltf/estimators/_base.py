@@ -40,7 +40,7 @@ from ..distributed import block_grid
 from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of
-from ._predictive import predictive_at_entries
+from ..inference._predictive import predictive_at_entries
 from ._relevance import (check_learning, hold_learned_rates, learning_of,
                          set_learned_attributes)
 from ._skeleton import BaseFactorization

@@ -28,7 +28,7 @@ from ..inference._driver import OptimizerProblem, Settings
 from . import _rescal_coupled as rescal_coupled
 from ._base import fit_by_optimizer
 from ._validation import check_entry_indices, input_namespace, tied_positions
-from ._predictive import predictive_at_entries
+from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
                         unmasked_fingerprint)
 from ._tied import tied_structure

@@ -44,13 +44,14 @@ from typing import NamedTuple
 
 import numpy as np
 import opt_einsum
-from scipy.special import digamma, gammaln, logsumexp, polygamma
+from scipy.special import gammaln, logsumexp
 
 from .._likelihood import get_likelihood
 from .._progress import progress_or_none
+from ..inference._gamma import gamma_from_moments
 from ._permanent import MAX_SIZE, log_permanent
 
-__all__ = ["AISEstimate", "GammaStart", "ais_log_evidence", "gamma_from_moments",
+__all__ = ["AISEstimate", "GammaStart", "ais_log_evidence",
            "posterior_start", "reverse_ais_log_evidence"]
 
 _TARGET_ACCEPTANCE = 0.6
@@ -307,24 +308,6 @@ def posterior_start(model, means, geometric_means, held=()):
         return None
     return GammaStart(model, [None if f is None else f[0] for f in fits],
                       [None if f is None else f[1] for f in fits], held)
-
-
-def gamma_from_moments(mean, geometric_mean):
-    """The Gamma(shape, rate) with the given E[Z] and exp E[log Z], elementwise:
-    the shape solves :math:`\\log a - \\psi(a) = \\log m - \\log g` (by
-    Newton's method on log a, from Minka's closed-form start) and the rate is
-    a / m. The moments a sampler's chains keep give its posterior marginals'
-    Gamma fit."""
-    mean = np.maximum(np.asarray(mean, dtype=np.float64), 1e-300)
-    with np.errstate(divide="ignore"):
-        gap = np.log(mean) - np.log(np.asarray(geometric_mean, dtype=np.float64))
-    # A geometric mean of 0 (a draw underflowed to 0) caps at a very wide Gamma.
-    gap = np.clip(gap, 1e-12, 1e3)
-    shape = (3.0 - gap + np.sqrt((gap - 3.0) ** 2 + 24.0 * gap)) / (12.0 * gap)
-    for _ in range(20):
-        residual = np.log(shape) - digamma(shape) - gap
-        shape = shape * np.exp(-residual / (1.0 - shape * polygamma(1, shape)))
-    return shape, shape / mean
 
 
 def _mala(rng, phi, current, t, step, target, start):

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 
 import numba
 import numpy as np
-from scipy.special import gammaln, xlogy
+from scipy.special import gammaln, polygamma, xlogy
 
 from .. import _array_api
 from .._threads import parallel_kernel
 
-__all__ = ["digamma", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
+__all__ = ["digamma", "gamma_from_moments", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
 
 # Below this many elements the kernels run on one thread: starting threads,
 # and waiting for cores that BLAS's threads still hold after a contraction,
@@ -160,3 +160,21 @@ def log_gamma_density(z, shape, rate, axis=None):
     ``axis`` only (an array: e.g. one sum per point of a stack)."""
     terms = xlogy(shape, rate) - gammaln(shape) + xlogy(shape - 1.0, z) - rate * z
     return float(np.sum(terms)) if axis is None else np.sum(terms, axis=axis)
+
+
+def gamma_from_moments(mean, geometric_mean):
+    """The Gamma(shape, rate) with the given E[Z] and exp E[log Z], elementwise:
+    the shape solves :math:`\\log a - \\psi(a) = \\log m - \\log g` (by
+    Newton's method on log a, from Minka's closed-form start) and the rate is
+    a / m. The moments a sampler's chains keep give its posterior marginals'
+    Gamma fit."""
+    mean = np.maximum(np.asarray(mean, dtype=np.float64), 1e-300)
+    with np.errstate(divide="ignore"):
+        gap = np.log(mean) - np.log(np.asarray(geometric_mean, dtype=np.float64))
+    # A geometric mean of 0 (a draw underflowed to 0) caps at a very wide Gamma.
+    gap = np.clip(gap, 1e-12, 1e3)
+    shape = (3.0 - gap + np.sqrt((gap - 3.0) ** 2 + 24.0 * gap)) / (12.0 * gap)
+    for _ in range(20):
+        residual = np.log(shape) - digamma(shape) - gap
+        shape = shape * np.exp(-residual / (1.0 - shape * polygamma(1, shape)))
+    return shape, shape / mean

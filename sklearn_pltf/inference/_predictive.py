@@ -14,7 +14,7 @@ import numpy as np
 
 from .._contract import EntryList
 from .._likelihood import get_likelihood
-from ..evidence._ais import gamma_from_moments
+from ._gamma import gamma_from_moments
 
 __all__ = ["N_PREDICTIVE_DRAWS", "predictive_at_entries"]
 
