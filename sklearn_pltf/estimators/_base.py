@@ -41,8 +41,8 @@ from ..model import Model
 from . import _mcmc
 from ._inference_data import export_inference_data, factor_names_of
 from ..inference._predictive import predictive_at_entries
-from ._relevance import (check_learning, hold_learned_rates, learning_of,
-                         set_learned_attributes)
+from ..inference._relevance import hold_learned_rates
+from ._relevance import check_learning, learning_of, set_learned_attributes
 from ._skeleton import BaseFactorization
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
@@ -406,7 +406,7 @@ class BasePoissonPLTF(BaseFactorization):
                         self.verbose_interval)
 
     def _hold_learned_rates(self, data, model, state, priors, contractor, bound):
-        """After VB with learned rates (:func:`~._relevance.hold_learned_rates`):
+        """After VB with learned rates (:func:`~sklearn_pltf.inference._relevance.hold_learned_rates`):
         the rates held at ``state`` from here on; with ARD, the relevances read
         and, with ``prune``, the unneeded components removed. Returns the
         ``(model, state, priors, contractor, bound)`` to go on with."""

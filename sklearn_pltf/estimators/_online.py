@@ -26,8 +26,8 @@ from ..inference._states import VBState
 from ..model import Model
 from ..inference._driver import OptimizerProblem
 from ._base import _kernel, _start, fit_by_optimizer
-from ._relevance import (LEARNED_ATTRIBUTES, held_priors, hold_learned_rates,
-                         set_learned_attributes)
+from ..inference._relevance import held_priors, hold_learned_rates
+from ._relevance import LEARNED_ATTRIBUTES, set_learned_attributes
 from ._validation import check_fixed_factors_reach_the_data, input_namespace
 from ._skeleton import restore_on_failure
 

@@ -36,7 +36,8 @@ from . import _mcmc
 from ..inference._driver import OptimizerProblem
 from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
 from ._base import fit_by_optimizer
-from ._relevance import check_learning, hold_learned_rates, set_learned_attributes
+from ..inference._relevance import hold_learned_rates
+from ._relevance import check_learning, set_learned_attributes
 
 __all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure"]
 

@@ -1,0 +1,170 @@
+"""After VB with learned rates: the relevances read, the components the
+evidence does not need found (and, with ``prune``, removed), and the rates
+held from then on.
+
+ARD's relevance λ_r of component r is learned inside VB
+(:class:`~._hyperparameters.LearnedRatesKernel`); a component whose
+relevance collapsed carries no mass, and removing it leaves the bound
+unchanged (Tan & Févotte 2013), which is how :func:`find_relevance` decides
+what to keep: by the bound, within ``tol`` nats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple
+
+import numpy as np
+from opt_einsum import contract
+
+from ._common import GammaPriors
+from ._hyperparameters import relevances
+
+__all__ = ["Relevance", "find_relevance", "held_priors", "HeldRates", "hold_learned_rates"]
+
+
+class Relevance(NamedTuple):
+    """The relevances of a fit and the components kept, per ARD index."""
+
+    #: ``{index: 1 / λ}``: the prior mean of each component's elements.
+    values: dict
+    #: ``{index: positions}``: the components the evidence needs.
+    kept: dict
+
+
+def component_masses(model, means, index):
+    """Σ over every entry of X̂'s part through each value of latent ``index``
+    (the data's missing entries included): a component's total mass."""
+    operands, subscripts = [], []
+    for factor, mean in zip(model.factors, means):
+        summed = tuple(i for i, c in enumerate(factor) if c in model.output)
+        operands.append(np.sum(mean, axis=summed))
+        subscripts.append("".join(c for c in factor if c not in model.output))
+    return contract(",".join(subscripts) + "->" + index, *operands)
+
+
+def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, bound,
+                   tied=None):
+    """The relevances at ``state`` and the components to keep.
+
+    Per ARD index, components are tried in order of increasing mass; each is
+    dropped (with those dropped before it) while the bound of the smaller
+    model, with its rates learned afresh, is at most ``tol`` below the
+    bound of the full one.
+
+    Parameters
+    ----------
+    kernel : LearnedRatesKernel
+    learning : RateLearning
+    model : Model
+        The bound model of ``state`` (RESCAL's canonical one, relation axis
+        included, for a tied factor).
+    state, priors
+        The fitted state and the priors the fit started from.
+    tol : float
+        In nats.
+    contractor_for : callable
+        ``contractor_for(model)``: what ``kernel.objective`` reads, for a
+        model of any sizes.
+    bound : float
+        ``kernel.objective`` at ``state``: the fit's last objective.
+    tied : dict, default=None
+        ``{index: other index}``: indices that take the same components
+        (RESCAL's two cluster indices).
+
+    Returns
+    -------
+    relevance : Relevance
+    pruned : tuple
+        ``(model, state, priors, bound)`` of the model without the dropped
+        components.
+    """
+    tied = dict(tied or {})
+    lam = relevances(learning, state.mean, priors.shape)
+    kept = {c: np.arange(model.sizes[c]) for c in learning.indices}
+    current = (model, state, priors, bound)
+    for c in learning.indices:
+        for p in np.argsort(component_masses(model, state.mean, c), kind="stable"):
+            if kept[c].size == 1:
+                break
+            trial_kept = {**kept, c: kept[c][kept[c] != p]}
+            trial = _sliced(model, state, priors, _with_tied(trial_kept, tied))
+            value = kernel.objective(trial[1], contractor_for(trial[0]), trial[2])
+            if value < bound - tol:
+                break
+            kept, current = trial_kept, trial + (value,)
+    return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
+
+
+def _with_tied(kept, tied):
+    """``kept`` with each tied index keeping its partner's components."""
+    return {**kept, **{other: kept[c] for c, other in tied.items()}}
+
+
+def _sliced(model, state, priors, kept):
+    """``(model, state, priors)`` with only the ``kept`` values of each ARD index."""
+    sizes = {**model.sizes, **{c: int(k.size) for c, k in kept.items()}}
+    small = replace(model, sizes=type(model.sizes)(sizes))
+
+    def take(array, alpha):
+        if array is None:
+            return None
+        for axis, c in enumerate(model.factors[alpha]):
+            if c in kept:
+                array = np.take(array, kept[c], axis=axis)
+        return np.ascontiguousarray(array)
+
+    def take_field(field):
+        taken = []
+        for alpha, array in enumerate(field):
+            # A tied position (the same array as an earlier one) stays the same array.
+            same = next((beta for beta in range(alpha) if array is not None
+                         and field[beta] is array), None)
+            taken.append(take(array, alpha) if same is None else taken[same])
+        return tuple(taken)
+
+    fields = [take_field(field) for field in state]
+    shapes = tuple(take(None if s is None else np.broadcast_to(s, model.factor_shape(a)), a)
+                   for a, s in enumerate(priors.shape))
+    rates = tuple(take(None if r is None else np.broadcast_to(r, model.factor_shape(a)), a)
+                  for a, r in enumerate(priors.rate))
+    small_priors = GammaPriors(shapes, rates, priors.log_normalizer)
+    return small, type(state)(*fields), small_priors
+
+
+def held_priors(priors, fitted, sample_priors, alpha):
+    """``priors`` (of a model with another number of samples) with the fitted
+    rates held: the fitted ones for every factor but the sample factor
+    ``alpha``, whose rates come from ``sample_priors``."""
+    rates, normalizers = list(fitted.rate), list(fitted.log_normalizer)
+    rates[alpha] = sample_priors.rate[alpha]
+    normalizers[alpha] = sample_priors.log_normalizer[alpha]
+    return GammaPriors(priors.shape, tuple(rates), tuple(normalizers))
+
+
+class HeldRates(NamedTuple):
+    """What a fit with learned rates goes on with (:func:`hold_learned_rates`)."""
+
+    relevance: Relevance | None
+    model: object
+    state: object
+    #: The priors at the rates learned at ``state``, held from then on.
+    priors: object
+    #: The bound of ``model`` at ``state`` with those rates.
+    bound: float
+
+
+def hold_learned_rates(kernel, learning, model, state, priors, tol, contractor_for, bound,
+                       prune=False, tied=None):
+    """After VB with learned rates: with ARD the relevances
+    (:func:`find_relevance`) and, with ``prune``, the model without the
+    components the evidence does not need; then the rates learned at the
+    state it goes on with, held from then on (the fold-ins, the evidence).
+    The arguments are :func:`find_relevance`'s."""
+    relevance = None
+    if learning.indices:
+        relevance, pruned = find_relevance(kernel, learning, model, state, priors, tol,
+                                           contractor_for, bound, tied)
+        if prune:
+            model, state, priors, bound = pruned
+    return HeldRates(relevance, model, state, kernel.priors_at(state, priors), bound)
