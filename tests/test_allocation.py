@@ -4,6 +4,7 @@ on count data (scikit-learn's own checks fit non-integer data, which the
 estimator refuses; see tests/test_common.py)."""
 
 import pickle
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
@@ -267,3 +268,196 @@ def test_sample_bam_draws_the_requested_total_and_shape():
                                                    concentration=2.0, n_tokens=123)
     assert X.shape == (5, 4, 3) and X.sum() == 123 == T
     assert theta0.shape == (2,) and [t.shape for t in thetas] == [(2, 5), (2, 4), (2, 3)]
+
+
+# ------------------------------------------- tiny concentrations, huge counts
+def test_smc_and_vb_at_a_concentration_near_the_smallest_floats():
+    """At concentration=1e-300 every table's parameters are ~1e-301: the
+    products of the urn's terms underflow (the kernel divided 0 by 0 and
+    raised SystemError), so the terms come from logs, and the estimate still
+    matches the exact evidence (thousands of nats below 0)."""
+    for rank in (2, 3):
+        exact = bam_exact_log_evidence(TINY, rank, concentration=1e-300)
+        smc = AllocationSMC(rank, n_particles=20_000, n_islands=20, concentration=1e-300,
+                            random_state=0).fit(TINY)
+        assert smc.log_evidence_error_ < 0.02
+        assert abs(smc.log_evidence_ - exact) < 0.05
+        vb = AllocationSMC(rank, method="vb", concentration=1e-300, random_state=0).fit(TINY)
+        assert np.isfinite(vb.log_evidence_) and vb.log_evidence_ <= exact + 1e-9
+
+
+def test_concentration_below_normal_parameters_is_refused_with_the_smallest_value():
+    # TINY at rank 2: the largest table holds 4 x 2 cells, so each of its
+    # parameters is concentration / 8, which must be a normal float.
+    smallest = 8 * np.finfo(np.float64).tiny
+    with pytest.raises(ValueError, match=r"smallest concentration .* is 1\.78e-307"):
+        AllocationSMC(2, concentration=smallest / 2).fit(TINY)
+    exact = bam_exact_log_evidence(TINY, 2, concentration=smallest)
+    smc = AllocationSMC(2, concentration=smallest, n_particles=2000, random_state=0).fit(TINY)
+    assert abs(smc.log_evidence_ - exact) < 0.05
+    vb = AllocationSMC(2, method="vb", concentration=smallest, random_state=0).fit(TINY)
+    assert np.isfinite(vb.log_evidence_) and vb.log_evidence_ <= exact + 1e-9
+    with pytest.raises(ValueError, match=r"dirichlet_prior\[1\] has an entry of 1e-310"):
+        AllocationSMC(2, model="ir,jr->ij",
+                      dirichlet_prior=[None, np.full((3, 2), 1e-310)]).fit(TINY)
+
+
+_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+_BERNOULLI = [Decimal(n) / d for n, d in [(1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66),
+                                          (-691, 2730), (7, 6), (-3617, 510)]]
+
+
+def _decimal_lgamma(x):
+    """log Γ(x) for a Decimal x > 0: shifted above 60, then Stirling's series."""
+    shift = Decimal(0)
+    while x < 60:
+        shift += x.ln()
+        x += 1
+    value = (x - Decimal("0.5")) * x.ln() - x + (2 * _PI).ln() / 2
+    for k, b in enumerate(_BERNOULLI, start=1):
+        value += b / (2 * k * (2 * k - 1) * x ** (2 * k - 1))
+    return value - shift
+
+
+def _decimal_digamma(x):
+    shift = Decimal(0)
+    while x < 60:
+        shift += 1 / x
+        x += 1
+    value = x.ln() - 1 / (2 * x)
+    for k, b in enumerate(_BERNOULLI, start=1):
+        value -= b / (2 * k * x ** (2 * k))
+    return value - shift
+
+
+def _decimal_bound(state, data, indices, missing_indices):
+    """vb_step's bound term by term as its docstring writes it (log p(T),
+    the multinomial, the unobserved cells' constant, Σ X log Σ_h e^ℓ and the
+    KL), in 60-digit decimal arithmetic, from the same stored parameters."""
+    with localcontext() as context:
+        context.prec = 60
+        alpha = [Decimal(float(v)) for v in data.network.alpha]
+        gamma = [Decimal(float(v)) for v in state.concentration]
+        psi = [_decimal_digamma(g) for g in gamma]
+
+        def log_terms(positions):  # per listed cell, per configuration
+            families, parents = list(positions.families()), positions.parents
+            n_cells, H = families[0].shape
+            return [[sum(psi[int(slot[i, h])] for slot in families)
+                     - sum(psi[int(p)] for p in parents[:, h]) for h in range(H)]
+                    for i in range(n_cells)]
+
+        def log_sum_exp(values):
+            top = max(values)
+            return top + sum((v - top).exp() for v in values).ln()
+
+        p_missing = sum((sum(v.exp() for v in row) for row in log_terms(missing_indices)),
+                        Decimal(0))
+        kl = sum(int(s) * (_decimal_lgamma(a) - _decimal_lgamma(g) + (g - a) * p)
+                 for s, a, g, p in zip(data.network.cell_signs(), alpha, gamma, psi))
+        a, b, T = Decimal(data.concentration), Decimal(data.rate), Decimal(data.total)
+        counts = [Decimal(int(x)) for x in data.counts]
+        constant = (_decimal_lgamma(a + T) - _decimal_lgamma(a) + a * (b / (b + 1)).ln()
+                    - T * (b + 1).ln() - sum(_decimal_lgamma(x + 1) for x in counts)
+                    - (a + T) * (1 - p_missing / (b + 1)).ln())
+        likelihood = sum(x * log_sum_exp(row) for x, row in zip(counts, log_terms(indices)))
+        return float(constant + likelihood - kl)
+
+
+E17 = 10**17
+
+
+@pytest.mark.parametrize("X, observed, sizes, model", [
+    (np.array([[7, 3], [1, 5]]) * E17, None, 2, None),
+    # a zero cell (its mass then summed cell by cell) and a missing one
+    (np.array([[7, 0, 3], [1, 5, 2]]) * E17, np.array([[1, 1, 1], [1, 1, 0]], dtype=bool), 2,
+     None),
+    (np.array([[7, 4, 3], [1, 5, 2]]) * E17, np.array([[1, 0, 1], [1, 1, 1]], dtype=bool),
+     {"p": 2, "q": 2}, "ip,jq,pq->ij"),
+])
+def test_vb_bound_matches_60_digit_arithmetic_at_counts_near_the_int64_limit(X, observed,
+                                                                             sizes, model):
+    """Written as vb_step's docstring writes it, the bound's terms reach
+    T log T ~ 10^19 and cancel to a few hundred nats, so that in doubles it
+    came out nan or above log p(X) at counts of 7e17. The bound must match
+    the same formula evaluated in 60-digit arithmetic at the start, early
+    on (bounds near -1e17), and at convergence (a few hundred nats): to
+    1e-13 of its size, and 1e-6 nats where it is small."""
+    observed = np.ones(X.shape, dtype=bool) if observed is None else observed
+    coords = np.array(np.nonzero((X > 0) & observed))
+    data = allocation.allocation_data(coords, X[tuple(coords)], X.shape, sizes, model=model,
+                                      missing=np.array(np.nonzero(~observed)))
+    indices = allocation._CellPositions(data.network, data.coords)
+    missing = allocation._CellPositions(data.network, data.missing)
+    state = allocation.vb_init(np.random.default_rng(0), data, indices)
+    for sweep in range(201):
+        new, bound = allocation.vb_step(state, data, indices, missing)
+        if sweep in (0, 3, 200):
+            reference = _decimal_bound(state, data, indices, missing)
+            assert abs(bound - reference) <= 1e-6 + 1e-13 * abs(reference)
+        state = new
+    assert abs(bound) < 1e3  # it did reach a small bound, where the check is in nats
+
+
+def test_vb_fits_counts_of_7e17_with_one_component_exactly():
+    """With one component the bound is log p(X) itself, here at counts of
+    up to 6e17 (T = 1.8e18) and against its closed form in 60-digit
+    arithmetic: Dirichlet-multinomial terms for each mode's margins."""
+    X = np.outer([1, 2], [1, 2, 3]) * E17
+    with localcontext() as context:
+        context.prec = 60
+        a, T = Decimal(1), Decimal(int(X.sum()))
+        b = a / T
+        exact = (_decimal_lgamma(a + T) - _decimal_lgamma(a) + a * (b / (b + 1)).ln()
+                 - T * (b + 1).ln() - sum(_decimal_lgamma(Decimal(int(x)) + 1) for x in X.ravel()))
+        for margin in (X.sum(axis=1), X.sum(axis=0)):
+            share = a / len(margin)
+            exact += _decimal_lgamma(a) - _decimal_lgamma(a + T) + sum(
+                _decimal_lgamma(share + int(m)) - _decimal_lgamma(share) for m in margin)
+    est = AllocationSMC(1, method="vb", random_state=0).fit(X)
+    assert est.log_evidence_ == pytest.approx(float(exact), abs=1e-6)
+
+
+def test_vb_fit_on_counts_of_7e17_is_finite_monotone_and_converges():
+    X = np.array([[7, 3], [1, 5]]) * E17
+    est = AllocationSMC(2, method="vb", random_state=0).fit(X)
+    bounds = est.lower_bounds_
+    assert est.converged_ and np.all(np.isfinite(bounds))
+    assert np.all(np.diff(bounds) >= -1e-13 * np.abs(bounds[1:]))
+    assert bounds[0] < -1e16 and -1e3 < est.log_evidence_ < 0
+
+
+def test_vb_refuses_huge_counts_with_zero_cells_too_many_to_list():
+    # Above 2^36 tokens the zero cells' share of the bound is summed cell by
+    # cell; 9 million of them (3 non-zero cells) are more than it lists.
+    X = scipy.sparse.coo_matrix(([10**11, 10**11, 10**11], ([0, 1, 2], [0, 1, 2])),
+                                shape=(3000, 3000))
+    with pytest.raises(ValueError, match="zero cells"):
+        AllocationSMC(2, method="vb").fit(X)
+
+
+def test_vb_with_no_counts_has_the_closed_form_bound():
+    est = AllocationSMC(2, method="vb", prior_rate=2.0, random_state=0).fit(np.zeros((3, 4)))
+    assert est.log_evidence_ == pytest.approx(np.log(2.0 / 3.0), abs=1e-12)
+
+
+# ------------------------------------------------------------------ tol
+def test_vb_stops_within_tol_nats_by_the_packages_rule():
+    """tol is nats to the limit of the bound, read by the package's one
+    rule (distance_to_limit over the bounds after each sweep), as in every
+    VB and EM fit; the default is theirs."""
+    from sklearn_pltf import PoissonCP
+    from sklearn_pltf.inference._convergence import distance_to_limit
+
+    assert AllocationSMC().tol == PoissonCP().tol == 0.1
+    X, _ = allocation.sample_bam(np.random.default_rng(0), (8, 7, 6), 3, concentration=5.0,
+                                 n_tokens=300)
+    for tol in (0.1, 1e-4):
+        est = AllocationSMC(4, method="vb", concentration=5.0, tol=tol, max_iter=2000,
+                            random_state=0).fit(X)
+        sweeps = est.lower_bounds_[1:-1]  # after each sweep of the loop
+        assert est.converged_ and est.n_iter_ == sweeps.size + 1
+        assert distance_to_limit(sweeps) <= tol < distance_to_limit(sweeps[:-1])
+    # The tighter tol ran further, and its bound is at least as high.
+    loose = AllocationSMC(4, method="vb", concentration=5.0, random_state=0).fit(X)
+    assert loose.n_iter_ < est.n_iter_ and loose.log_evidence_ <= est.log_evidence_ + 1e-9

@@ -181,3 +181,14 @@ def test_a_missing_slice_warns_that_the_evidence_is_a_lower_estimate():
     with pytest.warns(ConvergenceWarning, match="lower estimate"):
         AllocationSMC(1, n_particles=20, n_islands=2, n_moves=0, random_state=0).fit(X)
 
+
+
+def test_smc_places_tokens_in_missing_entries_at_a_concentration_near_the_smallest_floats():
+    """At concentration=1e-300 the unobserved cells' terms underflow as
+    products (the kernel raised SystemError), so they are summed from logs;
+    the evidence of the observed entries still matches the exact one."""
+    exact = bam_exact_log_evidence(MATRIX, 2, mask=MATRIX_MASK, rate=1.0, concentration=1e-300)
+    smc = AllocationSMC(2, n_particles=20_000, n_islands=20, n_moves=20, prior_rate=1.0,
+                        concentration=1e-300, random_state=0).fit(MATRIX, mask=MATRIX_MASK)
+    assert exact < -2000 and smc.log_evidence_error_ < 0.01
+    assert abs(smc.log_evidence_ - exact) < 0.05

@@ -318,3 +318,43 @@ def test_forward_and_reverse_ais_sandwich_the_evidence_of_data_from_the_model():
     with pytest.raises(ValueError, match="positive array of shape"):
         gaussian_reverse_ais_log_evidence(np.random.default_rng(2), data, 2, priors,
                                           [f[:, :1] for f in truth.factors], start)
+
+
+def test_ais_target_draws_the_prior_exactly():
+    """AIS from the prior (``start=None``, what GibbsNTF's evidence='ais'
+    takes above 12 components) starts from exact prior draws of φ = log A:
+    their per-mode column sums and largest elements have the distribution of
+    sample_prior's (two-sample Kolmogorov–Smirnov over 1500 draws each), and
+    the target's log prior is finite at every draw."""
+    from sklearn_pltf.evidence._gaussian_ais import _GaussianTarget
+
+    priors = gaussian.GaussianPriors(noise_shape=3.0, noise_scale=1.0, hyper_precision=2.0,
+                                     hyper_shape=3.0, hyper_scale=2.0)
+    shape, rank, n_draws = (4, 3, 2), 2, 1500
+    data = as_observed_tensor(np.ones(shape), allow_negative=True)
+    target = _GaussianTarget(data, rank, priors)
+    phi = target.prior_draws(np.random.default_rng(0), n_draws)
+    assert all(phi[n].shape == (n_draws, size, rank) for n, size in enumerate(shape))
+    assert np.all(np.isfinite(target.log_prior(phi)[0]))
+    rng = np.random.default_rng(1)
+    reference = [gaussian.sample_prior(rng, shape, rank, priors).factors for _ in range(n_draws)]
+    for n in range(len(shape)):
+        drawn = np.exp(phi[n])
+        wanted = np.array([factors[n] for factors in reference])
+        for statistic in (lambda a: a[:, :, 0].sum(axis=1), lambda a: a.max(axis=(1, 2))):
+            assert scipy_stats.ks_2samp(statistic(drawn), statistic(wanted)).pvalue > 1e-3
+
+
+@pytest.mark.slow(minutes=0.2)
+def test_ais_from_the_prior_matches_monte_carlo_integration_on_a_tiny_tensor():
+    # The path from the prior (start=None; power-4 ladder, 1000 rungs)
+    # against the prior Monte Carlo integral, within 3 combined standard
+    # errors; measured: 0.05, 0.25 and 0.01 below it for seeds 0-2.
+    from sklearn_pltf.evidence import gaussian_ais_log_evidence
+
+    X, priors, reference, reference_error = _tiny_gaussian_problem()
+    data = as_observed_tensor(X, allow_negative=True)
+    estimate = gaussian_ais_log_evidence(np.random.default_rng(0), data, 2, priors, None)
+    assert 0 < estimate.standard_error < 0.3
+    assert abs(estimate.log_evidence - reference) < 3 * np.hypot(estimate.standard_error,
+                                                                 reference_error)

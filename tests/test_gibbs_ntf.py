@@ -1,6 +1,7 @@
 """GibbsNTF: the estimator over the Gaussian NTF samplers."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -203,3 +204,25 @@ def test_evidence_is_highest_at_the_true_rank():
     for rank in (2, 4):
         margin = evidence[3] - evidence[rank]
         assert margin > 3 * np.hypot(fits[3].log_evidence_error_, fits[rank].log_evidence_error_)
+
+
+def test_evidence_above_twelve_components():
+    """Above 12 components the Gamma start of AIS cannot average over the
+    labels (posterior_start gives None): evidence='auto' is then Chib's, as
+    for the Poisson estimators, and an explicit evidence='ais' runs its path
+    from the prior, drawn exactly (it raised AttributeError for want of
+    prior draws)."""
+    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.evidence import gaussian_ais_log_evidence
+
+    X = np.random.default_rng(0).gamma(2.0, 1.0, (3, 2, 2))
+    settings = dict(n_warmup=3, n_draws=3, random_state=0)
+    with warnings.catch_warnings():  # three draws, 50 rungs: rough estimates, and warned so
+        warnings.simplefilter("ignore", RuntimeWarning)
+        auto = GibbsNTF(13, **settings).fit(X)
+        chib = GibbsNTF(13, evidence="chib", **settings).fit(X)
+        estimate = gaussian_ais_log_evidence(
+            np.random.default_rng(1), as_observed_tensor(X, allow_negative=True), 13,
+            GibbsNTF(13)._priors(), None, n_runs=8, n_temperatures=50)
+    assert np.isfinite(auto.log_evidence_) and auto.log_evidence_ == chib.log_evidence_
+    assert np.isfinite(estimate.log_evidence) and estimate.standard_error > 0

@@ -95,7 +95,11 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         Dirichlet of total ``concentration`` over all indices. Write the
         implicit root as a factor (``"ir,jr,kr,r->ijk"``) to give its prior.
     method : {"smc", "vb"}, default="smc"
-        Sequential Monte Carlo over the tokens, or variational Bayes.
+        Sequential Monte Carlo over the tokens, or variational Bayes. VB's
+        bound is exact to rounding (relative 1e-13, or 1e-6 nats where it is
+        small) for counts up to 2^62; above 2^36 tokens in all it sums the
+        zero cells one by one, and refuses data with more of them than
+        non-zero cells and 2^22.
     n_particles : int, default=1000
         SMC particles in all (a multiple of ``n_islands``). Time and memory
         (``n_particles`` x every table's counts, CP: ``R x Σ I_n``) grow in
@@ -116,6 +120,10 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         The total concentration ``a``: λ's Gamma shape and, unless
         ``dirichlet_prior`` says otherwise, the total of every table's
         Dirichlet parameters. Small values favour few, sparse components.
+        Every table's parameters (``concentration`` over its number of
+        cells) must be at least 2.2e-308, the smallest normal float64, so
+        the smallest value a fit takes is 2.2e-308 times the largest table's
+        number of cells (the fit's ``ValueError`` gives it).
     prior_rate : float or None, default=None
         λ's Gamma rate ``b``; None sets ``a / T``, which puts λ's prior mean
         at the observed total.
@@ -124,8 +132,14 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         fraction of its particles.
     max_iter : int, default=500
         VB: maximum coordinate-ascent sweeps.
-    tol : float, default=1e-8
-        VB: stop when the bound's relative change is below ``tol``.
+    tol : float, default=0.1
+        VB: stop once the bound is estimated to be within ``tol`` nats of
+        its limit, from how its gains shrink over the last 24 sweeps: the
+        rule of every VB and EM fit of the package
+        (:func:`~sklearn_pltf.inference._convergence.run_to_convergence`;
+        user guide, "When a fit has converged"); 0 runs until the bound
+        repeats exactly or ``max_iter``. (Until this release ``tol`` was a
+        relative change of the bound, default 1e-8.)
     random_state : int, Generator or None, default=None
         Seeds the token order, the allocations and the resampling (SMC) or
         the initial responsibilities (VB).
@@ -158,7 +172,8 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
     n_resampled_ : int
         SMC only: resampling events, summed over the islands.
     lower_bounds_ : ndarray
-        VB only: the bound after every sweep (never decreasing).
+        VB only: the bound of the first q(θ), after every sweep, then that
+        of the final q(θ), one sweep further (never decreasing).
     converged_ : bool
         VB only: whether ``tol`` was reached within ``max_iter``.
     n_iter_ : int
@@ -197,7 +212,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
     def __init__(self, n_components=2, *, model=None, dirichlet_prior=None, method="smc",
                  n_particles=1000, n_moves=250, n_islands=10, concentration=1.0, prior_rate=None,
-                 resample_threshold=0.5, max_iter=500, tol=1e-8, random_state=None, verbose=0):
+                 resample_threshold=0.5, max_iter=500, tol=0.1, random_state=None, verbose=0):
         self.n_components = n_components
         self.model = model
         self.dirichlet_prior = dirichlet_prior

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._contract import EntryList
-from ..evidence._ais import posterior_start
+from ..evidence._ais import has_posterior_start, posterior_start
 from ..evidence._checks import check_log_evidence
 from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
@@ -84,7 +84,11 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         AIS on dense data with non-negative factors, Chib otherwise;
         None skips it. AIS is the default because its cost does not grow
         with the number of factor elements, as Chib's does. Both give a
-        standard error in ``log_evidence_error_``.
+        standard error in ``log_evidence_error_``. Above 12 components
+        the Gamma start cannot average over the components' labels (its
+        cost grows as 2^R), so ``"auto"`` is Chib's there, and ``"ais"``
+        starts its path from the prior (drawn exactly), which needs far
+        more temperatures on real data.
     n_warmup : int, default=500
         Iterations discarded (HMC adapts its step size and mass over them).
     n_draws : int, default=1000
@@ -275,9 +279,16 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         stats = CPStatistics(data)
         priors = self._priors()
         chain_rng, evidence_rng = rng.spawn(2)
+        model = Model.parse(cp_model_string(data.ndim)).bind(data.shape,
+                                                             {"z": self.n_components})
         evidence = self.evidence
         if evidence == "auto":
-            evidence = "chib" if data.is_sparse or not self.nonnegative or self.ard else "ais"
+            # Where the Gamma start cannot mix over the labels (more than 12
+            # components: posterior_start gives None), AIS would run from the
+            # prior, far too short a path for real data: Chib then, as the
+            # Poisson estimators do.
+            evidence = ("chib" if data.is_sparse or not self.nonnegative or self.ard
+                        or not has_posterior_start(model, tuple(range(data.ndim))) else "ais")
         if evidence == "ais" and self.ard:
             raise ValueError("evidence='ais' integrates each column's own hyper-parameters out; "
                              "with ard=True (one variance per component over every mode) use "
@@ -288,8 +299,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         if evidence == "ais" and not self.nonnegative:
             raise ValueError("evidence='ais' runs on the log-factors of non-negative factors; "
                              "with nonnegative=False use evidence='chib'.")
-        self.model_ = Model.parse(cp_model_string(data.ndim)).bind(
-            data.shape, {"z": self.n_components})
+        self.model_ = model
         chain = gaussian.pool_chains(Parallel(n_jobs=self.n_jobs)(
             delayed(gaussian.run_chain)(
                 child, stats, self.n_components, priors, sampler=self.method,

@@ -12,8 +12,9 @@ runs move the log-factors φ = log A alone:
 The path runs from a Gamma start fitted to a chain's marginals
 (:class:`~._ais.GammaStart`) to the posterior, with the same
 Metropolis-adjusted Langevin moves, pilot-tuned steps and weights as the
-Poisson models' (:func:`~._ais.anneal_forward`); the column prior has no
-exact sampler, which the Poisson path from the prior would need. Walked
+Poisson models' (:func:`~._ais.anneal_forward`), or, with no start, from the
+prior, drawn exactly through the columns' (μ, v) (which the prior's density,
+with them integrated out, does not show). Walked
 down from an exact posterior draw of the factors (for data simulated from
 the model, the factors that generated them: σ² and the columns' (μ, v) are
 integrated out, so the factors alone are a draw of this target's
@@ -28,7 +29,9 @@ import string
 import numpy as np
 from scipy.special import gammaln
 
-from ..inference.gaussian import column_log_evidence, log_hyper_normalizer
+from ..inference._truncnorm import sample_rectified_normal
+from ..inference.gaussian import (column_log_evidence, log_hyper_normalizer,
+                                  sample_standardised_location)
 from ._ais import Contraction, _per_run_sum, anneal_forward, anneal_reverse
 
 __all__ = ["gaussian_ais_log_evidence", "gaussian_reverse_ais_log_evidence"]
@@ -77,6 +80,27 @@ class _GaussianTarget:
             gradient[n] = weight * factors[n] * self._mttkrp[n](residual, *others)
         return log_lik, gradient
 
+    def prior_draws(self, rng, n_runs):
+        """``n_runs`` exact draws of every φ = log A from the prior, for a path
+        from the prior (``start=None``): per column v ~ IG(a₀, b₀), u = μ/√v
+        from N(u | 0, 1/s) Φ(u)^I (independent of v), μ = u√v, then the
+        column's elements from the rectified Gaussian R(μ, v), as
+        :func:`~sklearn_pltf.inference.gaussian.sample_prior` draws them.
+        A draw that rounds to 0 is raised to the smallest normal float, so
+        that its log is finite."""
+        priors, rank = self.priors, self.rank
+        draws = {}
+        for n, size in zip(self.free, self.X.shape):
+            variance = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape,
+                                                               size=(n_runs, 1, rank))
+            location = sample_standardised_location(rng, size, priors.hyper_precision,
+                                                    (n_runs, 1, rank)) * np.sqrt(variance)
+            factor = sample_rectified_normal(rng, np.broadcast_to(location, (n_runs, size, rank)),
+                                             np.broadcast_to(np.sqrt(variance),
+                                                             (n_runs, size, rank)))
+            draws[n] = np.log(np.maximum(factor, np.finfo(np.float64).tiny))
+        return draws
+
     def log_prior(self, phi):
         """Per run: log p(φ) (the columns' (μ, v) integrated out, Jacobian
         included) and its gradient."""
@@ -111,9 +135,13 @@ def gaussian_ais_log_evidence(rng, data, rank, priors, start, *, n_runs=32, n_te
         Dense layout.
     rank : int
     priors : GaussianPriors
-    start : GammaStart
+    start : GammaStart or None
         Where the path starts, e.g. the Gamma fit to a chain's factor
-        marginals (:func:`~._ais.posterior_start`).
+        marginals (:func:`~._ais.posterior_start`), or None: the prior,
+        drawn exactly (:meth:`_GaussianTarget.prior_draws`), for a rank
+        whose labels the Gamma start cannot mix over (above
+        :data:`~._permanent.MAX_SIZE` components), a path far longer than
+        the start's to travel on real data.
     n_runs, n_temperatures, power, n_moves, verbose
         As for :func:`~sklearn_pltf.evidence.ais_log_evidence`.
 

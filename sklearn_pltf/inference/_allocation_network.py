@@ -47,7 +47,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ConditionalTable", "AllocationNetwork", "allocation_network"]
+__all__ = ["ConditionalTable", "AllocationNetwork", "allocation_network", "SMALLEST_ALPHA"]
+
+#: The smallest Dirichlet parameter a table takes: the smallest normal
+#: float64. Below it a parameter keeps only a few significant bits.
+SMALLEST_ALPHA = float(np.finfo(np.float64).tiny)
 
 
 class ConditionalTable(NamedTuple):
@@ -222,7 +226,34 @@ def allocation_network(model, concentration, dirichlet_prior=None):
                                        np.full(shape, concentration / np.prod(shape)), None))
     if carrier is None:
         carrier = [t.position for t in tables if not t.parents][-1]
+    _check_normal(model, tables, concentration, prior)
     return _laid_out(model, tuple(tables), carrier)
+
+
+def _check_normal(model, tables, concentration, prior):
+    """Refuse Dirichlet parameters below the smallest normal float64,
+    :data:`SMALLEST_ALPHA`: there they keep only a few significant bits, then
+    reach 0, where ``log(n + α)`` and the digammas of VB are infinite and the
+    urn's first token has no probability."""
+    for a, given in enumerate(prior):
+        if given is not None and given.min() < SMALLEST_ALPHA:
+            raise ValueError(
+                f"dirichlet_prior[{a}] has an entry of {given.min():.3g}, below "
+                f"{SMALLEST_ALPHA:.3g}, the smallest normal float64: the urn's probabilities "
+                "and the variational bound's digammas lose their precision there. Use entries "
+                f"of at least {SMALLEST_ALPHA:.3g}.")
+    shorthand = [t for t in tables if t.position is None or prior[t.position] is None]
+    if not shorthand:
+        return
+    largest = max(shorthand, key=lambda t: t.alpha.size)
+    if concentration / largest.alpha.size < SMALLEST_ALPHA:
+        raise ValueError(
+            f"concentration={concentration:.3g} gives table {largest.family!r} Dirichlet "
+            f"parameters of {concentration:.3g} / {largest.alpha.size} cells = "
+            f"{concentration / largest.alpha.size:.3g}, below {SMALLEST_ALPHA:.3g}, the smallest "
+            "normal float64: the urn's probabilities and the variational bound's digammas "
+            f"lose their precision there. The smallest concentration model {model.string!r} "
+            f"takes at these sizes is {SMALLEST_ALPHA * largest.alpha.size:.3g}.")
 
 
 def _prior_arrays(model, dirichlet_prior):

@@ -19,6 +19,18 @@ from .._threads import parallel_kernel
 
 _GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
 
+# A token's terms are ratios of products of F factors (n + α), each family
+# product at most its parent's. Where every parent product lies in [_LOW,
+# _HIGH], far inside the floats, the ratios are exact to rounding (a partial
+# product could leave the floats and come back only through dozens of
+# tables), and a family product that underflowed makes a term below 1e-157,
+# under 1e-57 of a total of at least _LOW_TOTAL. Otherwise (Dirichlet
+# parameters near the smallest floats, a predictive probability below
+# _LOW_TOTAL) the terms are summed from logs.
+_LOW = 1e-150
+_HIGH = 1e150
+_LOW_TOTAL = 1e-100
+
 __all__ = ["urn_smc"]
 
 
@@ -82,13 +94,59 @@ def _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
 
 
 @numba.njit(cache=True, nogil=True)
+def _products_in_range(denominators):  # pragma: no cover - compiled
+    """Whether every parent product lies in [_LOW, _HIGH], where the products
+    of :func:`_family_terms` are exact to rounding."""
+    for h in range(denominators.shape[0]):
+        if not (_LOW <= denominators[h] <= _HIGH):
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_terms(terms, counts, p, slots, t, alpha, offsets):  # pragma: no cover - compiled
+    """Token t's terms in particle p's urn from the logs of the tables'
+    ratios, for urns where the products underflow or overflow (Dirichlet
+    parameters near the smallest floats, very many tables): ``terms[h]``
+    becomes its term divided by the largest, e^``shift``; returns their sum
+    and ``shift``."""
+    n_configs = terms.shape[0]
+    shift = -np.inf
+    for h in range(n_configs):
+        value = 0.0
+        for j in range(0, slots.shape[1], 2):
+            cell = slots[t, j] + offsets[j, h]
+            parent = slots[t, j + 1] + offsets[j + 1, h]
+            value += (np.log(alpha[cell] + counts[p, cell])
+                      - np.log(alpha[parent] + counts[p, parent]))
+        terms[h] = value
+        shift = max(shift, value)
+    total = 0.0
+    for h in range(n_configs):
+        terms[h] = np.exp(terms[h] - shift)
+        total += terms[h]
+    return total, shift
+
+
+@numba.njit(cache=True, nogil=True)
 def _token_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
                  consecutive):  # pragma: no cover - compiled
     """``terms[h]`` = token t's predictive probability under configuration
-    h in particle p's urn ``counts[p]`` (its segment offsets ``slots[t]``);
-    returns their sum."""
+    h in particle p's urn ``counts[p]`` (its segment offsets ``slots[t]``),
+    divided by e^``shift``; returns their sum and ``shift``, so that the
+    token's predictive probability is ``sum x e^shift``.
+
+    The ratios of products are exact to rounding while the products stay
+    well inside the floats; outside (tiny Dirichlet parameters, a predictive
+    probability below ``_LOW_TOTAL``) the terms come from logs
+    (:func:`_log_terms`), which cost a logarithm per table."""
     _parent_products(denominators, counts, p, slots, t, alpha, offsets, consecutive)
-    return _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets, consecutive)
+    if _products_in_range(denominators):
+        total = _family_terms(terms, denominators, counts, p, slots, t, alpha, offsets,
+                              consecutive)
+        if total >= _LOW_TOTAL:
+            return total, 0.0
+    return _log_terms(terms, counts, p, slots, t, alpha, offsets)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -143,8 +201,8 @@ def _rejuvenate(counts, allocations, p, slots, missing_slots, n_seen, n_moves, s
             code = allocations[p, s]
             rows, row, h = missing_slots, code // n_configs, code % n_configs
         _add_token(counts, p, rows, row, offsets, h, -1)
-        total = _token_terms(terms, denominators, counts, p, rows, row, alpha, offsets,
-                             consecutive)
+        total, _ = _token_terms(terms, denominators, counts, p, rows, row, alpha, offsets,
+                                consecutive)
         state, u = _next_uniform(state)
         h = _drawn(terms, total, u)
         _add_token(counts, p, rows, row, offsets, h, 1)
@@ -242,14 +300,31 @@ def _place_missing_token(terms, denominators, cumulative, counts, p, missing_slo
     term, both from the uniform ``u`` (its position within the chosen
     cell's share gives h). Returns log p_M, the urn's probability of the
     unobserved cells (the token's incremental weight), and ``m x H + h``.
-    Parents are latent indices only, so their products serve every cell."""
+    Parents are latent indices only, so their products serve every cell.
+    Where the products leave the range in which they are exact
+    (:func:`_token_terms`), every cell's total comes from logs instead."""
     n_cells = missing_slots.shape[0]
     _parent_products(denominators, counts, p, missing_slots, 0, alpha, offsets, consecutive)
+    exact = _products_in_range(denominators)
     total = 0.0
-    for m in range(n_cells):
-        total += _family_terms(terms, denominators, counts, p, missing_slots, m, alpha, offsets,
-                               consecutive)
-        cumulative[m] = total
+    if exact:
+        for m in range(n_cells):
+            total += _family_terms(terms, denominators, counts, p, missing_slots, m, alpha,
+                                   offsets, consecutive)
+            cumulative[m] = total
+        exact = total >= _LOW_TOTAL
+    shift = 0.0
+    if not exact:
+        shift = -np.inf
+        for m in range(n_cells):
+            cell_total, cell_shift = _log_terms(terms, counts, p, missing_slots, m, alpha,
+                                                offsets)
+            cumulative[m] = np.log(cell_total) + cell_shift
+            shift = max(shift, cumulative[m])
+        total = 0.0
+        for m in range(n_cells):
+            total += np.exp(cumulative[m] - shift)
+            cumulative[m] = total
     target = u * total
     # The first cell whose cumulative term exceeds the target, by bisection
     # (np.searchsorted would compile its generic comparisons into the kernel).
@@ -262,11 +337,16 @@ def _place_missing_token(terms, denominators, cumulative, counts, p, missing_slo
             hi = mid
     m = lo
     below = cumulative[m - 1] if m > 0 else 0.0
-    cell_total = _family_terms(terms, denominators, counts, p, missing_slots, m, alpha, offsets,
-                               consecutive)
-    h = _drawn(terms, cell_total, min(max((target - below) / cell_total, 0.0), 1.0))
+    if exact:
+        cell_total = _family_terms(terms, denominators, counts, p, missing_slots, m, alpha,
+                                   offsets, consecutive)
+        share = cell_total
+    else:  # the cell's terms on their own scale, its share on the cumulative one
+        cell_total, _ = _log_terms(terms, counts, p, missing_slots, m, alpha, offsets)
+        share = cumulative[m] - below
+    h = _drawn(terms, cell_total, min(max((target - below) / share, 0.0), 1.0))
     _add_token(counts, p, missing_slots, m, offsets, h, 1)
-    return np.log(total), m * terms.shape[0] + h
+    return np.log(total) + shift, m * terms.shape[0] + h
 
 
 @parallel_kernel
@@ -322,9 +402,9 @@ def urn_smc(slots, missing_slots, start, stop, latent_offsets, alpha, uniforms,
                 p = lo + q
                 u = uniforms[t - start, p]
                 if t < n_observed:
-                    total = _token_terms(terms, denominators, counts, p, slots, t, alpha,
-                                         offsets, consecutive)
-                    increments[q] = np.log(total)
+                    total, shift = _token_terms(terms, denominators, counts, p, slots, t,
+                                                alpha, offsets, consecutive)
+                    increments[q] = np.log(total) + shift
                     code = _drawn(terms, total, u)
                     _add_token(counts, p, slots, t, offsets, code, 1)
                 else:

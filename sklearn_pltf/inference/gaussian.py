@@ -81,7 +81,7 @@ __all__ = [
     "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
     "log_likelihood", "log_factor_prior", "log_factors_prior", "draw_hyper",
     "component_energy_shares", "column_log_evidence", "log_noise_prior",
-    "log_hyper_normalizer",
+    "log_hyper_normalizer", "sample_standardised_location",
     "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
     "fold_in", "run_chain", "pool_chains", "GaussianChain",
     "DualAveraging", "AdaptiveHMC",
@@ -327,12 +327,17 @@ def log_element_density(x, location, scale, priors):
     return -0.5 * z**2 - np.log(scale) - 0.5 * np.log(2.0 * np.pi)
 
 
-def _sample_standardised_location(rng, n_elements, precision, size):
-    """Draws of u ∝ N(u | 0, 1/s) Φ(u)^I by the inverse CDF on the grid."""
+def sample_standardised_location(rng, n_elements, precision, size):
+    """Draws of u = μ/√v ∝ N(u | 0, 1/s) Φ(u)^I, the standardised column
+    location of a non-negative factor's hyper-prior (independent of v), by
+    the inverse CDF on the grid of :func:`log_hyper_normalizer`."""
     u, log_f = _location_grid(int(n_elements), float(precision))
     cdf = np.cumsum(np.exp(log_f - log_f.max()))
     cdf /= cdf[-1]
     return np.interp(rng.uniform(size=size), cdf, u)
+
+
+_sample_standardised_location = sample_standardised_location
 
 
 # ------------------------------------------------------------------ Gibbs sweep
