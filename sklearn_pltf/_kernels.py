@@ -1,5 +1,5 @@
 """numba kernels for the per-entry loops of the sparse path (the Bayesian
-Allocation Model's urn kernels are in :mod:`sklearn_pltf.inference._urn_kernels`).
+Allocation Model's urn kernels are in :mod:`sklearn_pltf.inference.allocation._urn_kernels`).
 
 Every factor is packed as a 2-D table (rows: its observed-index block, columns:
 its latent-index block) into one flat buffer. For a listed entry ``n`` and a

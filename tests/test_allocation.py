@@ -387,8 +387,8 @@ def test_vb_bound_matches_60_digit_arithmetic_at_counts_near_the_int64_limit(X, 
     coords = np.array(np.nonzero((X > 0) & observed))
     data = allocation.allocation_data(coords, X[tuple(coords)], X.shape, sizes, model=model,
                                       missing=np.array(np.nonzero(~observed)))
-    indices = allocation._CellPositions(data.network, data.coords)
-    missing = allocation._CellPositions(data.network, data.missing)
+    indices = allocation.vb._CellPositions(data.network, data.coords)
+    missing = allocation.vb._CellPositions(data.network, data.missing)
     state = allocation.vb_init(np.random.default_rng(0), data, indices)
     for sweep in range(201):
         new, bound = allocation.vb_step(state, data, indices, missing)

@@ -86,8 +86,17 @@ def _layer(dotted):
 
 
 def _is_algorithm(dotted):
+    """A generic algorithm (``inference.vb``) or a model family (``inference.allocation``)."""
     parts = dotted.split(".")
     return len(parts) == 3 and parts[1] == "inference" and not parts[2].startswith("_")
+
+
+def _family(dotted):
+    """The model family (``sklearn_pltf.inference.allocation``) a module belongs to, or None."""
+    parts = dotted.split(".")
+    if len(parts) > 3 and parts[1] == "inference" and PACKAGE.joinpath("inference", parts[2]).is_dir():
+        return ".".join(parts[:3])
+    return None
 
 
 def _params(paths):
@@ -118,9 +127,16 @@ def test_imports_point_down(path):
 def test_algorithms_import_no_other_algorithm(path):
     """An inference module (an algorithm or a helper they share) imports no
     algorithm but itself; the helpers (``_chains``, ``_gamma``, ...) are
-    shared."""
+    shared. A model family's modules (``inference/<family>/``) may use the
+    generic algorithms (a family's kernel composes VB's or EM's), and each
+    other, but no other family, and no generic module imports a family."""
     here = _dotted(path)
-    others = sorted(t for t in _reached(path) if _is_algorithm(t) and t != here)
+    family = _family(here)
+    if family is None:
+        others = sorted(t for t in _reached(path) if _is_algorithm(t) and t != here)
+    else:
+        others = sorted(t for t in _reached(path) if _is_algorithm(t) and t != family
+                        and PACKAGE.joinpath(*t.split(".")[1:]).is_dir())
     assert not others, f"{here} imports the algorithms {others}"
 
 

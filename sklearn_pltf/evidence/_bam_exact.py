@@ -24,7 +24,7 @@ import operator
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ..inference._allocation_network import allocation_network
+from ..inference.allocation._network import allocation_network
 from ..model import Model
 from ._counts import as_count_array, compositions
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._data import _LANES, _MIX_1, _MIX_2
-from .._threads import parallel_kernel
+from ..._data import _LANES, _MIX_1, _MIX_2
+from ..._threads import parallel_kernel
 
 _GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
 
@@ -357,7 +357,7 @@ def urn_smc(slots, missing_slots, start, stop, latent_offsets, alpha, uniforms,
     resample and rejuvenate.
 
     Particle p's urn is the count vector ``counts[p]``, laid out by
-    :mod:`sklearn_pltf.inference._allocation_network`: token t under latent
+    :mod:`sklearn_pltf.inference.allocation._network`: token t under latent
     configuration h reads, for every table f, the cell of its family at
     ``slots[t, 2f] + latent_offsets[h, 2f]`` and the cell of its parents at
     ``slots[t, 2f + 1] + latent_offsets[h, 2f + 1]``; ``alpha`` holds the
