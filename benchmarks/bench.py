@@ -252,11 +252,11 @@ def _gibbs_seconds_per_sweep(X, rank, n_sweeps, method="gibbs"):
     """Seconds per sweep of a rank-``rank`` Poisson CP on ``X`` (block Gibbs:
     allocation of every count, then each factor; SADA: a margin of the
     allocation before each factor), after one untimed sweep."""
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.inference import gibbs
     from sklearn_pltf.inference._common import gamma_priors
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine.model import Model
 
     data = as_observed_tensor(X)
     spec = ",".join(c + "r" for c in "ijk") + "->ijk"
@@ -301,11 +301,11 @@ def bench_chib_rank(n_datasets):
     """The paper's Model II: 10 x 5 x 8 counts from a rank-3 Poisson CP model
     (Gamma(1, 1) factors); Chib's log evidence (element blocks, 2000 draws per
     run) over ranks 1..6, and how often it is highest at 3."""
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.evidence import chib_log_evidence
     from sklearn_pltf.inference._common import gamma_priors
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine.model import Model
 
     wins = 0
     for dataset in range(n_datasets):
@@ -339,11 +339,11 @@ def _chib_nmf(X, rank, rate, n_draws, blocks="rows", seed=None):
     """Chib's estimate for Poisson NMF (seed = rank unless given): row blocks
     (one clamped Gibbs run per factor row, 175 runs at every rank) or element
     blocks (175 x rank runs; the better estimator above the data's rank)."""
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.evidence import chib_log_evidence
     from sklearn_pltf.inference._common import gamma_priors
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine.model import Model
 
     model = Model.parse("ik,kj->ij").bind(X.shape, {"k": rank})
     contractor = make_contractor(model, as_observed_tensor(X))
@@ -406,11 +406,11 @@ def bench_sti_rank(rates, true_rank, ranks, chib_draws, sti_chains=1, methods=("
 
 
 def _sgld_seconds_per_step(X, rank, batch_size, n_steps):
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.inference import sgld
     from sklearn_pltf.inference._common import gamma_priors
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine.model import Model
 
     model = Model.parse("ir,jr,kr->ijk").bind(X.shape, {"r": rank})
     contractor = make_contractor(model, as_observed_tensor(X))

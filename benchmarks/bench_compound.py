@@ -27,11 +27,11 @@ def _values(shape, rank, density, jump_mean=1.0, seed=0):
 
 
 def _sweep_seconds(X, likelihood, rank, n_sweeps=10, repeats=3):
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.inference import vb
     from sklearn_pltf.inference._common import gamma_priors
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine.model import Model
 
     data = as_observed_tensor(X)
     model = Model.parse("ik,kj->ij").bind(data.shape, rank)

@@ -16,9 +16,9 @@ import time
 import numpy as np
 import sparse
 
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._coupled import CoupledContractor, CoupledModel, bind_models
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._coupled import CoupledContractor, CoupledModel, bind_models
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._common import gamma_priors
 
@@ -70,8 +70,8 @@ def bench_coupled_tied(repeats=3, n_sweeps=10, rank=20):
     on Kinships with its attributes, Bernoulli–Poisson."""
     from sklearn_pltf import CoupledPLTF
     from sklearn_pltf.datasets import load_kinships_attributes
-    from sklearn_pltf.estimators import _rescal_coupled
-    from sklearn_pltf.inference import rescal
+    from sklearn_pltf.inference.relational import coupled as _rescal_coupled
+    from sklearn_pltf.inference.relational import rescal
 
     kinships = load_kinships_attributes()
     X, Y = kinships.data.astype(float), kinships.attributes.astype(float)

@@ -92,7 +92,7 @@ def _block_iteration_seconds(contractor, factors):
     """On a worker: seconds of one VB iteration's contractions on one block
     (a Δ per factor and the bound's X̂), its second run (the first loads
     the kernels), and the block's non-zeros."""
-    from sklearn_pltf.distributed._contract import use_worker_threads
+    from sklearn_pltf.engine.distributed._contract import use_worker_threads
 
     use_worker_threads()
     for _ in range(2):
@@ -106,8 +106,8 @@ def _block_iteration_seconds(contractor, factors):
 
 def _per_block_costs(data, shape, rank):
     """Each block's (seconds of one iteration's contractions, non-zeros)."""
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf.model import Model, cp_model_string
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine.model import Model, cp_model_string
 
     model = Model.parse(cp_model_string(len(shape))).bind(shape, rank)
     rng = np.random.default_rng(0)
@@ -127,7 +127,7 @@ def _on_cluster(shape, rank, n_counts, chunks, n_iter, n_workers):
     import timing
 
     from sklearn_pltf import PoissonCP
-    from sklearn_pltf.distributed import as_distributed_tensor
+    from sklearn_pltf.engine.distributed import as_distributed_tensor
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from sklearn_pltf import BayesianNMF, GibbsNTF, PoissonCP
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.evidence import (
     ais_log_evidence,
     gaussian_ais_log_evidence,
@@ -36,7 +36,7 @@ from sklearn_pltf.evidence import (
 from sklearn_pltf.evidence._ais import posterior_start
 from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 #: name: (model string, shape, generating rank, prior rate, estimator)
 CASES = {

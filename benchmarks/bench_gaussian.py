@@ -116,7 +116,7 @@ def bench_ntf_heldout(n_splits=10, n_warmup=500, n_draws=500):
 def bench_ntf_cost(n_iterations=20):
     """(j): seconds per Gibbs sweep and per HMC iteration (20 leapfrog steps)
     on a 100 x 100 x 100 rank-10 tensor."""
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.inference import gaussian
     from sklearn_pltf.inference._cp_stats import CPStatistics
 

@@ -42,12 +42,12 @@ import torch  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP, TuckerVB  # noqa: E402
-from sklearn_pltf._array_data import as_array_api_tensor  # noqa: E402
-from sklearn_pltf._contract import make_contractor  # noqa: E402
-from sklearn_pltf._data import as_observed_tensor  # noqa: E402
+from sklearn_pltf.engine._array_data import as_array_api_tensor  # noqa: E402
+from sklearn_pltf.engine._contract import make_contractor  # noqa: E402
+from sklearn_pltf.engine._data import as_observed_tensor  # noqa: E402
 from sklearn_pltf.inference import vb  # noqa: E402
 from sklearn_pltf.inference._common import gamma_priors, priors_for  # noqa: E402
-from sklearn_pltf.model import Model  # noqa: E402
+from sklearn_pltf.engine.model import Model  # noqa: E402
 
 
 def _line(**fields):

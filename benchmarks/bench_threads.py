@@ -26,11 +26,11 @@ import json, sys, time
 import numpy as np
 sys.path.insert(0, {bench!r})
 import workloads
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 kind, repeats = {kind!r}, {repeats}
 if kind == "sparse":

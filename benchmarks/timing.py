@@ -16,11 +16,11 @@ def seconds_per_iteration(estimator, X, n_iter):
     ``tol=0`` would itself run ``max_iter`` times), are left out. The kernels
     are loaded by a first untimed iteration.
     """
-    from sklearn_pltf._contract import make_contractor
+    from sklearn_pltf.engine._contract import make_contractor
     from sklearn_pltf.inference import em, vb
     from sklearn_pltf.inference._common import gamma_priors
     from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine.model import Model
 
     data = estimator._observed(X, None, reset=True)
     spec, sizes, fixed = estimator._model_spec(len(data.shape))

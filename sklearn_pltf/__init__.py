@@ -10,8 +10,8 @@ from .estimators import (
     PoissonCP,
     TuckerVB,
 )
-from ._likelihood import CompoundPoisson
-from .model import Model
+from .engine._likelihood import CompoundPoisson
+from .engine.model import Model
 
 __all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "BayesianRESCAL",
            "CoupledPLTF", "CompoundPoisson", "Model"]

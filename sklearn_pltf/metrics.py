@@ -18,8 +18,8 @@ import numpy as np
 import sparse
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from ._array_api import array_namespace_of_input, as_namespace, device_of, to_numpy
-from ._data import is_sparse_input
+from .engine._array_api import array_namespace_of_input, as_namespace, device_of, to_numpy
+from .engine._data import is_sparse_input
 
 __all__ = ["LinkPredictionAUC", "link_prediction_auc", "link_prediction_scorer", "entry_values"]
 

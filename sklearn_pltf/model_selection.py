@@ -18,9 +18,9 @@ import sparse
 from joblib import Parallel, delayed
 from sklearn import clone
 
-from ._array_api import array_namespace_of_input, to_numpy
-from ._data import as_observed_tensor
-from ._random import as_generator
+from .engine._array_api import array_namespace_of_input, to_numpy
+from .engine._data import as_observed_tensor
+from .engine._random import as_generator
 from .estimators import CoupledPLTF
 from .metrics import link_prediction_scorer
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._array_api import to_numpy
+from .engine._array_api import to_numpy
 
 __all__ = ["plot_evidence", "plot_trace", "plot_factors"]
 

@@ -4,10 +4,10 @@ matrices (the check Chib's estimate passes, tests/test_chib.py)."""
 import numpy as np
 import pytest
 
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.evidence import ais_log_evidence, exact_log_evidence, reverse_ais_log_evidence
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 TINY_MATRICES = [
     np.array([[2, 0, 1], [0, 3, 1]]),

@@ -20,14 +20,14 @@ from scipy.special import gammaln
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_pltf import PLTF, BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.datasets import make_poisson_cp, make_poisson_nmf, make_poisson_tucker
 from sklearn_pltf.evidence import exact_log_evidence
 from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._common import GammaPriors, gamma_priors
 from sklearn_pltf.inference._hyperparameters import learned_priors, rate_learning
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 from sklearn_pltf.model_selection import FullDataSplit
 
 TINY = np.array([[2, 0, 1], [0, 3, 1], [1, 0, 2]])

@@ -344,7 +344,7 @@ def test_nothing_the_size_of_the_data_goes_to_the_host(counts, monkeypatch):
     ones would raise on array-api-strict's "device1". (scipy.special cannot
     read "device1", so there alone ψ and log Γ go through NumPy; PyTorch
     and CuPy arrays get their own library's functions from scipy.)"""
-    import sklearn_pltf._array_api as array_api
+    import sklearn_pltf.engine._array_api as array_api
     import sklearn_pltf.estimators._base as base
     import sklearn_pltf.estimators._validation as validation
     import sklearn_pltf.inference._fold_in as fold_in
@@ -395,12 +395,12 @@ def test_an_underflowing_mean_is_floored_as_the_numpy_engine_floors_it():
     """X̂ below the smallest normal float is raised to it by both engines
     (else X / X̂ is infinite); the array-API engine skips the pass only where
     a lower bound from the factors shows no entry needs it."""
-    from sklearn_pltf._array_contract import ArrayAPIContractor
-    from sklearn_pltf._array_data import as_array_api_tensor
-    from sklearn_pltf._contract import DenseContractor
-    from sklearn_pltf._data import as_observed_tensor
-    from sklearn_pltf._likelihood import get_likelihood
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine._array_contract import ArrayAPIContractor
+    from sklearn_pltf.engine._array_data import as_array_api_tensor
+    from sklearn_pltf.engine._contract import DenseContractor
+    from sklearn_pltf.engine._data import as_observed_tensor
+    from sklearn_pltf.engine._likelihood import get_likelihood
+    from sklearn_pltf.engine.model import Model
 
     X = np.ones((3, 4))
     model = Model.parse("ik,kj->ij").bind(X.shape, {"k": 2}, {})

@@ -29,7 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_pltf import (PLTF, BayesianNMF, BayesianRESCAL, CoupledPLTF, PoissonCP,
                           TuckerVB)
-from sklearn_pltf._likelihood import CompoundPoisson
+from sklearn_pltf.engine._likelihood import CompoundPoisson
 
 RECORD = Path(__file__).parent / "data" / "behaviour_corpus.json"
 SWEEPS = 12

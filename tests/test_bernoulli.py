@@ -12,13 +12,13 @@ import sparse
 from scipy import stats
 
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf._likelihood import BernoulliPoissonLikelihood
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
+from sklearn_pltf.engine._likelihood import BernoulliPoissonLikelihood
 from sklearn_pltf.evidence import bernoulli_exact_log_evidence, chib_log_evidence
 from sklearn_pltf.inference import gibbs
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 TINY_BINARY = [
     np.array([[1, 0, 1], [0, 1, 1]], dtype=float),

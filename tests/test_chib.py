@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.evidence import chib_log_evidence, exact_log_evidence
 from sklearn_pltf.evidence._log_mean import log_mean_exp
 from sklearn_pltf.inference import gibbs
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 TINY_MATRICES = [
     np.array([[2, 0, 1], [0, 3, 1]]),

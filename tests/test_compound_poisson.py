@@ -13,7 +13,7 @@ from scipy.special import gammaln, i0e, i1e, logsumexp
 from sklearn.base import clone
 
 from sklearn_pltf import BayesianNMF, BayesianRESCAL, CompoundPoisson, CoupledPLTF, PoissonCP
-from sklearn_pltf._kernels import compound_count_mean, compound_log_sum
+from sklearn_pltf.engine._kernels import compound_count_mean, compound_log_sum
 from sklearn_pltf.evidence import exact_log_evidence
 
 
@@ -267,7 +267,7 @@ def test_data_holding_more_jumps_than_the_fit_can_count_are_refused_at_fit():
     """x / jump_mean beyond MAX_JUMPS (z = βxX̂ about its square
     overflows): a clear error at fit naming jump_mean, for every estimator
     that takes the likelihood; just below it the fit is finite."""
-    from sklearn_pltf._likelihood import MAX_JUMPS
+    from sklearn_pltf.engine._likelihood import MAX_JUMPS
 
     X = _draw(9)
     tiny = CompoundPoisson(1e-200)

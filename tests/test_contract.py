@@ -8,9 +8,9 @@ import sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_pltf._contract import EntryList, make_contractor
-from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine._contract import EntryList, make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
+from sklearn_pltf.engine.model import Model
 
 
 def naive_xhat(model, factors):

@@ -12,9 +12,9 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_pltf import PLTF, BayesianRESCAL, CoupledPLTF
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._coupled import CoupledContractor, CoupledModel, bind_models
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._coupled import CoupledContractor, CoupledModel, bind_models
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.model_selection import FullDataSplit
@@ -335,8 +335,8 @@ def test_tied_a_sweep_is_rescal_s_and_the_side_model_s_when_nothing_is_shared():
     """With a side tensor that does not hold the entity factor, one coupled
     sweep from a state is RESCAL's sweep of (A, A, G) and the side model's
     own VB sweep, and the bound is the sum of theirs."""
-    from sklearn_pltf.estimators import _rescal_coupled as rescal_coupled
-    from sklearn_pltf.inference import rescal
+    from sklearn_pltf.inference.relational import coupled as rescal_coupled
+    from sklearn_pltf.inference.relational import rescal
 
     X, Y = _draw_relational(1, binary=False)
     est = CoupledPLTF(("ia,jb,abk->ijk", "us,sf->uf"), 2, tied_factors={1: 0}, max_iter=3,
@@ -507,7 +507,7 @@ def test_bad_weights_are_clear_errors(weights, message):
 
 
 def test_tied_weights_apply_to_the_side_tensors_only():
-    from sklearn_pltf.estimators import _rescal_coupled as rescal_coupled
+    from sklearn_pltf.inference.relational import coupled as rescal_coupled
 
     X, Y = _draw_relational(11, binary=False)
     with pytest.raises(ValueError, match="relations' weight"):

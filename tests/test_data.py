@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 import sparse
 
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 
 
 def test_dense_nan_is_missing_and_user_array_is_untouched():
@@ -156,7 +156,7 @@ def test_the_dense_fingerprint_pass_equals_the_listed_entries_digest(shape, with
     """The one-pass digest of dense data (no listing of the non-zeros) is
     the digest of its listed non-zeros and missing entries, so a dense array
     and the same data in a sparse container share a fingerprint."""
-    from sklearn_pltf._data import dense_digest, entry_digest
+    from sklearn_pltf.engine._data import dense_digest, entry_digest
 
     rng = np.random.default_rng(0)
     X = np.asfortranarray(rng.poisson(0.5, shape).astype(float))  # any memory order

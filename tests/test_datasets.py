@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import sparse
 
-from sklearn_pltf._contract import full_xhat
+from sklearn_pltf.engine._contract import full_xhat
 from sklearn_pltf.datasets import (
     load_kinships,
     load_nations,
@@ -15,7 +15,7 @@ from sklearn_pltf.datasets import (
     make_poisson_nmf,
     make_poisson_tucker,
 )
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 
 @pytest.mark.parametrize("load, shape, ones", [(load_nations, (14, 14, 55), 1992),

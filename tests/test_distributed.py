@@ -234,9 +234,9 @@ def test_a_block_and_its_contractor_tell_dask_what_they_hold():
     not look as cheap to move as an empty object."""
     from dask.sizeof import sizeof
 
-    from sklearn_pltf._contract import SparseContractor
-    from sklearn_pltf._data import as_observed_tensor
-    from sklearn_pltf.model import Model
+    from sklearn_pltf.engine._contract import SparseContractor
+    from sklearn_pltf.engine._data import as_observed_tensor
+    from sklearn_pltf.engine.model import Model
 
     counts = np.random.default_rng(0).poisson(0.2, size=(30, 20, 10)).astype(float)
     counts[0, 0, 0] = np.nan

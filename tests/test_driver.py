@@ -9,12 +9,12 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_pltf import BayesianNMF, BayesianRESCAL, CoupledPLTF
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_pltf"
 

@@ -10,7 +10,7 @@ import sparse
 from scipy.stats import poisson
 
 from sklearn_pltf import AllocationSMC, BayesianNMF, GibbsNTF, PoissonCP
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.evidence import exact_log_evidence
 from sklearn_pltf.evidence._checks import check_log_evidence, saturated_log_likelihood
 

@@ -16,7 +16,7 @@ import sparse
 
 import sklearn_pltf
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
-from sklearn_pltf._threads import _ForkSafeKernel, parallel_kernel
+from sklearn_pltf.engine._threads import _ForkSafeKernel, parallel_kernel
 
 fork_only = pytest.mark.skipif(not hasattr(os, "fork"), reason="the platform has no fork()")
 
@@ -91,7 +91,7 @@ def test_a_forked_child_fits_and_predicts_two_factor_models():
 
 # ------------------------------------------------------------------ every parallel kernel
 _PACKAGE_ROOT = pathlib.Path(sklearn_pltf.__file__).parent
-_MECHANISM = _PACKAGE_ROOT / "_threads.py"  # the one place a parallel dispatcher is built
+_MECHANISM = _PACKAGE_ROOT / "engine" / "_threads.py"  # the one place a parallel dispatcher is built
 _NUMBA_DECORATORS = {"jit", "njit", "generated_jit", "vectorize", "guvectorize", "cfunc",
                      "stencil"}
 
@@ -136,7 +136,7 @@ def _compiled_parallel(module_list):
 
 def _parallel_decorations_in_source():
     """``file:line`` of every numba decorator or call in the package's source
-    that asks for a parallel target, outside :mod:`sklearn_pltf._threads`."""
+    that asks for a parallel target, outside :mod:`sklearn_pltf.engine._threads`."""
     found = []
     for path in sorted(_PACKAGE_ROOT.rglob("*.py")):
         if path == _MECHANISM:
@@ -164,10 +164,10 @@ def test_every_parallel_kernel_has_a_serial_twin():
     same options but ``parallel``) a forked child runs."""
     bare, kernels = _compiled_parallel(_package_modules())
     assert not bare, ("parallel numba kernels without a serial twin (use "
-                      "sklearn_pltf._threads.parallel_kernel): "
+                      "sklearn_pltf.engine._threads.parallel_kernel): "
                       + ", ".join(f"{d.py_func.__module__}.{d.py_func.__qualname__}" for d in bare))
     assert not _parallel_decorations_in_source(), (
-        "parallel numba targets built outside sklearn_pltf._threads.parallel_kernel: "
+        "parallel numba targets built outside sklearn_pltf.engine._threads.parallel_kernel: "
         + ", ".join(_parallel_decorations_in_source()))
     assert kernels, "the walk found no parallel kernel at all"
     for kernel in kernels:

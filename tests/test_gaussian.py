@@ -7,7 +7,7 @@ import sparse
 from scipy import stats as scipy_stats
 from scipy.integrate import quad
 
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._cp_stats import CPStatistics
 from sklearn_pltf.inference._truncnorm import (
@@ -295,7 +295,7 @@ def test_forward_and_reverse_ais_sandwich_the_evidence_of_data_from_the_model():
     drawn from the prior its weights are heavy-tailed, and it fell below
     both bounds.)"""
     from sklearn_pltf import GibbsNTF
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.evidence import gaussian_ais_log_evidence, gaussian_reverse_ais_log_evidence
     from sklearn_pltf.evidence._ais import posterior_start
 

@@ -8,7 +8,7 @@ from scipy import integrate
 from scipy.special import gammaln
 
 from sklearn_pltf import GibbsNTF
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.datasets import make_gaussian_ntf
 from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._cp_stats import CPStatistics

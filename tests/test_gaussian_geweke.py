@@ -11,8 +11,8 @@ difference in the means of test functions of θ.
 import numpy as np
 import pytest
 
-from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf._random import as_generator
+from sklearn_pltf.engine._data import as_observed_tensor
+from sklearn_pltf.engine._random import as_generator
 from sklearn_pltf.evidence._mc_error import batch_means_error
 from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._cp_stats import CPStatistics

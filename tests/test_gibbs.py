@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import sparse
 
-from sklearn_pltf._contract import full_xhat, make_contractor
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import full_xhat, make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import gibbs
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 
 def bound_model(spec, shape, sizes, fixed_shapes=None):

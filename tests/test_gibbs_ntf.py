@@ -212,7 +212,7 @@ def test_evidence_above_twelve_components():
     for the Poisson estimators, and an explicit evidence='ais' runs its path
     from the prior, drawn exactly (it raised AttributeError for want of
     prior draws)."""
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.evidence import gaussian_ais_log_evidence
 
     X = np.random.default_rng(0).gamma(2.0, 1.0, (3, 2, 2))

@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn_pltf import PLTF, BayesianNMF, PoissonCP
 from sklearn_pltf.evidence import exact_log_evidence
 from sklearn_pltf.inference._chains import ChainResult, align_labels
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 SHORT = {"n_draws": 200, "n_warmup": 50, "random_state": 0}
 

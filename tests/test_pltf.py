@@ -139,8 +139,8 @@ def test_sparse_results_do_not_depend_on_thread_counts(cp_data):
 
 def test_restarts_keep_the_best_bound(cp_data):
     """Each restart runs on its own spawned generator; the best final bound is kept."""
-    from sklearn_pltf._contract import make_contractor
-    from sklearn_pltf._data import as_observed_tensor
+    from sklearn_pltf.engine._contract import make_contractor
+    from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.inference import vb
     from sklearn_pltf.inference._common import gamma_priors
     from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_pltf import BayesianNMF, GibbsNTF
-from sklearn_pltf._progress import Progress, progress_or_none
+from sklearn_pltf.engine._progress import Progress, progress_or_none
 
 
 class Clock:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from sklearn_pltf import PLTF, BayesianNMF, CoupledPLTF, PoissonCP
-from sklearn_pltf._likelihood import CompoundPoisson
+from sklearn_pltf.engine._likelihood import CompoundPoisson
 
 PROPERTY = settings(max_examples=6, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -13,12 +13,12 @@ from sklearn.base import clone
 from test_rescal import BINARY, COUNTS, _exact_rank_one, _rescal_data
 
 from sklearn_pltf import BayesianRESCAL
-from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.inference import _relational as relational
-from sklearn_pltf.inference import rescal_gibbs
+from sklearn_pltf.engine._data import as_observed_tensor
+from sklearn_pltf.inference.relational import _relational as relational
+from sklearn_pltf.inference.relational import rescal_gibbs
 from sklearn_pltf.inference._chains import ChainResult, align_labels
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 
 def _quiet_fit(estimator, X, **kwargs):

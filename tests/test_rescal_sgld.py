@@ -7,11 +7,11 @@ import pytest
 from test_rescal import BINARY, COUNTS, _exact_rank_one, _rescal_data
 
 from sklearn_pltf import PLTF, BayesianRESCAL
-from sklearn_pltf._data import as_observed_tensor
-from sklearn_pltf.inference import _relational as relational
+from sklearn_pltf.engine._data import as_observed_tensor
+from sklearn_pltf.inference.relational import _relational as relational
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.inference.rescal_sgld import RescalTarget
-from sklearn_pltf.model import Model
+from sklearn_pltf.inference.relational.rescal_sgld import RescalTarget
+from sklearn_pltf.engine.model import Model
 
 
 def _target(likelihood, seed=0, batch_size=None):

@@ -17,7 +17,7 @@ import sparse
 from sklearn.base import clone
 
 from sklearn_pltf import PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, GibbsNTF, PoissonCP
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.evidence._checks import saturated_log_likelihood
 
 

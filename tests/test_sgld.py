@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import sparse
 
-from sklearn_pltf._contract import make_contractor
-from sklearn_pltf._data import as_observed_tensor
+from sklearn_pltf.engine._contract import make_contractor
+from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import sgld
 from sklearn_pltf.inference._batches import BlockBatches, TargetGradient
 from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.model import Model
+from sklearn_pltf.engine.model import Model
 
 
 class _StandardGaussian:

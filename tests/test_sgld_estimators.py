@@ -76,7 +76,7 @@ def test_sti_through_the_estimator_matches_the_exact_evidence():
 
 
 def test_chains_evidence_error_is_at_least_their_spread():
-    from sklearn_pltf.estimators._mcmc import combine_chain_estimates
+    from sklearn_pltf.evidence._posterior import combine_chain_estimates
 
     # Chains that agree: their own errors, combined.
     value, error = combine_chain_estimates([-100.0, -100.1, -99.9], [1.0, 1.0, 1.0])
@@ -93,7 +93,7 @@ def test_sti_chains_that_scatter_beyond_their_errors_warn():
     estimates scatter many times their own errors (20x measured here)."""
     import warnings
 
-    from sklearn_pltf.estimators._mcmc import warn_if_chains_disagree
+    from sklearn_pltf.evidence._posterior import warn_if_chains_disagree
 
     rng = np.random.default_rng(0)
     X = rng.poisson(rng.gamma(1.0, 3.0, (40, 3)) @ rng.gamma(1.0, 1.0, (3, 30))).astype(float)

@@ -11,7 +11,7 @@ from _gaussian_additive import (
     variance_log_likelihood,
 )
 
-from sklearn_pltf.estimators._mcmc import warn_if_unsettled
+from sklearn_pltf.evidence._posterior import warn_if_unsettled
 from sklearn_pltf.evidence import sti_log_evidence, temperature_ladder
 from sklearn_pltf.evidence._mc_error import batch_means_error, effective_sample_size
 from sklearn_pltf.evidence._sti import BLOCK, MIN_KEPT, _trending, trapezoid_weights

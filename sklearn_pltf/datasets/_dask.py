@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import sparse
 
-from .._random import as_generator
+from ..engine._random import as_generator
 
 __all__ = ["make_dask_poisson_cp"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._contract import full_xhat
-from .._random import as_generator
+from ..engine._contract import full_xhat
+from ..engine._random import as_generator
 from ..inference.allocation import sample_bam
-from ..model import Model, cp_model_string, tucker_model
+from ..engine.model import Model, cp_model_string, tucker_model
 
 __all__ = [
     "make_pltf", "make_poisson_nmf", "make_poisson_cp", "make_poisson_tucker",

@@ -3,7 +3,7 @@
 The base class owns everything but the model: input validation, one
 :class:`numpy.random.Generator` per fit spawned into the restarts (or chains), the
 convergence loop, keeping the best restart, the sampler path
-(:mod:`._mcmc`), fold-in of new samples, ``transform``,
+(:mod:`sklearn_pltf.evidence._posterior`), fold-in of new samples, ``transform``,
 ``inverse_transform``, ``score`` and entry predictions. A subclass says which
 model string, latent sizes and fixed factors it fits (:meth:`_model_spec`).
 """
@@ -22,23 +22,24 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._array_api import (array_api_refusal, as_namespace, device_of, like, moveaxis,
+from ..engine._array_api import (array_api_refusal, as_namespace, device_of, like, moveaxis,
                           namespace_of, to_numpy)
-from .._contract import full_xhat, make_contractor
-from .._kernels import TINY
-from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
+from ..engine._contract import full_xhat, make_contractor
+from ..engine._kernels import TINY
+from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors, priors_for
 from ..inference._convergence import ACCELERATIONS
+from ..inference._diagnostics import RHAT_LIMIT, split_rhat
 from ..inference._driver import OptimizerProblem, Settings, optimize
 from ..inference._hyperparameters import LearnedRatesKernel
 from ..inference._svd_start import svd_start
-from ..distributed import block_grid
-from ..model import Model
-from . import _mcmc
+from ..engine.distributed import block_grid
+from ..engine.model import Model
+from ..evidence import _posterior as _mcmc
 from ._inference_data import export_inference_data, factor_names_of
 from ..inference._predictive import predictive_at_entries
 from ..inference._relevance import hold_learned_rates
@@ -47,7 +48,8 @@ from ._skeleton import BaseFactorization
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
 
-__all__ = ["BasePoissonPLTF", "cp_reconstruction", "fit_by_optimizer", "with_n_samples"]
+__all__ = ["BasePoissonPLTF", "cp_reconstruction", "fit_by_optimizer", "warn_unless_mixed",
+           "with_n_samples"]
 
 _KERNELS = {"vb": vb, "em": em}
 
@@ -96,6 +98,19 @@ def _kernel(method, learning):
     """VB or EM, with its rates learned where ``learning`` (a
     :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`) says."""
     return _KERNELS[method] if learning is None else LearnedRatesKernel(_KERNELS[method], learning)
+
+
+def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
+    """A ``ConvergenceWarning`` when the split R-hat of ``trace`` (n_chains,
+    n_draws) exceeds :data:`RHAT_LIMIT`; returns the R-hat."""
+    rhat = split_rhat(trace)
+    if rhat > RHAT_LIMIT:
+        warnings.warn(
+            f"The chains have not mixed: split R-hat of {what} is {rhat:.3g} (above "
+            f"{RHAT_LIMIT}), so the posterior means and the evidence are not yet to be "
+            f"trusted; {advice}.", ConvergenceWarning, stacklevel=2)
+    return rhat
+
 
 
 def _evidence_advice(evidence, priors):
@@ -212,7 +227,7 @@ class BasePoissonPLTF(BaseFactorization):
 
     def _array_api_refusal(self):
         """None where VB or EM fits array-API input where it lives (the dense
-        engine, :mod:`sklearn_pltf._array_contract`); else what refuses it."""
+        engine, :mod:`sklearn_pltf.engine._array_contract`); else what refuses it."""
         asked = []
         if self.method not in _KERNELS:
             asked.append(f"method={self.method!r}")
@@ -239,7 +254,7 @@ class BasePoissonPLTF(BaseFactorization):
 
     def _observed(self, X, mask, reset):
         """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`, or a
-        Dask array into a :class:`~sklearn_pltf.distributed.DistributedTensor`
+        Dask array into a :class:`~sklearn_pltf.engine.distributed.DistributedTensor`
         (:func:`validate_tensor`)."""
         return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim(),
                                distributed=self._fits_distributed_data,
@@ -441,7 +456,7 @@ class BasePoissonPLTF(BaseFactorization):
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
         self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
-        self.rhat_ = _mcmc.warn_unless_mixed(posterior.log_likelihoods[:, self.n_warmup:])
+        self.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:

@@ -9,8 +9,8 @@ import warnings
 
 import numpy as np
 
-from .._contract import EntryList
-from .._data import physical_memory
+from ..engine._contract import EntryList
+from ..engine._data import physical_memory
 
 __all__ = ["export_inference_data", "factor_names_of", "mode_factor_names", "observed_entries"]
 
@@ -65,7 +65,7 @@ def factor_names_of(model, given, default, tied=None):
 
 def observed_entries(data):
     """Coordinates (ndim, n) and values (n,) of every observed entry of an
-    :class:`~sklearn_pltf._data.ObservedTensor`, zeros included, in C order."""
+    :class:`~sklearn_pltf.engine._data.ObservedTensor`, zeros included, in C order."""
     if not data.is_sparse:
         observed = np.ones(data.shape, dtype=bool) if data.mask is None else data.mask
         coords = np.array(np.nonzero(observed)).reshape(data.ndim, -1)

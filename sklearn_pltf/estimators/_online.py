@@ -16,14 +16,14 @@ from numbers import Real
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from .._array_api import array_api_refusal
-from .._contract import make_contractor
-from .._likelihood import get_likelihood
-from .._random import as_generator
+from ..engine._array_api import array_api_refusal
+from ..engine._contract import make_contractor
+from ..engine._likelihood import get_likelihood
+from ..engine._random import as_generator
 from ..inference import svi
 from ..inference._fold_in import with_factor
 from ..inference._states import VBState
-from ..model import Model
+from ..engine.model import Model
 from ..inference._driver import OptimizerProblem
 from ._base import _kernel, _start, fit_by_optimizer
 from ..inference._relevance import held_priors, hold_learned_rates

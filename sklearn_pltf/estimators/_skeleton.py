@@ -10,7 +10,7 @@ estimator as it was when a fit raises, fingerprints the training data so that
 ``fit`` computed. A subclass supplies:
 
 - ``_observed(X, mask, reset)``: the checks of its data model, returning an
-  :class:`~sklearn_pltf._data.ObservedTensor`;
+  :class:`~sklearn_pltf.engine._data.ObservedTensor`;
 - ``_fit_data(data, rng)``: the fit itself, setting the fitted attributes;
 - ``_transform_data(data)``: the sample-mode factor of validated new data;
 - ``_predictive_score(data)``: the score of new samples;
@@ -28,9 +28,9 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transf
                           _fit_context)
 from sklearn.utils.validation import check_is_fitted
 
-from .._array_api import array_api_refusal
-from .._contract import full_xhat
-from .._random import as_generator
+from ..engine._array_api import array_api_refusal
+from ..engine._contract import full_xhat
+from ..engine._random import as_generator
 
 __all__ = ["BaseFactorization", "restore_on_failure", "unmasked_fingerprint",
            "is_training_data_without_its_mask"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
-from .._array_api import namespace_of
+from ..engine._array_api import namespace_of
 
 __all__ = ["CPResultMixin", "TuckerResultMixin", "CP_ATTRIBUTES", "with_cp_attributes"]
 

@@ -1,158 +1,37 @@
 """Estimators whose model holds one factor at two positions (a tied factor).
 
-A tied factor is fitted where the model is the RESCAL structure,
-
-.. math::
-
-    \\hat X(i, j[, k]) = \\sum_{a, b} A(i, a)\\, A(j, b)\\, G(a, b[, k]),
-
-written with any letters, any order of the three factors and any order of
-the core's axes, as long as the two entity indices are the data's first two
-axes. :class:`TiedStructure` maps such a model onto the canonical
-``"ia,jb,abk->ijk"`` of :mod:`sklearn_pltf.inference.rescal` and back;
 :class:`TiedFactorMixin` gives an estimator the fit, the evidence and the
-training-data-only ``transform``/``score`` of that model.
+training-data-only ``transform``/``score`` of a model in the RESCAL
+structure (:mod:`sklearn_pltf.inference.relational.structure` maps it onto
+the canonical ``"ia,jb,abk->ijk"`` of the relational family's kernels).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.utils.validation import check_is_fitted
 
-from .._array_api import array_api_refusal
+from ..engine._array_api import array_api_refusal
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference import rescal, rescal_gibbs
-from ..inference._common import GammaPriors, gamma_priors
-from ..inference._relational import (drop_relation_axis, priors_with_relation_axis,
-                                     relational_data, with_relation_axis, without_relation_axis)
-from ..inference.rescal_sgld import RescalTarget
-from ..model import Model
-from . import _mcmc
+from ..inference.relational import rescal, rescal_gibbs
+from ..inference._common import gamma_priors
+from ..inference.relational._relational import (drop_relation_axis, relational_data,
+                                                 with_relation_axis, without_relation_axis)
+from ..inference.relational.rescal_sgld import RescalTarget
+from ..inference.relational.structure import RESCAL_MODEL, tied_structure
+from ..engine.model import Model
+from ..evidence import _posterior as _mcmc
 from ..inference._driver import OptimizerProblem
 from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
 from ._base import fit_by_optimizer
 from ..inference._relevance import hold_learned_rates
 from ._relevance import check_learning, set_learned_attributes
 
-__all__ = ["TiedStructure", "TiedFactorMixin", "tied_structure"]
-
-#: The canonical structure for a relation tensor and for one relation.
-RESCAL_MODEL = "ia,jb,abk->ijk"
-SINGLE_RELATION_MODEL = "ia,jb,ab->ij"
-
-
-class TiedStructure(NamedTuple):
-    """Where a RESCAL-structured model keeps its factors.
-
-    ``first`` and ``second`` are the positions of the entity factor on the
-    data's first and second axes, ``core`` the core's; the core's axis ``m``
-    is canonical axis ``core_axes[m]`` (0: the first entity's cluster, 1:
-    the second's, 2: the relation). ``latent_first`` says, for the entity
-    factors at ``first`` and ``second``, whether the model writes them
-    (cluster, entity), the transpose of the canonical (entity, cluster)."""
-
-    first: int
-    second: int
-    core: int
-    core_axes: tuple
-    canonical: Model  # "ia,jb,abk->ijk" or "ia,jb,ab->ij", bound to the same sizes
-    latent_first: tuple = (False, False)
-
-    def entity_to_model(self, position, entity, lead=0):
-        """The canonical (entity, cluster) factor (after ``lead`` axes) in
-        the layout the model writes the entity factor at ``position``."""
-        transposed = self.latent_first[0 if position == self.first else 1]
-        return np.swapaxes(entity, lead, lead + 1) if transposed and entity is not None else entity
-
-    def entity_to_canonical(self, position, entity):
-        """The model's entity factor at ``position`` (or an array of its
-        shape, such as its prior) as the canonical (entity, cluster) one."""
-        return self.entity_to_model(position, entity) if np.ndim(entity) == 2 else entity
-
-    def core_to_canonical(self, core, lead=0):
-        """The core (with ``lead`` leading axes, e.g. draws) in canonical axis order."""
-        order = np.argsort(self.core_axes)
-        return np.transpose(core, tuple(range(lead)) + tuple(lead + int(m) for m in order))
-
-    def to_model_order(self, per_position, lead=0):
-        """Canonical (A, A, G) as the model's tuple of three, the core's axes
-        in the model's order; None stays None."""
-        out = [None, None, None]
-        out[self.first] = self.entity_to_model(self.first, per_position[0], lead)
-        out[self.second] = self.entity_to_model(self.second, per_position[1], lead)
-        core = per_position[2]
-        out[self.core] = None if core is None else np.transpose(
-            core, tuple(range(lead)) + tuple(lead + m for m in self.core_axes))
-        return tuple(out)
-
-    def priors_to_canonical(self, priors):
-        """Gamma priors of the model as the canonical model's, G's as (R, R, K)."""
-        def canonical(field):
-            entity = self.entity_to_canonical(self.first, field[self.first])
-            return (entity, entity, field[self.core])
-
-        shape, rate = canonical(priors.shape), canonical(priors.rate)
-        shape = shape[:2] + (self.core_to_canonical(shape[2]),)
-        rate = rate[:2] + (self.core_to_canonical(rate[2]),)
-        return priors_with_relation_axis(
-            GammaPriors(shape, rate, canonical(priors.log_normalizer)))
-
-
-def tied_structure(model, tied):
-    """The :class:`TiedStructure` of a bound ``model`` with ``tied``
-    (``{position: source position}``).
-
-    Raises
-    ------
-    ValueError
-        Unless the model is the RESCAL structure (module docstring) with its
-        two entity factors tied, the entity axes the data's first two, and
-        the two entity factors of the same shape.
-    """
-    expected = ("tied_factors: a tied factor is supported in the RESCAL structure, "
-                "X(i, j[, k]) = Σ_ab A(i, a) A(j, b) G(a, b[, k]) with the two entity factors "
-                "tied (e.g. PLTF('ia,jb,abk->ijk', tied_factors={1: 0})), the entity axes the "
-                "data's first two")
-    if len(tied) != 1:
-        raise ValueError(f"{expected}; got {len(tied)} ties {tied} in {model.string!r}.")
-    (second, first), = tied.items()
-    output = model.output
-    if first == second or model.n_factors != 3 or len(output) not in (2, 3):
-        raise ValueError(f"{expected}; got {tied} in {model.string!r}.")
-    if output[0] in model.factors[second]:
-        first, second = second, first
-    core = 3 - first - second
-    entity_first, entity_second, core_indices = (model.factors[a] for a in (first, second, core))
-    if not (len(entity_first) == len(entity_second) == 2
-            and output[0] in entity_first and output[1] in entity_second):
-        raise ValueError(f"{expected}; got {tied} in {model.string!r}.")
-    latent_first = entity_first.replace(output[0], "")
-    latent_second = entity_second.replace(output[1], "")
-    canonical_order = latent_first + latent_second + output[2:]
-    if (latent_first in output or latent_second in output or latent_first == latent_second
-            or sorted(core_indices) != sorted(canonical_order)):
-        raise ValueError(f"{expected}; got {tied} in {model.string!r}.")
-    sizes = model.sizes
-    if model.fixed & {first, second, core}:
-        raise ValueError(f"tied_factors: the factors of {model.string!r} cannot also be fixed.")
-    if sizes[output[0]] != sizes[output[1]] or sizes[latent_first] != sizes[latent_second]:
-        raise ValueError(
-            f"tied_factors: factor {second} ({entity_second!r}) is factor {first} "
-            f"({entity_first!r}), so their index sizes must agree; got "
-            f"{(sizes[output[1]], sizes[latent_second])} and "
-            f"{(sizes[output[0]], sizes[latent_first])}.")
-    r = sizes[latent_first]
-    spec = RESCAL_MODEL if len(output) == 3 else SINGLE_RELATION_MODEL
-    canonical = Model.parse(spec).bind(model.observed_shape, {"a": r, "b": r})
-    core_axes = tuple(canonical_order.index(c) for c in core_indices)
-    latent_first = (entity_first.index(output[0]) == 1, entity_second.index(output[1]) == 1)
-    return TiedStructure(first, second, core, core_axes, canonical, latent_first)
-
+__all__ = ["TiedFactorMixin"]
 
 def _rescal_kernels(learning):
     """RESCAL's VB and EM, VB with its rates learned where ``learning`` says."""
@@ -178,7 +57,7 @@ def rescal_learning(ard, per_factor):
 def _restart_state(kernels, method, vb_start, settings, data, priors, n_components, rng,
                    restart, contractor):
     """Where restart ``restart`` of RESCAL's VB or EM starts
-    (:func:`~sklearn_pltf.inference.rescal.restart_state`)."""
+    (:func:`~sklearn_pltf.inference.relational.rescal.restart_state`)."""
     return rescal.restart_state(kernels, rescal.state_around_mode, method, vb_start(restart),
                                 rng, data, priors, n_components, settings.max_iter,
                                 settings.tol, settings.acceleration)
@@ -318,8 +197,8 @@ class TiedFactorMixin:
 
     def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
         """Gibbs or SADA chains with the rows of A drawn in turn
-        (:mod:`sklearn_pltf.inference.rescal_gibbs`) and Chib's evidence, or
-        SGLD chains (:mod:`sklearn_pltf.inference.rescal_sgld`) and STI's."""
+        (:mod:`sklearn_pltf.inference.relational.rescal_gibbs`) and Chib's evidence, or
+        SGLD chains (:mod:`sklearn_pltf.inference.relational.rescal_sgld`) and STI's."""
         structure = self._structure(model)
         if structure is None:
             return super()._sample_posterior(data, model, priors, fixed, rng, evidence)

@@ -12,11 +12,11 @@ from sklearn.utils.validation import validate_data
 
 from sklearn import get_config
 
-from .._array_api import array_namespace_of_input, to_numpy
-from .._array_data import as_array_api_tensor
-from .._contract import EntryList, full_xhat
-from .._data import as_observed_tensor, is_dask_array
-from ..distributed import as_distributed_tensor, unreachable_nonzeros
+from ..engine._array_api import array_namespace_of_input, to_numpy
+from ..engine._array_data import as_array_api_tensor
+from ..engine._contract import EntryList, full_xhat
+from ..engine._data import as_observed_tensor, is_dask_array
+from ..engine.distributed import as_distributed_tensor, unreachable_nonzeros
 
 __all__ = ["validate_tensor", "input_namespace", "check_entry_indices",
            "check_fixed_factors_reach_the_data",
@@ -31,11 +31,11 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
     ``validate_data`` (its messages, ``n_features_in_``); a pydata sparse
     array is checked here, since ``validate_data`` would densify it. With
     ``distributed``, a Dask array is persisted on the active cluster as a
-    :class:`~sklearn_pltf.distributed.DistributedTensor` (checked chunk by
+    :class:`~sklearn_pltf.engine.distributed.DistributedTensor` (checked chunk by
     chunk on the workers), rechunked first to ``chunks(shape)`` if given;
     without ``distributed``, it is refused rather than gathered. With
     ``array_api_dispatch=True``, an array of another namespace (PyTorch,
-    CuPy, ...) becomes an :class:`~sklearn_pltf._array_data.ArrayAPITensor`
+    CuPy, ...) becomes an :class:`~sklearn_pltf.engine._array_data.ArrayAPITensor`
     where it lives, if ``estimator._array_api_refusal()`` is None; else
     that message is raised (a TypeError), rather than a silent copy to NumPy.
     """
@@ -231,7 +231,7 @@ def tied_positions(model, tied_factors):
     The one check of ``tied_factors`` for every estimator that takes it
     (:class:`~sklearn_pltf.PLTF`, :class:`~sklearn_pltf.CoupledPLTF`, whose
     first model holds the tie); whether the tie is a supported structure is
-    :func:`~._tied.tied_structure`'s to say.
+    :func:`~sklearn_pltf.inference.relational.structure.tied_structure`'s to say.
     """
     tied = {}
     for key, source in (tied_factors or {}).items():

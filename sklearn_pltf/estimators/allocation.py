@@ -12,13 +12,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._contract import EntryList
-from .._kernels import TINY
-from .._likelihood import PoissonLikelihood
+from ..engine._contract import EntryList
+from ..engine._kernels import TINY
+from ..engine._likelihood import PoissonLikelihood
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
-from .._contract import full_xhat
-from ..model import cp_model_string
+from ..engine._contract import full_xhat
+from ..engine.model import cp_model_string
 from ._base import with_n_samples
 from ._validation import check_entry_indices, validate_tensor
 from ._inference_data import export_inference_data, factor_names_of, mode_factor_names

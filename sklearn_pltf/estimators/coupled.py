@@ -1,6 +1,6 @@
 """``CoupledPLTF``: several tensors that share factors, fitted as one model
 with one evidence (generalised coupled tensor factorisation;
-:mod:`sklearn_pltf._coupled`)."""
+:mod:`sklearn_pltf.engine._coupled`)."""
 
 from __future__ import annotations
 
@@ -13,25 +13,25 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._array_api import array_api_refusal
-from .._coupled import CoupledContractor, CoupledModel, bind_models
-from .._data import as_observed_tensor, is_dask_array
-from .._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
-from .._random import as_generator
+from ..engine._array_api import array_api_refusal
+from ..engine._coupled import CoupledContractor, CoupledModel, bind_models
+from ..engine._data import as_observed_tensor, is_dask_array
+from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
+from ..engine._random import as_generator
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
 from ..inference import em, vb
 from ..inference._common import gamma_priors
-from ..inference._relational import relational_data
-from ..inference import rescal
+from ..inference.relational._relational import relational_data
+from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
 from ..inference._driver import OptimizerProblem, Settings
-from . import _rescal_coupled as rescal_coupled
+from ..inference.relational import coupled as rescal_coupled
 from ._base import fit_by_optimizer
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
                         unmasked_fingerprint)
-from ._tied import tied_structure
+from ..inference.relational.structure import tied_structure
 
 __all__ = ["CoupledPLTF"]
 
@@ -63,7 +63,7 @@ def _random_start(kernel, model, priors, rng, restart, contractor):
 def _tied_start(method, settings, priors, rng, restart, data):
     """Where a restart of the tied model starts: VB's first around EM's
     posterior mode, as :class:`~sklearn_pltf.BayesianRESCAL`'s; the others at
-    random (:func:`~sklearn_pltf.inference.rescal.restart_state`)."""
+    random (:func:`~sklearn_pltf.inference.relational.rescal.restart_state`)."""
     return rescal.restart_state(rescal_coupled.KERNELS, rescal_coupled.vb_state_around, method,
                                 "mode" if restart == 0 else "random", rng, data, priors,
                                 data.n_components, settings.max_iter, settings.tol,

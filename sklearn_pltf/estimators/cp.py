@@ -1,6 +1,6 @@
 """PoissonCP: Poisson–Gamma CP (PARAFAC) factorization of N-way count tensors."""
 
-from ..model import cp_model_string
+from ..engine.model import cp_model_string
 from ._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
 from ._tensor_export import CPResultMixin

@@ -10,16 +10,16 @@ from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._contract import EntryList
+from ..engine._contract import EntryList
 from ..evidence._ais import has_posterior_start, posterior_start
 from ..evidence._checks import check_log_evidence
 from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
-from ..model import Model, cp_model_string
-from . import _mcmc
-from ._base import cp_reconstruction
+from ..engine.model import Model, cp_model_string
+from ..evidence import _posterior as _mcmc
+from ._base import cp_reconstruction, warn_unless_mixed
 from ._validation import check_entry_indices, validate_tensor
 from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
 from ._skeleton import BaseFactorization
@@ -327,7 +327,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         self.acceptance_rate_ = chain.acceptance
         self.step_size_ = chain.step_size
         self.n_iter_ = chain.log_likelihoods.shape[1]
-        self.rhat_ = _mcmc.warn_unless_mixed(chain.log_likelihoods[:, self.n_warmup:])
+        self.rhat_ = warn_unless_mixed(chain.log_likelihoods[:, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = chain.draws
             self._noise_variance_draws = chain.noise_variance_draws

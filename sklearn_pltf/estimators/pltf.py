@@ -7,9 +7,9 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ..model import Model
+from ..engine.model import Model
 from ._base import BasePoissonPLTF
-from .._coupled import check_latent_sizes
+from ..engine._coupled import check_latent_sizes
 from ._validation import factor_position, real_factor_copy, tied_positions
 from ._named import fill_doc
 from ._tied import TiedFactorMixin

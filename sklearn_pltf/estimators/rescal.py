@@ -6,9 +6,10 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..inference import rescal_gibbs
+from ..inference.relational import rescal_gibbs
 from ._base import BasePoissonPLTF
-from ._tied import RESCAL_MODEL, SINGLE_RELATION_MODEL, TiedFactorMixin
+from ..inference.relational.structure import RESCAL_MODEL, SINGLE_RELATION_MODEL
+from ._tied import TiedFactorMixin
 
 __all__ = ["BayesianRESCAL"]
 
@@ -35,11 +36,11 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     Fitted by variational Bayes (its bound is the log evidence, so
     :meth:`score` and :class:`~sklearn.model_selection.GridSearchCV` with
     :class:`~sklearn_pltf.model_selection.FullDataSplit` choose the rank), EM
-    for the posterior mode (:mod:`sklearn_pltf.inference.rescal`), Gibbs
-    sampling with Chib's evidence (:mod:`sklearn_pltf.inference.rescal_gibbs`;
+    for the posterior mode (:mod:`sklearn_pltf.inference.relational.rescal`), Gibbs
+    sampling with Chib's evidence (:mod:`sklearn_pltf.inference.relational.rescal_gibbs`;
     VB, EM and Gibbs update or draw the rows of A one at a time, given the
     others), or SGLD with the evidence by stochastic thermodynamic
-    integration (:mod:`sklearn_pltf.inference.rescal_sgld`).
+    integration (:mod:`sklearn_pltf.inference.relational.rescal_sgld`).
 
     Parameters
     ----------

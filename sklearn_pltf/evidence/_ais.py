@@ -46,8 +46,8 @@ import numpy as np
 import opt_einsum
 from scipy.special import gammaln, logsumexp
 
-from .._likelihood import get_likelihood
-from .._progress import progress_or_none
+from ..engine._likelihood import get_likelihood
+from ..engine._progress import progress_or_none
 from ..inference._gamma import gamma_from_moments
 from ._permanent import MAX_SIZE, log_permanent
 
@@ -468,7 +468,7 @@ def ais_log_evidence(rng, model, data, priors, given=None, *, start=None, n_runs
         At 1 or more, progress lines over the rungs with the time left.
     likelihood : {"poisson", "bernoulli"}, default="poisson"
         Counts, or binary data under the Bernoulli–Poisson likelihood
-        (:mod:`sklearn_pltf._likelihood`).
+        (:mod:`sklearn_pltf.engine._likelihood`).
 
     Returns
     -------

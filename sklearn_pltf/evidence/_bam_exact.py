@@ -25,7 +25,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ..inference.allocation._network import allocation_network
-from ..model import Model
+from ..engine.model import Model
 from ._counts import as_count_array, compositions
 
 __all__ = ["bam_exact_log_evidence"]

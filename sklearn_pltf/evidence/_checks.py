@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from .._likelihood import get_likelihood
+from ..engine._likelihood import get_likelihood
 
 __all__ = ["check_log_evidence", "check_poisson_log_evidence", "saturated_log_likelihood"]
 

@@ -56,7 +56,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._progress import progress_or_none
+from ..engine._progress import progress_or_none
 from ..inference import gibbs
 from ..inference._gamma import log_gamma_density
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable

@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from .._progress import progress_or_none
+from ..engine._progress import progress_or_none
 from ..inference import gaussian
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 

@@ -1,6 +1,6 @@
 """Chib's estimate of log p(X) for the RESCAL model, whose entity factor
 serves both entity axes (Chib 1995; the sampler of
-:mod:`sklearn_pltf.inference.rescal_gibbs`).
+:mod:`sklearn_pltf.inference.relational.rescal_gibbs`).
 
 At a point (A*, G*),
 
@@ -30,8 +30,8 @@ import warnings
 
 import numpy as np
 
-from .._progress import progress_or_none
-from ..inference import _relational, rescal_gibbs
+from ..engine._progress import progress_or_none
+from ..inference.relational import _relational, rescal_gibbs
 from ..inference._gamma import log_gamma_density
 from ._chib import ChibEstimate, _log_summed_density
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
@@ -47,7 +47,7 @@ def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draw
     ----------
     rng : numpy.random.Generator
     data : RelationalData
-        From :func:`~sklearn_pltf.inference.rescal.relational_data`.
+        From :func:`~sklearn_pltf.inference.relational.rescal.relational_data`.
     priors : GammaPriors
         With G's as (R, R, K).
     point : tuple of ndarray

@@ -58,7 +58,7 @@ estimator), and the trapezoid weights combine them, treating temperatures
 as independent (each one re-warms). It covers the Monte Carlo noise, not the
 bias of the trapezoid rule or of SGLD's fixed step, nor a slow mode that no
 temperature's draws reveal: independent chains' spread does
-(``estimators._mcmc.combine_chain_estimates``).
+(``evidence._posterior.combine_chain_estimates``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._progress import progress_or_none
+from ..engine._progress import progress_or_none
 from ..inference import sgld
 from ._mc_error import mean_error
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._array_api import namespace_of
+from ..engine._array_api import namespace_of
 from ._gamma import gamma_moments
 from ._states import EMState, VBState
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._progress import progress_or_none
+from ..engine._progress import progress_or_none
 
 __all__ = ["ChainResult", "drive_chain", "align_labels"]
 

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln
 
-from .._array_api import like
+from ..engine._array_api import like
 
 
 class GammaPriors(NamedTuple):
@@ -62,7 +62,7 @@ def gamma_priors(model, prior_shape, prior_rate, free=None):
 def priors_for(priors, data):
     """``priors`` with their arrays where ``data`` lives: unchanged for NumPy
     data, in the data's namespace, dtype and device for array-API data
-    (:mod:`sklearn_pltf._array_api`)."""
+    (:mod:`sklearn_pltf.engine._array_api`)."""
     if not data.is_array_api:
         return priors
     on_data = [tuple(None if v is None else like(v, data.dense) for v in field)

@@ -28,7 +28,7 @@ __all__ = ["CPStatistics"]
 
 
 class CPStatistics:
-    """Data-side sums for a CP model on an :class:`~sklearn_pltf._data.ObservedTensor`.
+    """Data-side sums for a CP model on an :class:`~sklearn_pltf.engine._data.ObservedTensor`.
 
     Attributes
     ----------

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._array_api import device_of, namespace_of, to_numpy
+from ..engine._array_api import device_of, namespace_of, to_numpy
 
 __all__ = ["fold_in", "with_factor"]
 

@@ -16,8 +16,8 @@ import numba
 import numpy as np
 from scipy.special import gammaln, polygamma, xlogy
 
-from .. import _array_api
-from .._threads import parallel_kernel
+from ..engine import _array_api
+from ..engine._threads import parallel_kernel
 
 __all__ = ["digamma", "gamma_from_moments", "gamma_moments", "gamma_bound_term", "log_gamma_density"]
 
@@ -97,7 +97,7 @@ def gamma_moments(shape, scale):
 
     ``ψ(C)`` is returned for the bound (:func:`gamma_bound_term`), which would
     otherwise evaluate it again. Arrays of another namespace than NumPy
-    (:mod:`sklearn_pltf._array_api`) are computed in it, where they live.
+    (:mod:`sklearn_pltf.engine._array_api`) are computed in it, where they live.
     """
     if not isinstance(shape, np.ndarray):
         psi = _array_api.digamma(shape)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._contract import EntryList
-from .._likelihood import get_likelihood
+from ..engine._contract import EntryList
+from ..engine._likelihood import get_likelihood
 from ._gamma import gamma_from_moments
 
 __all__ = ["N_PREDICTIVE_DRAWS", "predictive_at_entries"]

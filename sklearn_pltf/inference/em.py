@@ -24,7 +24,7 @@ For binary data under the Bernoulli–Poisson likelihood the E-step takes
 the expected latent count of each one, :math:`X / \\hat X` becomes
 :math:`1 / (1 - e^{-\\hat X})`, and the log joint's
 :math:`X \\log \\hat X - \\log\\Gamma(X+1)` becomes :math:`\\log(e^{\\hat X} - 1)`
-(:mod:`sklearn_pltf._likelihood`).
+(:mod:`sklearn_pltf.engine._likelihood`).
 
 The posterior mode exists only for shapes ``A >= 1`` (for ``A < 1`` the
 density is unbounded at zero), which :func:`check_priors` enforces.
@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _array_api
-from .._array_api import namespace_of
+from ..engine import _array_api
+from ..engine._array_api import namespace_of
 from ._common import initial_factors
 from ._states import EMInfo, EMState
 

@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._kernels import TINY
+from ..engine._kernels import TINY
 from ._chains import drive_chain
 from ._common import initial_factors
 from ._gamma import log_gamma_density
@@ -86,7 +86,7 @@ def latent_counts(rng, factors, contractor):
     are the data themselves (Poisson likelihood; no random numbers drawn),
     else a draw given the data and X̂ (zero-truncated Poisson at the ones of
     binary data, the jump count of a compound Poisson value;
-    :mod:`sklearn_pltf._likelihood`)."""
+    :mod:`sklearn_pltf.engine._likelihood`)."""
     likelihood = contractor.likelihood
     if likelihood.counts_observed:
         return None
@@ -145,7 +145,7 @@ def step(rng, state, contractor, priors, sweep=block_sweep):
 
 def log_likelihood(state, contractor):
     """log p(X | Z) = Σ M [X log X̂ − X̂ − log Γ(X + 1)] for Poisson data, and
-    Σ M [X log(e^{X̂} − 1) − X̂] for binary data (:mod:`sklearn_pltf._likelihood`)."""
+    Σ M [X log(e^{X̂} − 1) − X̂] for binary data (:mod:`sklearn_pltf.engine._likelihood`)."""
     return (
         contractor.data_loglik(state.factors)
         - contractor.masked_total(state.factors)

@@ -68,8 +68,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._kernels import TINY
-from ..distributed import BlockParts, anchor_blocks, part_gradient_terms
+from ..engine._kernels import TINY
+from ..engine.distributed import BlockParts, anchor_blocks, part_gradient_terms
 from ._batches import (
     BlockBatches, ControlVariates, RandomBatches, TargetGradient, subsampling_variance,
     subsampling_variance_of,
@@ -258,7 +258,7 @@ class PoissonTarget:
             - \\sum M \\hat X(Z) - \\sum M \\log \\Gamma(X + 1),
 
     unbiased at any Z₀, and of small variance when Z stays near Z₀. Written
-    for Poisson data; under another likelihood (:mod:`sklearn_pltf._likelihood`)
+    for Poisson data; under another likelihood (:mod:`sklearn_pltf.engine._likelihood`)
     :math:`X / \\hat X` is the expected latent count over :math:`\\hat X` and
     :math:`x \\log \\hat x` the likelihood's own term at a non-zero.
 
@@ -405,8 +405,8 @@ class PoissonTarget:
 
 class DistributedPoissonTarget(PoissonTarget):
     """:class:`PoissonTarget` with parallel-block minibatches over a
-    :class:`~sklearn_pltf.distributed.DistributedTensor` chunked on the
-    block grid (:func:`~sklearn_pltf.distributed.block_grid`).
+    :class:`~sklearn_pltf.engine.distributed.DistributedTensor` chunked on the
+    block grid (:func:`~sklearn_pltf.engine.distributed.block_grid`).
 
     The same gradient and log-likelihood estimates, term for term: a step's
     part is drawn as :class:`~._batches.BlockBatches` draws it, and its
@@ -419,7 +419,7 @@ class DistributedPoissonTarget(PoissonTarget):
     ----------
     model, contractor, priors, given
         As :class:`PoissonTarget`; ``contractor`` a
-        :class:`~sklearn_pltf.distributed.DistributedContractor`.
+        :class:`~sklearn_pltf.engine.distributed.DistributedContractor`.
     n_blocks : int
         Ranges per axis; the data's chunks must be its grid.
     """

@@ -26,7 +26,7 @@ Held factors (fixed, or held at a posterior during fold-in) keep their
 ``E`` and ``L`` and add no second term.
 
 For binary data under the Bernoulli–Poisson likelihood
-(:mod:`sklearn_pltf._likelihood`), each one has a latent count N with the
+(:mod:`sklearn_pltf.engine._likelihood`), each one has a latent count N with the
 zero-truncated Poisson :math:`q(N) \\propto \\hat X_L^N / N!`, N ≥ 1: in the
 update, :math:`X / \\hat X_L` becomes :math:`E_q[N] / \\hat X_L = 1 / (1 -
 e^{-\\hat X_L})`, and in the bound a one's :math:`X \\log \\hat X_L -
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._array_api import namespace_of
+from ..engine._array_api import namespace_of
 from ._common import initial_factors
 from ._gamma import gamma_bound_term, gamma_moments
 from ._states import INITIAL_SHAPE, VBInfo, VBState

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ..._data import physical_memory
+from ...engine._data import physical_memory
 
 __all__ = ["log_missing_weight", "cell_probabilities", "within_island", "MissingPhase",
            "missing_phase"]

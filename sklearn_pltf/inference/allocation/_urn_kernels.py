@@ -14,8 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._data import _LANES, _MIX_1, _MIX_2
-from ..._threads import parallel_kernel
+from ...engine._data import _LANES, _MIX_1, _MIX_2
+from ...engine._threads import parallel_kernel
 
 _GOLDEN = _LANES[0]  # SplitMix64's increment, the golden ratio in 64 bits
 

@@ -38,11 +38,11 @@ from scipy.optimize import linear_sum_assignment
 from scipy.special import gammaln, logsumexp
 from threadpoolctl import threadpool_limits
 
-from ... import _kernels
+from ...engine import _kernels
 from . import _urn_kernels
-from ..._contract import EntryList
-from ..._progress import progress_or_none
-from ...model import Model, cp_model_string
+from ...engine._contract import EntryList
+from ...engine._progress import progress_or_none
+from ...engine.model import Model, cp_model_string
 from ._missing import cell_probabilities, missing_phase, within_island
 from ._network import allocation_network
 
@@ -524,7 +524,7 @@ def fold_in(coords, counts, n_samples, factors, model, *, missing=None, max_iter
         The fitted written factors (:func:`particle_factor_means`).
     model : Model
         The bound model; it must have a sample factor
-        (:meth:`~sklearn_pltf.model.Model.sample_factor`).
+        (:meth:`~sklearn_pltf.engine.model.Model.sample_factor`).
     missing : ndarray of shape (N, n_missing) or None, default=None
         The samples' missing entries.
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from ..._progress import progress_or_none
+from ...engine._progress import progress_or_none
 from .._convergence import run_to_convergence
 from .smc import (AllocationData, _log_multinomial, _normalised, _written_factors,
                   log_total_prior, total_posterior)

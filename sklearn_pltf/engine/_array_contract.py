@@ -1,4 +1,4 @@
-"""The contractions of :mod:`sklearn_pltf._contract` on dense data of any
+"""The contractions of :mod:`sklearn_pltf.engine._contract` on dense data of any
 array namespace (PyTorch, CuPy, array-api-strict), where the data live.
 
 The array API standard has no ``einsum``. A contraction is planned once per
@@ -122,8 +122,8 @@ def array_full_xhat(model, factors):
 
 
 class ArrayAPIContractor:
-    """The contractor of :mod:`sklearn_pltf._contract` on an
-    :class:`~sklearn_pltf._array_data.ArrayAPITensor`, for the Poisson and
+    """The contractor of :mod:`sklearn_pltf.engine._contract` on an
+    :class:`~sklearn_pltf.engine._array_data.ArrayAPITensor`, for the Poisson and
     Bernoulli–Poisson likelihoods (module docstring).
 
     Factors given as NumPy arrays (fixed factors, the ones of the starting

@@ -269,7 +269,7 @@ class CompoundPoisson:
 
     def count_ratio(self, x, xhat, out=None):
         """E[N | X, X̂] / X̂ at the non-zeros, 0 at zeros (into ``out`` if given;
-        the dense pass of :func:`~sklearn_pltf._elementwise.count_ratio_into`)."""
+        the dense pass of :func:`~sklearn_pltf.engine._elementwise.count_ratio_into`)."""
         result = self._per_entry(compound_ratio, x, np.maximum(xhat, TINY))
         if out is None:
             return result
@@ -278,7 +278,7 @@ class CompoundPoisson:
 
     def entry_log_terms(self, x, xhat):
         """log S(β X X̂) at each entry (0 at zeros of X)
-        (:func:`~sklearn_pltf._kernels.compound_log_sum`)."""
+        (:func:`~sklearn_pltf.engine._kernels.compound_log_sum`)."""
         return self._per_entry(_compound_log_terms, x, xhat)
 
     def log_terms(self, x, xhat, out=None):

@@ -183,7 +183,7 @@ def bind_models(strings, shapes, n_components):
 def check_latent_sizes(n_components, models):
     """Raise unless every key of ``n_components``, where it is a dict
     ``{index: size}``, is a latent index of one of ``models`` (parsed or
-    bound :class:`~sklearn_pltf.model.Model`; one for a single tensor).
+    bound :class:`~sklearn_pltf.engine.model.Model`; one for a single tensor).
 
     The one check of a dict of latent sizes against the model strings, for
     one model (:class:`~sklearn_pltf.PLTF`) and for several

@@ -7,7 +7,7 @@ factor on both entity modes.
     \\qquad A, G \\sim \\text{Gamma}(\\text{shape}, \\text{rate}),
 
 for a relational tensor X (entity x entity x relation) under the Poisson or
-the Bernoulli–Poisson likelihood (:mod:`sklearn_pltf._likelihood`); the
+the Bernoulli–Poisson likelihood (:mod:`sklearn_pltf.engine._likelihood`); the
 structure is that of RESCAL (Nickel, Tresp & Kriegel, ICML 2011) with
 non-negative factors, the model string ``"ia,jb,abk->ijk"`` with factor 1 tied
 to factor 0.
@@ -24,7 +24,7 @@ every other row it is conjugate, and rows are updated one at a time:
   L_G(b, \\cdot, k)]` over the observed non-zeros in which i is the first
   or the second entity, and :math:`D_i = 1 / (\\text{rate} +` the expected
   rate's derivative over the observed off-diagonal entries), where ratio is
-  :math:`E[N] / \\hat X_L` (:mod:`sklearn_pltf._likelihood`: :math:`X /
+  :math:`E[N] / \\hat X_L` (:mod:`sklearn_pltf.engine._likelihood`: :math:`X /
   \\hat X_L` for counts) at the geometric means L. Then G, linear in the rate,
   as one block. The bound is that of :mod:`sklearn_pltf.inference.vb` with A
   counted once.
@@ -48,13 +48,13 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from .._kernels import entry_weight
-from ._convergence import run_to_convergence
-from ._gamma import _digamma, gamma_bound_term, gamma_moments
+from ...engine._kernels import entry_weight
+from .._convergence import run_to_convergence
+from .._gamma import _digamma, gamma_bound_term, gamma_moments
 from ._relational import (by_relation, core_exposure, exposure_sums, initial_means,
                           log_likelihood, observed_total, pair_sums, rates_at_nonzeros,
                           row_exposure)
-from ._states import INITIAL_SHAPE, EMInfo, EMState, VBInfo, VBState
+from .._states import INITIAL_SHAPE, EMInfo, EMState, VBInfo, VBState
 
 __all__ = ["vb_init", "vb_step", "vb_bound", "vb_state_around", "priors_with_a_mode", "em_init",
            "em_step", "em_log_joint", "KERNELS"]

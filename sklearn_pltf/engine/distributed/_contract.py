@@ -11,7 +11,7 @@ where :math:`\\Delta^{(b)}_\\alpha` involves only the rows of each factor
 that fall in ``b``'s ranges (a factor's latent axes are whole). So each
 call ships every block the factor rows it touches, the worker holding the
 block computes its part with the in-memory
-:class:`~sklearn_pltf._contract.SparseContractor` (built once per block and
+:class:`~sklearn_pltf.engine._contract.SparseContractor` (built once per block and
 kept there), and the client adds the parts, in block order, into the
 factor's rows. The all-observed terms (a product of sums, the size of the
 factors) are computed on the client as in memory; the data enter only
@@ -71,7 +71,7 @@ def _unreachable(data, model, factors):
 
 
 class DistributedContractor:
-    """The four contractions of :mod:`sklearn_pltf._contract` over a
+    """The four contractions of :mod:`sklearn_pltf.engine._contract` over a
     :class:`DistributedTensor` (module docstring)."""
 
     def __init__(self, model, data, likelihood):

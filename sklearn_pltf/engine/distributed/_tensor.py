@@ -4,7 +4,7 @@ The user's ``dask.array.Array`` (chunks of pydata ``sparse`` arrays, the
 Dask convention for sparse tensors, or dense chunks with NaN at missing
 entries), with an optional Boolean Dask mask of the same shape, is
 persisted on the cluster; each chunk is then validated *on its worker*
-into an :class:`~sklearn_pltf._data.ObservedTensor` in the sparse layout,
+into an :class:`~sklearn_pltf.engine._data.ObservedTensor` in the sparse layout,
 coordinates local to the chunk, and kept there. What the client learns are
 sums over the chunks (the count of missing entries, the total, the
 constant of the likelihood, the fingerprint): numbers, never entries.
@@ -167,7 +167,7 @@ class DistributedTensor(TensorExtent):
     """Observed data in blocks on a Dask cluster (module docstring).
 
     It offers what the variational and EM fits read of an
-    :class:`~sklearn_pltf._data.ObservedTensor` (shape, counts, sums,
+    :class:`~sklearn_pltf.engine._data.ObservedTensor` (shape, counts, sums,
     :meth:`value_sum`, :meth:`take_samples`, the fingerprint); a method
     that would need every entry in one place is not there.
 
@@ -229,7 +229,7 @@ class DistributedTensor(TensorExtent):
         return combine_digests(self.shape, [part["digest"] for part in self._summary])
 
     def contractor(self, model, likelihood):
-        """The :class:`~sklearn_pltf.distributed.DistributedContractor` of
+        """The :class:`~sklearn_pltf.engine.distributed.DistributedContractor` of
         ``model`` (bound) and a likelihood object over these blocks."""
         return DistributedContractor(model, self, likelihood)
 

@@ -21,8 +21,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._data import ObservedTensor
-from .._likelihood import get_likelihood
+from ...engine._data import ObservedTensor
+from ...engine._likelihood import get_likelihood
 
 __all__ = ["RelationalData", "relational_data", "with_relation_axis", "priors_with_relation_axis",
            "without_relation_axis", "drop_relation_axis", "entry_rates", "pair_sums",
@@ -82,7 +82,7 @@ class RelationalData(NamedTuple):
 
 
 def relational_data(data, likelihood):
-    """:class:`RelationalData` from an :class:`~sklearn_pltf._data.ObservedTensor`
+    """:class:`RelationalData` from an :class:`~sklearn_pltf.engine._data.ObservedTensor`
     of shape (I, I, K): the diagonal joins the missing entries.
 
     Raises

@@ -402,7 +402,7 @@ class EntryList:
         Shared expression cache.
     engine : {"auto", "numba", "einsum"}, default="auto"
         ``"numba"`` enumerates the latent configurations per entry in one fused
-        pass (:mod:`sklearn_pltf._kernels`); ``"einsum"`` contracts chunks of
+        pass (:mod:`sklearn_pltf.engine._kernels`); ``"einsum"`` contracts chunks of
         entries with opt_einsum; ``"auto"`` takes numba unless the latent
         configurations are too many to enumerate.
     values : ndarray of shape (n_entries,), default=None

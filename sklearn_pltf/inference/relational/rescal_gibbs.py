@@ -1,5 +1,5 @@
 """Gibbs sampling for the Poisson–Gamma RESCAL model, whose entity factor A
-serves both entity axes (the model of :mod:`sklearn_pltf.inference.rescal`).
+serves both entity axes (the model of :mod:`sklearn_pltf.inference.relational.rescal`).
 
 The allocation S of each count over the pairs of clusters (Cemgil 2009),
 
@@ -43,8 +43,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .._kernels import TINY
-from ._gamma import log_gamma_density
+from ...engine._kernels import TINY
+from .._gamma import log_gamma_density
 from ._relational import (by_relation, core_exposure, entry_rates, exposure_sums, initial_means,
                           log_likelihood, row_exposure)
 

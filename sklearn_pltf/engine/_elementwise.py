@@ -5,7 +5,7 @@
 - :func:`count_ratio_into`: E[N | X] / X̂ at every entry (``X / X̂`` for
   Poisson data, ``1 / (1 − e^{−X̂})`` at the ones for Bernoulli–Poisson
   data, the mean of the latent count over X̂ for compound Poisson data, 0
-  at zeros; :mod:`sklearn_pltf._likelihood`), the weights of Δ in
+  at zeros; :mod:`sklearn_pltf.engine._likelihood`), the weights of Δ in
   every VB and EM update;
 - :func:`log_terms_sum`: Σ over the non-zeros of their log-likelihood term
   besides −X̂ (``X log X̂``, or ``log(e^{X̂} − 1)`` at a one), the data term
@@ -14,7 +14,7 @@
 They read their arrays in memory order (:func:`memory_order_view`), so the
 arrays of one call must share a layout: X̂ comes from the contraction in
 whatever axis order it chose, and the dense contractor keeps X and its
-work arrays in that order (:class:`sklearn_pltf._contract.DenseContractor`).
+work arrays in that order (:class:`sklearn_pltf.engine._contract.DenseContractor`).
 The sum runs over fixed chunks, then over the chunks in order, so it does
 not depend on the number of threads.
 """

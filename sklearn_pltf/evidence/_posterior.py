@@ -1,5 +1,8 @@
-"""The estimators' sampler path: chains, their pooled summaries, Chib's
-evidence, and the ArviZ export of the draws."""
+"""The samplers' driver above the chains: ``n_chains`` chains of a sampler
+(in parallel through joblib), their labels aligned and summaries pooled into
+one posterior, and its evidence (Chib's or STI's) — what an estimator with
+``method="gibbs"``, ``"sada"`` or ``"sgld"`` calls. One chain runs on
+:func:`~sklearn_pltf.inference._chains.drive_chain`."""
 
 from __future__ import annotations
 
@@ -8,18 +11,17 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.exceptions import ConvergenceWarning
 
-from .._contract import make_contractor
-from ..evidence import chib_log_evidence, sti_log_evidence
-from ..evidence._rescal_chib import rescal_chib_log_evidence
-from ..inference import gibbs, rescal_gibbs, sgld, vb
+from ..engine._contract import make_contractor
+from ._chib import chib_log_evidence
+from ._sti import sti_log_evidence
+from ._rescal_chib import rescal_chib_log_evidence
+from ..inference import gibbs, sgld, vb
+from ..inference.relational import rescal_gibbs
 from ..inference._chains import align_labels, drive_chain
-from ..inference._diagnostics import RHAT_LIMIT, split_rhat
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
-           "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree", "warn_if_unsettled",
-           "warn_unless_mixed"]
+           "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree", "warn_if_unsettled"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
@@ -96,7 +98,7 @@ def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains
                      n_draws, thin, keep_draws, chib, n_jobs, verbose=0):
     """As :func:`sample_posterior` for the RESCAL model (its entity factor at
     positions 0 and 1): ``n_chains`` chains of
-    :mod:`~sklearn_pltf.inference.rescal_gibbs` on ``data`` (a
+    :mod:`~sklearn_pltf.inference.relational.rescal_gibbs` on ``data`` (a
     ``RelationalData``; ``priors`` with G as (R, R, K)), their cluster labels
     aligned (A's columns and both axes of G together), and with ``chib``
     the estimate of :func:`rescal_chib_log_evidence` at the best draw. G
@@ -242,18 +244,6 @@ def warn_if_unsettled(estimates):
             "the estimate may be off by more than its standard error; set "
             "steps_per_temperature to a number of steps (several thousand), or n_init=2 or "
             "more, whose spread the error then includes.", RuntimeWarning, stacklevel=2)
-
-
-def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
-    """A ``ConvergenceWarning`` when the split R-hat of ``trace`` (n_chains,
-    n_draws) exceeds :data:`RHAT_LIMIT`; returns the R-hat."""
-    rhat = split_rhat(trace)
-    if rhat > RHAT_LIMIT:
-        warnings.warn(
-            f"The chains have not mixed: split R-hat of {what} is {rhat:.3g} (above "
-            f"{RHAT_LIMIT}), so the posterior means and the evidence are not yet to be "
-            f"trusted; {advice}.", ConvergenceWarning, stacklevel=2)
-    return rhat
 
 
 def combine_chain_estimates(values, errors):

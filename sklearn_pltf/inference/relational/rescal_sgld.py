@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._kernels import TINY
+from ...engine._kernels import TINY
 from . import _relational as relational
-from ._batches import ControlVariates, RandomBatches, TargetGradient, subsampling_variance
+from .._batches import ControlVariates, RandomBatches, TargetGradient, subsampling_variance
 
 __all__ = ["RescalTarget"]
 

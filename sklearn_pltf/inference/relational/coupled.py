@@ -3,7 +3,7 @@ entities together with other tensors that share the entity factor (their
 attributes), one model and one bound.
 
 The target is the RESCAL structure ``"ia,jb,abk->ijk"`` with ``"jb"`` tied
-to ``"ia"`` (:mod:`sklearn_pltf.inference.rescal`); the side tensors have
+to ``"ia"`` (:mod:`sklearn_pltf.inference.relational.rescal`); the side tensors have
 any model strings over the same alphabet, and hold the entity factor A as
 ``"ia"`` (or ``"jb"``) once each. Given the factors the tensors are independent, so the bound is
 RESCAL's plus the side tensors' data terms and their own factors' prior
@@ -15,10 +15,10 @@ terms, and one sweep is coordinate ascent on it:
    q(N) updated once);
 2. RESCAL's row sweep over A with row i's shape
    :math:`a + L_i \\circ (\\text{pull}_i + P_i)` and rate :math:`b +
-   \\text{exposure}_i + E_i`, then G (:func:`sklearn_pltf.inference.rescal.vb_step`);
+   \\text{exposure}_i + E_i`, then G (:func:`sklearn_pltf.inference.relational.rescal.vb_step`);
 3. one VB sweep of the side tensors' own factors with A held
    (:func:`sklearn_pltf.inference.vb.step` over their
-   :class:`~sklearn_pltf._coupled.CoupledContractor`).
+   :class:`~sklearn_pltf.engine._coupled.CoupledContractor`).
 
 EM is the same with point estimates (``rescal.em_step``, ``em.step``).
 The algorithms are :mod:`sklearn_pltf.inference`'s; this module only
@@ -33,9 +33,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..inference import em, rescal, vb
-from ..inference._common import GammaPriors
-from ..inference._states import EMInfo, EMState, VBInfo, VBState
+from .. import em, vb
+from . import rescal
+from .._common import GammaPriors
+from .._states import EMInfo, EMState, VBInfo, VBState
 
 __all__ = ["CoupledRelationalData", "KERNELS", "vb_state_around"]
 

@@ -68,7 +68,7 @@ class TensorExtent:
     """What follows from ``shape`` and ``n_missing``, for every data object."""
 
     #: The data are arrays of another namespace than NumPy, where they live
-    #: (:class:`~sklearn_pltf._array_data.ArrayAPITensor` says True).
+    #: (:class:`~sklearn_pltf.engine._array_data.ArrayAPITensor` says True).
     is_array_api = False
 
     @property
@@ -111,7 +111,7 @@ class ObservedTensor(TensorExtent):
     def __sizeof__(self):
         return object.__sizeof__(self) + array_bytes(*vars(self).values())
 
-    #: The data are in this process (a :class:`~sklearn_pltf.distributed.DistributedTensor`
+    #: The data are in this process (a :class:`~sklearn_pltf.engine.distributed.DistributedTensor`
     #: says True).
     is_distributed = False
 

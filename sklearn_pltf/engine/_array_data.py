@@ -1,5 +1,5 @@
 """Dense data of another array namespace (PyTorch, CuPy, ...), checked and
-kept where they live: the array-API counterpart of :class:`~sklearn_pltf._data.ObservedTensor`
+kept where they live: the array-API counterpart of :class:`~sklearn_pltf.engine._data.ObservedTensor`
 in its dense layout.
 
 Every check and summary is a reduction on the data's device; only scalars
