@@ -233,12 +233,21 @@ def tied_positions(model, tied_factors):
     first model holds the tie); whether the tie is a supported structure is
     :func:`~sklearn_pltf.inference.relational.structure.tied_structure`'s to say.
     """
-    tied = {}
-    for key, source in (tied_factors or {}).items():
-        position = factor_position(model, key, "tied_factors")
-        if position in tied:
+    return {position: factor_position(model, source, "tied_factors", role="value")
+            for position, (_, source) in by_factor_position(model, tied_factors,
+                                                            "tied_factors").items()}
+
+
+def by_factor_position(model, given, name):
+    """``{position: (key, value)}`` of a dict ``given`` keyed by factor
+    positions or index strings (:func:`factor_position`), each factor given
+    once; ``{}`` for None."""
+    out = {}
+    for key, value in (given or {}).items():
+        position = factor_position(model, key, name)
+        if position in out:
             raise ValueError(
-                f"tied_factors gives factor {position} ({model.factors[position]!r}) twice; "
-                "give each tied factor once.")
-        tied[position] = factor_position(model, source, "tied_factors", role="value")
-    return tied
+                f"{name} gives factor {position} ({model.factors[position]!r}) twice; "
+                "give each factor once.")
+        out[position] = (key, value)
+    return out

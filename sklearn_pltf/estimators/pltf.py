@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval
 from ..engine.model import Model
 from ._base import BasePoissonPLTF
 from ..engine._coupled import check_latent_sizes
-from ._validation import factor_position, real_factor_copy, tied_positions
+from ._validation import by_factor_position, real_factor_copy, tied_positions
 from ._named import fill_doc
 from ._tied import TiedFactorMixin
 
@@ -197,13 +197,8 @@ def _fixed_by_position(model, fixed_factors):
     """``{position: float array}`` from keys given as positions or index
     strings; each array a copy, so the fit never shares memory with the user's."""
     fixed = {}
-    for key, value in (fixed_factors or {}).items():
-        position = factor_position(model, key, "fixed_factors")
-        if position in fixed:
-            raise ValueError(
-                f"fixed_factors gives factor {position} ({model.factors[position]!r}) twice; "
-                "give each factor once."
-            )
+    for position, (key, value) in by_factor_position(model, fixed_factors,
+                                                     "fixed_factors").items():
         array = real_factor_copy(value, f"Fixed factor {key!r}")
         if not np.all(np.isfinite(array)) or (array < 0).any():
             raise ValueError(f"Fixed factor {key!r} must be finite and non-negative.")

@@ -99,32 +99,35 @@ _ASYMPTOTIC_FROM = 100.0
 def _stirling_remainder(x):
     """log Γ(x) − x log x + x, elementwise, without the cancellation of its
     terms for large x (Stirling's series: ½ log(2π / x) + 1/(12x) − ...)."""
-    x = np.asarray(x, dtype=np.float64)
-    out = np.empty_like(x)
-    large = x >= _ASYMPTOTIC_FROM
-    big = x[large]
-    inverse = 1.0 / big
-    square = inverse * inverse
-    out[large] = 0.5 * np.log(2.0 * np.pi / big) + inverse * (
-        1.0 / 12 - square * (1.0 / 360 - square * (1.0 / 1260 - square / 1680)))
-    small = x[~large]
-    out[~large] = gammaln(small) - small * np.log(small) + small
-    return out
+    def series(big):
+        inverse = 1.0 / big
+        square = inverse * inverse
+        return 0.5 * np.log(2.0 * np.pi / big) + inverse * (
+            1.0 / 12 - square * (1.0 / 360 - square * (1.0 / 1260 - square / 1680)))
+
+    return _series_above(x, series, lambda small: gammaln(small) - small * np.log(small) + small)
 
 
 def _digamma_gap(x):
     """log x − ψ(x) > 0, elementwise, without cancellation for large x
     (1/(2x) + 1/(12x²) − ...)."""
+    def series(big):
+        inverse = 1.0 / big
+        square = inverse * inverse
+        return 0.5 * inverse + square * (
+            1.0 / 12 - square * (1.0 / 120 - square * (1.0 / 252 - square / 240)))
+
+    return _series_above(x, series, lambda small: np.log(small) - digamma(small))
+
+
+def _series_above(x, series, exact):
+    """``series`` (an asymptotic expansion) where ``x >= _ASYMPTOTIC_FROM``,
+    ``exact`` below, elementwise."""
     x = np.asarray(x, dtype=np.float64)
     out = np.empty_like(x)
     large = x >= _ASYMPTOTIC_FROM
-    big = x[large]
-    inverse = 1.0 / big
-    square = inverse * inverse
-    out[large] = 0.5 * inverse + square * (
-        1.0 / 12 - square * (1.0 / 120 - square * (1.0 / 252 - square / 240)))
-    small = x[~large]
-    out[~large] = np.log(small) - digamma(small)
+    out[large] = series(x[large])
+    out[~large] = exact(x[~large])
     return out
 
 
