@@ -15,6 +15,7 @@ import warnings
 from abc import abstractmethod
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -85,6 +86,18 @@ def fit_by_optimizer(problem, rngs, settings, n_jobs=1):
     if result.not_converged:
         warnings.warn(result.not_converged, ConvergenceWarning)
     return result
+
+
+class FittedModel(NamedTuple):
+    """What a fit hands to its fold-ins (the last step of the fit, and later
+    ``transform``/``score``): the bound model (pruned, if ARD pruned it), the
+    priors at the held learned rates, what was learned, and where each new
+    sample's factor starts (None without a sample-mode factor)."""
+
+    model: object
+    priors: object
+    learning: object
+    sample_start: object
 
 
 def _start(kernel, model, priors, given, first_start, rng, restart, contractor):
@@ -290,7 +303,7 @@ class BasePoissonPLTF(BaseFactorization):
             fixed = {a: like(f, data.dense) for a, f in fixed.items()}
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = priors_for(self._gamma_priors(model), data)
-        self._rate_learning = self._rate_learning_for(model)
+        learning = self._rate_learning_for(model)
         if (self.evidence == "auto" and evidence == "ais"
                 and not has_posterior_start(model, priors.free, tuple(fixed))):
             # AIS from the prior is far too short for real data; Chib then.
@@ -298,14 +311,13 @@ class BasePoissonPLTF(BaseFactorization):
         if self.method == "em":
             em.check_priors(priors)
         first_start = self._first_start(model, data, fixed)
-        self.model_ = model
-        self._folded_in_fit = False
-        self._fitted_priors = priors
         if self.method in _mcmc.SAMPLERS:
             state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
+            fitted, folded_in = FittedModel(model, priors, None, _sample_start(model, state)), False
         else:
-            state = self._fit_optimizer(data, model, priors, fixed, rng, evidence, first_start)
-            model, priors = self.model_, self._fitted_priors
+            state, fitted, folded_in = self._fit_optimizer(data, model, priors, fixed, rng,
+                                                           evidence, first_start, learning)
+            model, priors = fitted.model, fitted.priors
         if evidence == "ais":
             # The path starts from a Gamma fit to the fitted posterior marginals
             # (EM has none: from the prior). Its own stream, spawned after the
@@ -320,7 +332,8 @@ class BasePoissonPLTF(BaseFactorization):
                         "defaults; call it directly with more runs or temperatures."),
                 likelihood=self.likelihood)
             self.log_evidence_error_ = estimate.standard_error
-        self._state = state
+        self._state, self._folded_in_fit = state, folded_in
+        self.model_, self._fitted_priors, self._rate_learning, self._sample_start = fitted
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self.factors_ = tuple(_copy(m) for m in state.mean)
@@ -372,11 +385,13 @@ class BasePoissonPLTF(BaseFactorization):
             )
         return self.evidence
 
-    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start=None):
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start, learning):
         """VB or EM: restarts to convergence (the first from ``first_start``,
-        ``{position: array}``, if given), the best kept, the final fold-in."""
+        ``{position: array}``, if given), the best kept, the learned rates
+        held, the final fold-in. Returns the state, the :class:`FittedModel`
+        and whether the fit ended with the fold-in ``transform`` would do."""
         given = {a: (f, f) for a, f in fixed.items()}
-        kernel = _kernel(self.method, self._rate_learning)
+        kernel = _kernel(self.method, learning)
         # One contractor serves every restart run here and the final fold-in;
         # restarts in other processes build their own.
         problem = OptimizerProblem(
@@ -392,17 +407,18 @@ class BasePoissonPLTF(BaseFactorization):
             problem, rng.spawn(self.n_init), self._optimizer_settings(),
             n_jobs=1 if in_process else effective_n_jobs(self.n_jobs))
         final_objective = objectives[-1]
-        if self._rate_learning is not None:
+        if learning is not None:
             model, state, priors, contractor, final_objective = self._hold_learned_rates(
-                data, model, state, priors, contractor, final_objective)
-        if self._keep_sample_start(model, state):
+                data, model, state, priors, contractor, final_objective, learning)
+        fitted = FittedModel(model, priors, learning, _sample_start(model, state))
+        folded_in = fitted.sample_start is not None
+        if folded_in:
             # Final fold-in: the sample-mode factor re-inferred exactly as
             # transform does, so fit_transform(X) equals fit(X).transform(X).
             alpha = model.sample_factor()
-            folded, fold_contractor, _ = self._fold_in(data, state, contractor=contractor)
+            folded, fold_contractor, _ = self._fold_in(data, state, contractor, fitted)
             state = with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
             final_objective = _KERNELS[self.method].objective(state, fold_contractor, priors)
-            self._folded_in_fit = True
         self.n_iter_ = len(objectives)
         self.converged_ = converged
         self.lower_bounds_ = like(np.asarray(objectives), state.mean[0])
@@ -413,27 +429,24 @@ class BasePoissonPLTF(BaseFactorization):
                 self.lower_bound_, data,
                 advice="A variational bound cannot lie above log p(X): please report this.",
                 likelihood=self.likelihood)
-        return state
+        return state, fitted, folded_in
 
     def _optimizer_settings(self):
         """The optimiser driver's loop settings from the parameters."""
         return Settings(self.max_iter, self.tol, self.acceleration, self.verbose,
                         self.verbose_interval)
 
-    def _hold_learned_rates(self, data, model, state, priors, contractor, bound):
+    def _hold_learned_rates(self, data, model, state, priors, contractor, bound, learning):
         """After VB with learned rates (:func:`~sklearn_pltf.inference._relevance.hold_learned_rates`):
         the rates held at ``state`` from here on; with ARD, the relevances read
         and, with ``prune``, the unneeded components removed. Returns the
         ``(model, state, priors, contractor, bound)`` to go on with."""
-        learning = self._rate_learning
         held = hold_learned_rates(
             _kernel(self.method, learning), learning, model, state, priors, self.tol,
             contractor_for=lambda small: make_contractor(small, data, self.likelihood),
             bound=bound, prune=self.prune)
         if held.model is not model:
             contractor = make_contractor(held.model, data, self.likelihood)
-            self.model_ = held.model
-        self._fitted_priors = held.priors
         set_learned_attributes(self, learning, held.relevance, held.priors)
         return held.model, held.state, held.priors, contractor, held.bound
 
@@ -454,14 +467,13 @@ class BasePoissonPLTF(BaseFactorization):
                         "counts down."))
         posterior = self._sample_posterior(data, model, priors, fixed, rng, evidence)
         self.n_iter_ = self.n_warmup + self.n_draws * self.thin
-        self._keep_sample_start(model, posterior.state)
         self.log_likelihoods_ = posterior.log_likelihoods
         self.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, self.n_warmup:])
         if self.keep_draws:
             self.draws_ = posterior.draws
         if posterior.log_evidence is not None:
             self.log_evidence_ = check_poisson_log_evidence(
-                posterior.log_evidence, self._modelled_data(data),
+                posterior.log_evidence, self._modelled_data(data, model),
                 standard_error=posterior.log_evidence_error or 0.0,
                 advice=_evidence_advice(evidence, priors), likelihood=self.likelihood)
         if posterior.log_evidence_error is not None:
@@ -494,17 +506,6 @@ class BasePoissonPLTF(BaseFactorization):
         return _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
                                       chib=evidence == "chib", likelihood=self.likelihood,
                                       **common)
-
-    def _keep_sample_start(self, model, state):
-        """Keep where a fold-in starts every sample (the fitted sample-mode
-        factor's mean over samples); False if the model has no such factor."""
-        alpha = model.sample_factor()
-        if alpha is None:
-            return False
-        axis = model.factors[alpha].index(model.output[0])
-        mean = state.mean[alpha]
-        self._sample_start = namespace_of(mean).mean(mean, axis=axis, keepdims=True)
-        return True
 
     def to_inference_data(self, X=None, *, mask=None, factor_names=None):
         """The kept draws as an ArviZ ``InferenceData`` (needs the
@@ -572,7 +573,7 @@ class BasePoissonPLTF(BaseFactorization):
         """The observed entries (coordinates, values) the fit modelled: all."""
         return coords, values
 
-    def _modelled_data(self, data):
+    def _modelled_data(self, data, model):
         """The part of ``data`` the fitted model covers, what its evidence is
         of: all of it."""
         return data
@@ -582,19 +583,28 @@ class BasePoissonPLTF(BaseFactorization):
         """The fitted model with axis 0 of size ``n_samples``."""
         return with_n_samples(self.model_, n_samples)
 
-    def _fold_in(self, data, held_state, contractor=None):
+    def _fitted(self):
+        """The fitted estimator's :class:`FittedModel`."""
+        return FittedModel(self.model_, self._fitted_priors, self._rate_learning,
+                           self._sample_start)
+
+    def _fold_in(self, data, held_state, contractor=None, fitted=None):
         """Infer the sample-mode factor of ``data``, every other factor held at
         its value in ``held_state``. Returns ``(state, contractor, priors)``: the
         contractor for ``data`` (``contractor`` if given, one already built for
         it), and priors with only that factor free (the objective of the new
-        data is the kernel's objective of these three).
+        data is the kernel's objective of these three). ``fitted``: the
+        :class:`FittedModel` to fold into (default: the fitted estimator's).
 
         Every sample starts from the fitted factor's mean over samples and is
         updated on its own (:func:`~sklearn_pltf.inference._fold_in.fold_in`),
         so its result does not depend on the batch.
         """
-        alpha = self._sample_factor()
-        model = self.model_
+        if fitted is None:
+            self._sample_factor()  # raises unless the model has a sample-mode factor
+            fitted = self._fitted()
+        model = fitted.model
+        alpha = model.sample_factor()
         kernel = _KERNELS[self._fold_in_method]
         given = {
             a: (held_state.mean[a], held_state.geometric[a])
@@ -604,16 +614,17 @@ class BasePoissonPLTF(BaseFactorization):
         axis = model.factors[alpha].index(model.output[0])
 
         def problem(sub_data, contractor=None):
-            sub_model = self._resized_model(sub_data.shape[0])
-            priors = priors_for(self._sample_priors(sub_model, alpha), sub_data)
+            sub_model = with_n_samples(model, sub_data.shape[0])
+            priors = priors_for(self._sample_priors(sub_model, alpha, fitted), sub_data)
             if contractor is None:
                 contractor = make_contractor(sub_model, sub_data, self.likelihood)
             return contractor, priors
 
         contractor, priors = problem(data, contractor)
         means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
-        means[alpha] = _copy(namespace_of(self._sample_start).broadcast_to(
-            self._sample_start, contractor.model.factor_shape(alpha)))
+        start = fitted.sample_start
+        means[alpha] = _copy(namespace_of(start).broadcast_to(
+            start, contractor.model.factor_shape(alpha)))
         state = kernel.state_from_means(means, priors, given)
         state = fold_in(kernel, state, contractor, priors, alpha, axis,
                         lambda rows: problem(data.take_samples(rows)),
@@ -621,16 +632,17 @@ class BasePoissonPLTF(BaseFactorization):
                         max_iter=self.max_iter)
         return state, contractor, priors
 
-    def _sample_priors(self, sub_model, alpha):
+    def _sample_priors(self, sub_model, alpha, fitted=None):
         """The prior of the sample-mode factor (at ``alpha``) of ``sub_model``,
         the fitted model with other samples: the given one, or the learned
         one (which does not vary along the samples)."""
-        if getattr(self, "_rate_learning", None) is None:
+        fitted = self._fitted() if fitted is None else fitted
+        if fitted.learning is None:
             return gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
-        fitted = self._fitted_priors
-        axis = self.model_.factors[alpha].index(self.model_.output[0])
-        per_sample = [np.take(np.broadcast_to(field[alpha], self.model_.factor_shape(alpha)),
-                              [0], axis=axis) for field in (fitted.shape, fitted.rate)]
+        model, priors = fitted.model, fitted.priors
+        axis = model.factors[alpha].index(model.output[0])
+        per_sample = [np.take(np.broadcast_to(field[alpha], model.factor_shape(alpha)),
+                              [0], axis=axis) for field in (priors.shape, priors.rate)]
         return gamma_priors(sub_model, {alpha: per_sample[0]}, {alpha: per_sample[1]},
                             free=(alpha,))
 
@@ -747,6 +759,17 @@ class BasePoissonPLTF(BaseFactorization):
         tags.input_tags.positive_only = True
         tags.array_api_support = self._array_api_refusal() is None
         return tags
+
+
+def _sample_start(model, state):
+    """Where a fold-in starts every sample: the fitted sample-mode factor's
+    mean over the samples; None if the model has no such factor."""
+    alpha = model.sample_factor()
+    if alpha is None:
+        return None
+    mean = state.mean[alpha]
+    return namespace_of(mean).mean(mean, axis=model.factors[alpha].index(model.output[0]),
+                                   keepdims=True)
 
 
 def _sample_major(mean, model, alpha):

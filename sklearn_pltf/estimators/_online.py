@@ -25,7 +25,7 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
 from ..inference._driver import OptimizerProblem
-from ._base import _kernel, _start, fit_by_optimizer
+from ._base import _kernel, _sample_start, _start, fit_by_optimizer
 from ..inference._relevance import held_priors, hold_learned_rates
 from ._relevance import LEARNED_ATTRIBUTES, set_learned_attributes
 from ._validation import check_fixed_factors_reach_the_data, input_namespace
@@ -111,7 +111,7 @@ class OnlineVBMixin:
         state = with_factor(self._state, alpha, folded, lambda batch, _: batch)
         model = contractor.model
         priors = self._gamma_priors(model)
-        learning = getattr(self, "_rate_learning", None)
+        learning = self._rate_learning
         if learning is not None:
             # The held rates at this batch's size: the sample factor's do not
             # vary along the samples, so they are re-broadcast per batch.
@@ -134,7 +134,7 @@ class OnlineVBMixin:
             # ``prior_rate_``; the rates themselves are the first batch's.
             self._fitted_priors = priors
             set_learned_attributes(self, learning, None, priors)
-        self._keep_sample_start(model, state)
+        self._sample_start = _sample_start(model, state)
         self._fingerprint, self._folded_in_fit = None, False
         self.factors_ = tuple(m.copy() for m in state.mean)
         self.n_batch_iter_ = step + 1
@@ -183,7 +183,7 @@ class OnlineVBMixin:
                                     self._first_start(model, data, fixed)))
         self._state, objectives, _, _ = fit_by_optimizer(problem, [rng],
                                                          self._optimizer_settings())
-        self._rate_learning = learning
+        self._rate_learning, self._fitted_priors = learning, priors
         if learning is not None:  # learned on this batch, held for the later ones
             held = hold_learned_rates(
                 kernel, learning, model, self._state, priors, self.tol,
@@ -193,4 +193,4 @@ class OnlineVBMixin:
             set_learned_attributes(self, learning, held.relevance, held.priors)
         self.model_ = model
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
-        self._keep_sample_start(model, self._state)
+        self._sample_start = _sample_start(model, self._state)

@@ -27,7 +27,7 @@ from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
 from ..inference._driver import OptimizerProblem
 from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
-from ._base import fit_by_optimizer
+from ._base import FittedModel, fit_by_optimizer
 from ..inference._relevance import hold_learned_rates
 from ._relevance import check_learning, set_learned_attributes
 
@@ -122,11 +122,10 @@ class TiedFactorMixin:
         check_learning(self, learning)
         return learning
 
-    def _hold_tied_rates(self, relational, model, structure, state, priors):
+    def _hold_tied_rates(self, relational, model, structure, state, priors, learning):
         """After VB with learned rates, on the canonical state: the relevances,
         the unneeded clusters removed with ``prune``, the rates held. Returns
         the canonical ``(state, priors)`` and the model with its cluster sizes."""
-        learning = self._rate_learning
         r = state.mean[0].shape[1]
         canonical = Model.parse(RESCAL_MODEL).bind(relational.observed.shape, {"a": r, "b": r})
         held = hold_learned_rates(
@@ -183,10 +182,10 @@ class TiedFactorMixin:
         off_diagonal = coords[0] != coords[1]
         return coords[:, off_diagonal], values[off_diagonal]
 
-    def _modelled_data(self, data):
+    def _modelled_data(self, data, model):
         """The observed entries :meth:`_modelled_entries` keeps, without the
         diagonal's, as data: what the evidence is of."""
-        if self._structure(self.model_) is None:
+        if self._structure(model) is None:
             return data
         return relational_data(with_relation_axis(data), self.likelihood).observed
 
@@ -226,16 +225,18 @@ class TiedFactorMixin:
         state = type(state)(*(structure.to_model_order(field) for field in state))
         return posterior._replace(state=state, draws=structure.to_model_order(draws, lead=2))
 
-    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start=None):
-        """VB or EM: restarts to convergence, the best kept."""
+    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start, learning):
+        """VB or EM: restarts to convergence, the best kept (the base's
+        returns: the state, the :class:`~._base.FittedModel`, no fold-in)."""
         structure = self._structure(model)
         if structure is None:
-            return super()._fit_optimizer(data, model, priors, fixed, rng, evidence, first_start)
+            return super()._fit_optimizer(data, model, priors, fixed, rng, evidence, first_start,
+                                          learning)
         if first_start is not None:
             raise ValueError("init and warm_start are not supported with tied factors; leave "
                              "init='random' and warm_start=False.")
         relational, canonical_priors = self._relational(data, structure, priors)
-        kernels, settings = _rescal_kernels(self._rate_learning), self._optimizer_settings()
+        kernels, settings = _rescal_kernels(learning), self._optimizer_settings()
         problem = OptimizerProblem(
             kernels[self.method], relational, canonical_priors,
             start=functools.partial(_restart_state, kernels, self.method, self._vb_start,
@@ -244,9 +245,9 @@ class TiedFactorMixin:
         state, objectives, converged, _ = fit_by_optimizer(
             problem, rng.spawn(self.n_init), settings, n_jobs=effective_n_jobs(self.n_jobs))
         self.lower_bound_ = objectives[-1]
-        if self._rate_learning is not None:
-            state, self._fitted_priors, self.model_ = self._hold_tied_rates(
-                relational, model, structure, state, canonical_priors)
+        if learning is not None:
+            state, priors, model = self._hold_tied_rates(relational, model, structure, state,
+                                                         canonical_priors, learning)
         if data.ndim == 2:
             state = without_relation_axis(state)
         state = type(state)(*(structure.to_model_order(field) for field in state))
@@ -258,7 +259,7 @@ class TiedFactorMixin:
                 self.lower_bound_, relational.observed,
                 advice="A variational bound cannot lie above log p(X): please report this.",
                 likelihood=self.likelihood)
-        return state
+        return state, FittedModel(model, priors, learning, None), False
 
     def _require_training_data(self, data, what):
         if not self._is_training_data(data):
