@@ -84,3 +84,10 @@ def test_an_unconverged_run_says_so():
 def test_every_optimizer_fit_warns_through_the_driver(make, data):
     with pytest.warns(ConvergenceWarning, match="did not converge in 2 iterations"):
         make().fit(data(np.random.default_rng(0)))
+
+
+def test_restarts_in_processes_report_in_the_callers_process(capsys):
+    X = np.random.default_rng(0).poisson(2.0, (12, 9)).astype(float)
+    BayesianNMF(2, n_init=2, n_jobs=2, verbose=1, random_state=0).fit(X)
+    out = capsys.readouterr().out
+    assert "Initialization 0 (2 of 2)" in out and "Initialization 1 (2 of 2)" in out

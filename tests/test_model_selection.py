@@ -259,3 +259,13 @@ def test_the_training_data_without_their_mask_score_their_evidence(name):
     else:
         with pytest.raises(ValueError, match="only"):
             refitted.score(X)
+
+
+def test_a_coupled_mask_of_nones_is_no_mask():
+    """mask=[None, None] for a coupled fit's tensors says no tensor has a
+    mask: the training tensors fitted with masks score their evidence."""
+    from sklearn.base import clone
+
+    estimator, X, mask = MASKED["coupled"]
+    fitted = clone(estimator).set_params(n_components=2).fit(X, mask=mask)
+    assert fitted.score(X, mask=[None, None]) == fitted.log_evidence_

@@ -201,8 +201,10 @@ def check_latent_sizes(n_components, models):
     if not unknown:
         return
     named = ", ".join(map(repr, unknown))
+    observed = {c for model in models for c in model.output}
     hint = ("; its keys are latent index letters" if any(not isinstance(k, str) for k in unknown)
-            else "")
+            else "; the data's own indices take their sizes from the data"
+            if any(k in observed for k in unknown) else "")
     if len(models) == 1:
         where = f"Model {models[0].string!r} has latent indices {', '.join(latent) or 'none'}"
         tail = "which it has not"

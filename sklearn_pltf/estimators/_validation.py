@@ -20,7 +20,8 @@ from ..engine.distributed import as_distributed_tensor, unreachable_nonzeros
 
 __all__ = ["validate_tensor", "input_namespace", "check_entry_indices",
            "check_fixed_factors_reach_the_data",
-           "given_start", "real_factor_copy", "factor_position", "tied_positions"]
+           "given_start", "real_factor_copy", "factor_position", "tied_positions",
+           "by_factor_position"]
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,

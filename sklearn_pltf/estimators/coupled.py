@@ -115,7 +115,7 @@ class CoupledPLTF(BaseEstimator):
         Restarts from random starts; the highest final bound is kept.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
-        1: each restart's start and end; 2: every iteration's objective.
+        1: each restart's start and end; 2: also every 10th iteration's objective.
     tied_factors : dict or None, default=None
         ``{1: 0}`` (positions or index strings of the first model's factors,
         checked as :class:`~sklearn_pltf.PLTF`'s: ``{"jb": "ia"}`` is the
@@ -328,7 +328,7 @@ class CoupledPLTF(BaseEstimator):
 
     def _tied_data(self, models, model, datas, likelihoods, weights):
         """The first tensor's RESCAL structure with its tie, and the other
-        tensors as its side (:mod:`._rescal_coupled`)."""
+        tensors as its side (:mod:`sklearn_pltf.inference.relational.coupled`)."""
         if len(models) < 2:
             raise ValueError("tied_factors with one tensor is BayesianRESCAL; CoupledPLTF "
                              "needs at least one more tensor sharing the entity factor.")
@@ -405,6 +405,8 @@ class CoupledPLTF(BaseEstimator):
         check_is_fitted(self)
         _, datas, _ = self._observed(X, mask)
         given = tuple(d.fingerprint for d in datas)
+        if mask is not None and all(m is None for m in mask):
+            mask = None  # a mask per tensor, none given
         if given != self._fingerprints and not is_training_data_without_its_mask(
                 getattr(self, "_unmasked_fingerprints", None), self._fingerprints, given, mask):
             raise ValueError("CoupledPLTF scores the tensors it was fitted to only; refit to "

@@ -47,7 +47,7 @@ def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draw
     ----------
     rng : numpy.random.Generator
     data : RelationalData
-        From :func:`~sklearn_pltf.inference.relational.rescal.relational_data`.
+        From :func:`~sklearn_pltf.inference.relational._relational.relational_data`.
     priors : GammaPriors
         With G's as (R, R, K).
     point : tuple of ndarray

@@ -1,5 +1,5 @@
 """Minibatches of listed entries for stochastic-gradient samplers
-(:mod:`.sgld`, :mod:`.rescal_sgld`), the variance that subsampling adds
+(:mod:`.sgld`, :mod:`.relational.rescal_sgld`), the variance that subsampling adds
 to an estimated sum, and what their targets return and keep."""
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The optimiser driver: restarts of a VB or EM kernel to convergence, the
 best one kept.
 
-Every VB and EM fit of the package runs here: the named estimators, PLTF,
-RESCAL's tie, coupled tensors, the first batch of ``partial_fit`` and the
-allocation model's VB. An estimator builds an :class:`OptimizerProblem`,
+Every VB and EM fit of the Poisson–Gamma estimators runs here: the named
+estimators, PLTF, RESCAL's tie, coupled tensors and the first batch of
+``partial_fit`` (the allocation model's VB, one run from one start, runs the
+same loop, :func:`~._convergence.run_to_convergence`, directly). An
+estimator builds an :class:`OptimizerProblem`,
 calls :func:`optimize` and sets its attributes from the
 :class:`OptimizerResult`; what follows the loop (learned rates held, the
 final fold-in) reads the result, never the estimator.
@@ -16,8 +18,7 @@ coupled RESCAL's kernels, the allocation model's VB):
   joint; it never decreases from step to step);
 - ``objective(state, contractor, priors) -> float``;
 - for SQUAREM (:mod:`._acceleration`), the state is a
-  :class:`~._states.VBState` or :class:`~._states.EMState` and the kernel
-  has ``state_from_means``-style projections (see that module).
+  :class:`~._states.VBState` or :class:`~._states.EMState`.
 
 A problem's ``start(rng, restart, contractor) -> state`` says where each
 restart begins. The samplers have the other driver,
@@ -96,8 +97,6 @@ def _run_restart(problem, rng, restart, settings, contractor=None):
     process's, or None to build or receive one)."""
     if contractor is None:
         contractor = problem.contractor if problem.rebuild is None else problem.rebuild()
-    if settings.verbose:
-        print(f"Initialization {restart}", flush=True)
     state = problem.start(rng, restart, contractor)
     return run_to_convergence(problem.kernel, state, contractor, problem.priors,
                               settings.max_iter, settings.tol, _reporter(settings, restart),
@@ -132,22 +131,34 @@ def optimize(problem, rngs, settings, *, n_jobs=1):
     """
     n_init = len(rngs)
     began = time.perf_counter()
+
+    def summary(restart, done, objectives):
+        elapsed = time.perf_counter() - began
+        print(f"Initialization {restart} ({done} of {n_init}): {len(objectives)} "
+              f"iterations, objective {objectives[-1]:.6g}, {elapsed:.2f} s so far; "
+              f"~{elapsed / done * (n_init - done):.0f} s left", flush=True)
+
     if n_jobs == 1:
         results = []
         for restart, rng in enumerate(rngs):
+            if settings.verbose:
+                print(f"Initialization {restart}", flush=True)
             results.append(_run_restart(problem, rng, restart, settings, problem.contractor))
             if settings.verbose:
-                done, elapsed = restart + 1, time.perf_counter() - began
-                objectives = results[-1][1]
-                print(f"Initialization {restart} ({done} of {n_init}): {len(objectives)} "
-                      f"iterations, objective {objectives[-1]:.6g}, {elapsed:.2f} s so far; "
-                      f"~{elapsed / done * (n_init - done):.0f} s left", flush=True)
+                summary(restart, restart + 1, results[-1][1])
     else:
-        # Each process builds (or receives) its own contractor.
+        # Each process builds (or receives) its own contractor. What a run
+        # prints per iteration (verbose >= 2) is printed where it runs; the
+        # starts and the summaries here, in the caller's process.
+        if settings.verbose:
+            print(f"Initializations 0 to {n_init - 1} in {n_jobs} processes", flush=True)
         shipped = problem._replace(contractor=None) if problem.rebuild else problem
         results = Parallel(n_jobs=n_jobs)(
             delayed(_run_restart)(shipped, rng, restart, settings)
             for restart, rng in enumerate(rngs))
+        if settings.verbose:
+            for restart, (_, objectives, _) in enumerate(results):
+                summary(restart, n_init, objectives)
     state, objectives, converged = max(results, key=lambda result: result[1][-1])
     message = None if converged else (
         f"Best of {n_init} initialisation(s) did not converge in {settings.max_iter} "

@@ -1,6 +1,6 @@
 """The states and step reports that the variational and EM algorithms
 share: the Poisson–Gamma PLTF ones (:mod:`.vb`, :mod:`.em`) and RESCAL's
-(:mod:`.rescal`), whose estimators read them the same way."""
+(:mod:`.relational.rescal`), whose estimators read them the same way."""
 
 from __future__ import annotations
 

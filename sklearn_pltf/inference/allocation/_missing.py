@@ -14,7 +14,7 @@ where P is the urn's probability of the observed tokens in a fixed order
 followed by U tokens anywhere in M (the tokens are exchangeable, so their
 order does not matter, and w(U) counts the ways to interleave them and
 carries the negative binomial prior of the total T_O + U). The sequential
-Monte Carlo of :func:`.allocation.run_smc` places the observed tokens and
+Monte Carlo of :func:`.smc.run_smc` places the observed tokens and
 then tokens in M one at a time (:func:`missing_phase`): its running product
 of mean incremental weights is, after u tokens in M, an unbiased estimate
 Ẑ(u) of the u-th probability, so Σ_u w(u) Ẑ(u) is unbiased for the sum up

@@ -64,7 +64,7 @@ class AllocationData(NamedTuple):
     ``coords`` (N x nnz) and ``counts`` (nnz,) list the observed non-zero
     cells and ``missing`` (N x n_missing) the unobserved ones; ``network``
     is the model's tables and their layout
-    (:class:`._allocation_network.AllocationNetwork`); ``concentration`` is
+    (:class:`._network.AllocationNetwork`); ``concentration`` is
     λ's Gamma shape ``a`` and ``rate`` its rate ``b``.
     """
 
@@ -89,7 +89,7 @@ def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate
     ``model`` is a model string (None: CP over every axis) whose latent
     indices ``n_components`` sizes (an int for all, or a dict);
     ``dirichlet_prior`` optionally gives tables' parameters
-    (:func:`._allocation_network.allocation_network`). ``rate=None`` is
+    (:func:`._network.allocation_network`). ``rate=None`` is
     ``a / T``, which puts the prior mean of λ at the observed total.
     ``missing`` (N x n_missing) lists unobserved cells (None: none).
     """
@@ -149,7 +149,7 @@ class SMCState(NamedTuple):
 class SMCResult(NamedTuple):
     """The SMC estimate of log p(X) and the final particle system (with
     unobserved cells, each particle at its kept number of tokens in them,
-    ``n_missing``: :class:`._allocation_missing.MissingPhase`)."""
+    ``n_missing``: :class:`._missing.MissingPhase`)."""
 
     log_evidence: float
     standard_error: float
@@ -227,7 +227,7 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5,
 
     With unobserved cells (``data.missing``), each island then places tokens
     in them one at a time and sums their terms
-    (:func:`._allocation_missing.missing_phase`).
+    (:func:`._missing.missing_phase`).
 
     Returns
     -------
@@ -421,7 +421,7 @@ def particle_dirichlet_parameters(sample, network):
 def particle_predictive_means(sample, network, total_posterior, coords):
     """The posterior predictive mean E[X(c) | X] at cells ``coords`` (N,
     cells) from resampled particles: per particle, E[λ] times the urn's
-    predictive probability of the cell (:func:`._allocation_missing.cell_probabilities`),
+    predictive probability of the cell (:func:`._missing.cell_probabilities`),
     exact given its allocation, averaged over the particles (no labels
     involved)."""
     share, lam = _shares_and_lambda(sample, total_posterior)
@@ -573,7 +573,7 @@ def sample_bam(rng, shape, n_components, *, concentration=1.0, n_tokens=None, ra
     With ``model=None`` (CP) the parameters are ``(T, θ0, [θn (R, I_n)])``;
     with a model string (sized by ``n_components``, an int or a dict) they
     are ``(T, tables)``, one array per table of
-    :func:`._allocation_network.allocation_network` in its family's shape,
+    :func:`._network.allocation_network` in its family's shape,
     and the cells are drawn from the dense joint over the observed indices
     (small tensors)."""
     a = float(concentration)

@@ -74,7 +74,7 @@ def _entity_sweep(variational, mode, jump_rate, first, second, missing_first, mi
     and v at the geometric means; its exposure is Σ_e v_e at the means over
     every observed off-diagonal entry, from the column sums S of A less the
     missing entries. ``side_pull`` and ``side_exposure`` (n, R) add other
-    tensors' terms on each row (``estimators._rescal_coupled``;
+    tensors' terms on each row (:mod:`.coupled`;
     zeros for RESCAL alone).
     """
     n, r = mean.shape
@@ -198,7 +198,7 @@ def _no_side(state):
 def vb_step(state, data, priors, with_objective=True, side=None):
     """One sweep: every row of A in turn, then G (module docstring).
     ``side``: other tensors' ``(pull, exposure)`` on A's rows
-    (``estimators._rescal_coupled``)."""
+    (:mod:`.coupled`)."""
     shape, scale = state.shape[0].copy(), state.scale[0].copy()
     mean, geo, psi = state.mean[0].copy(), state.geometric[0].copy(), state.digamma[0].copy()
     _entity_sweep(True, *_kernel_likelihood(data), data.first, data.second, data.missing_first,

@@ -86,7 +86,7 @@ class RescalTarget:
                 relational.core_exposure(self.data, entity))
 
     def gradient(self, params, batch, temperature, anchor=None):
-        """The :class:`~._batches.TargetGradient` at ``params`` from ``batch``,
+        """The :class:`~.._batches.TargetGradient` at ``params`` from ``batch``,
         with the control variates of ``anchor`` (None: none)."""
         index, scale = batch
         d = self.data
@@ -127,7 +127,7 @@ class RescalTarget:
 
     def anchor(self, params):
         """The control variates' reference point at ``params``, a
-        :class:`~._batches.ControlVariates` with (A, G) as its reference
+        :class:`~.._batches.ControlVariates` with (A, G) as its reference
         (one pass over the non-zeros)."""
         d = self.data
         entity, _, core = self.factors(params)
