@@ -163,7 +163,7 @@ def test_factor_prior_is_the_hyper_prior_average():
     rng = np.random.default_rng(4)
     n_draws = 200_000
     v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=n_draws)
-    u = gaussian._sample_standardised_location(rng, column.shape[0], priors.hyper_precision, n_draws)
+    u = gaussian.sample_standardised_location(rng, column.shape[0], priors.hyper_precision, n_draws)
     mu = u * np.sqrt(v)
     log_terms = np.sum(log_rectified_normal_density(column, mu, np.sqrt(v)), axis=0)
     weights = np.exp(log_terms)
@@ -216,7 +216,7 @@ def _prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
             if priors.ard:
                 u = np.zeros((chunk, 1, rank))
             elif priors.nonnegative:
-                u = gaussian._sample_standardised_location(rng, size, priors.hyper_precision,
+                u = gaussian.sample_standardised_location(rng, size, priors.hyper_precision,
                                                            (chunk, 1, rank))
             else:
                 u = rng.standard_normal((chunk, 1, rank)) / np.sqrt(priors.hyper_precision)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ._contract import make_contractor
-from .model import Model
+from .model import Model, check_latent_sizes
 
-__all__ = ["CoupledModel", "CoupledContractor", "bind_models", "check_latent_sizes"]
+__all__ = ["CoupledModel", "CoupledContractor", "bind_models"]
 
 
 @dataclass(frozen=True)
@@ -178,38 +178,3 @@ def bind_models(strings, shapes, n_components):
             latent = {c: n for c, n in n_components.items() if c in model.latent}
         models.append(model.bind(tuple(shape), latent))
     return models
-
-
-def check_latent_sizes(n_components, models):
-    """Raise unless every key of ``n_components``, where it is a dict
-    ``{index: size}``, is a latent index of one of ``models`` (parsed or
-    bound :class:`~sklearn_pltf.engine.model.Model`; one for a single tensor).
-
-    The one check of a dict of latent sizes against the model strings, for
-    one model (:class:`~sklearn_pltf.PLTF`) and for several
-    (:class:`~sklearn_pltf.CoupledPLTF`, :func:`bind_models`): a key no
-    model has would otherwise be dropped in silence. The sizes themselves
-    are :meth:`Model.bind`'s to check (an int >= 1 each).
-    """
-    if not isinstance(n_components, dict):
-        return
-    latent = []
-    for model in models:
-        latent.extend(c for c in model.latent if c not in latent)
-    unknown = sorted((key for key in n_components
-                      if not isinstance(key, str) or key not in latent), key=repr)
-    if not unknown:
-        return
-    named = ", ".join(map(repr, unknown))
-    observed = {c for model in models for c in model.output}
-    hint = ("; its keys are latent index letters" if any(not isinstance(k, str) for k in unknown)
-            else "; the data's own indices take their sizes from the data"
-            if any(k in observed for k in unknown) else "")
-    if len(models) == 1:
-        where = f"Model {models[0].string!r} has latent indices {', '.join(latent) or 'none'}"
-        tail = "which it has not"
-    else:
-        strings = ", ".join(repr(m.string) for m in models)
-        where = f"The models {strings} have latent indices {', '.join(latent) or 'none'}"
-        tail = "which none of them has"
-    raise ValueError(f"{where}; n_components names {named}, {tail}{hint}.")

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from numbers import Integral
 
-__all__ = ["Model", "IndexSizes", "cp_model_string", "mode_letters", "tucker_model"]
+__all__ = ["Model", "IndexSizes", "check_latent_sizes", "cp_model_string", "mode_letters",
+           "tucker_model"]
 
 _MODEL_PATTERN = re.compile(r"^[A-Za-z]+(,[A-Za-z]+)*->[A-Za-z]+$")
 
@@ -249,13 +250,7 @@ class Model:
                         f"Fixed factor {alpha} ({factor!r}) has shape {shape}: index "
                         f"{c!r} has size {s} there but {sizes[c]} in {where}."
                     )
-        if isinstance(latent_sizes, dict):
-            unknown = sorted(set(latent_sizes) - set(self.latent), key=str)
-            if unknown:
-                raise ValueError(
-                    f"Model {self.string!r} has latent indices {', '.join(self.latent)}; "
-                    f"n_components names {', '.join(map(repr, unknown))}, which it has not."
-                )
+        check_latent_sizes(latent_sizes, [self])
         for c in self.latent:
             if isinstance(latent_sizes, dict):
                 if c in latent_sizes:
@@ -280,6 +275,41 @@ class Model:
 
     def __str__(self):
         return self.string
+
+
+def check_latent_sizes(n_components, models):
+    """Raise unless every key of ``n_components``, where it is a dict
+    ``{index: size}``, is a latent index of one of ``models`` (parsed or
+    bound :class:`Model`; one for a single tensor).
+
+    The one check of a dict of latent sizes against the model strings, for
+    one model (:meth:`Model.bind`) and for several
+    (:func:`~sklearn_pltf.engine._coupled.bind_models`): a key no model has
+    would otherwise be dropped in silence. The sizes themselves are
+    :meth:`Model.bind`'s to check (an int >= 1 each).
+    """
+    if not isinstance(n_components, dict):
+        return
+    latent = []
+    for model in models:
+        latent.extend(c for c in model.latent if c not in latent)
+    unknown = sorted((key for key in n_components
+                      if not isinstance(key, str) or key not in latent), key=repr)
+    if not unknown:
+        return
+    named = ", ".join(map(repr, unknown))
+    observed = {c for model in models for c in model.output}
+    hint = ("; its keys are latent index letters" if any(not isinstance(k, str) for k in unknown)
+            else "; the data's own indices take their sizes from the data"
+            if any(k in observed for k in unknown) else "")
+    if len(models) == 1:
+        where = f"Model {models[0].string!r} has latent indices {', '.join(latent) or 'none'}"
+        tail = "which it has not"
+    else:
+        strings = ", ".join(repr(m.string) for m in models)
+        where = f"The models {strings} have latent indices {', '.join(latent) or 'none'}"
+        tail = "which none of them has"
+    raise ValueError(f"{where}; n_components names {named}, {tail}{hint}.")
 
 
 def _positive_size(value, index):

@@ -49,8 +49,8 @@ from ._skeleton import BaseFactorization
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
 
-__all__ = ["BasePoissonPLTF", "cp_reconstruction", "fit_by_optimizer", "warn_unless_mixed",
-           "with_n_samples"]
+__all__ = ["BasePoissonPLTF", "FittedModel", "cp_reconstruction", "fit_by_optimizer",
+           "optimizer_start", "warn_unless_mixed", "with_n_samples"]
 
 _KERNELS = {"vb": vb, "em": em}
 
@@ -100,7 +100,7 @@ class FittedModel(NamedTuple):
     sample_start: object
 
 
-def _start(kernel, model, priors, given, first_start, rng, restart, contractor):
+def optimizer_start(kernel, model, priors, given, first_start, rng, restart, contractor):
     """Where restart ``restart`` starts: ``first_start`` for the first (if
     given), else at random."""
     return kernel.init(rng, model, contractor, priors, given,
@@ -396,7 +396,7 @@ class BasePoissonPLTF(BaseFactorization):
         # restarts in other processes build their own.
         problem = OptimizerProblem(
             kernel, make_contractor(model, data, self.likelihood), priors,
-            start=functools.partial(_start, kernel, model, priors, given, first_start),
+            start=functools.partial(optimizer_start, kernel, model, priors, given, first_start),
             rebuild=functools.partial(make_contractor, model, data, self.likelihood))
         contractor = problem.contractor
         # Distributed data: the restarts run one after another, each over the

@@ -25,7 +25,7 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
 from ..inference._driver import OptimizerProblem
-from ._base import _kernel, _sample_start, _start, fit_by_optimizer
+from ._base import _kernel, _sample_start, fit_by_optimizer, optimizer_start
 from ..inference._relevance import held_priors, hold_learned_rates
 from ._relevance import LEARNED_ATTRIBUTES, set_learned_attributes
 from ._validation import check_fixed_factors_reach_the_data, input_namespace
@@ -179,7 +179,7 @@ class OnlineVBMixin:
         given = {a: (f, f) for a, f in fixed.items()}
         problem = OptimizerProblem(
             kernel, make_contractor(model, data, self.likelihood), priors,
-            start=functools.partial(_start, kernel, model, priors, given,
+            start=functools.partial(optimizer_start, kernel, model, priors, given,
                                     self._first_start(model, data, fixed)))
         self._state, objectives, _, _ = fit_by_optimizer(problem, [rng],
                                                          self._optimizer_settings())

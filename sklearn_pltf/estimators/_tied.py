@@ -54,15 +54,6 @@ def rescal_learning(ard, per_factor):
     return RateLearning(relevant=((), (), ()), per_factor=(True, False, True), indices=())
 
 
-def _restart_state(kernels, method, vb_start, settings, data, priors, n_components, rng,
-                   restart, contractor):
-    """Where restart ``restart`` of RESCAL's VB or EM starts
-    (:func:`~sklearn_pltf.inference.relational.rescal.restart_state`)."""
-    return rescal.restart_state(kernels, rescal.state_around_mode, method, vb_start(restart),
-                                rng, data, priors, n_components, settings.max_iter,
-                                settings.tol, settings.acceleration)
-
-
 class TiedFactorMixin:
     """Fit, evidence, transform and score of a model with a tied factor
     (module docstring), for a :class:`~._base.BasePoissonPLTF` subclass.
@@ -78,7 +69,7 @@ class TiedFactorMixin:
     def _vb_start(self, restart):
         """Where VB's ``restart``-th run starts: ``"mode"`` (around EM's
         posterior mode) for the first, ``"random"`` for the others."""
-        return "mode" if restart == 0 else "random"
+        return rescal.mode_first(restart)
 
     def _structure(self, model):
         tied = self._tied_positions(model)
@@ -239,8 +230,8 @@ class TiedFactorMixin:
         kernels, settings = _rescal_kernels(learning), self._optimizer_settings()
         problem = OptimizerProblem(
             kernels[self.method], relational, canonical_priors,
-            start=functools.partial(_restart_state, kernels, self.method, self._vb_start,
-                                    settings, relational, canonical_priors,
+            start=functools.partial(rescal.restart_start, kernels, rescal.state_around_mode,
+                                    self.method, self._vb_start, settings, canonical_priors,
                                     structure.canonical.sizes["a"]))
         state, objectives, converged, _ = fit_by_optimizer(
             problem, rng.spawn(self.n_init), settings, n_jobs=effective_n_jobs(self.n_jobs))

@@ -26,7 +26,7 @@ from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
-from ._base import fit_by_optimizer
+from ._base import fit_by_optimizer, optimizer_start
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
@@ -53,21 +53,6 @@ def _one_per_tensor(value, name, n_tensors, what, *, or_none=False,
     if len(value) != n_tensors:
         raise ValueError(f"{expected}; got {len(value)}.")
     return list(value)
-
-
-def _random_start(kernel, model, priors, rng, restart, contractor):
-    """Every restart of an untied coupled model starts at random."""
-    return kernel.init(rng, model, contractor, priors)
-
-
-def _tied_start(method, settings, priors, rng, restart, data):
-    """Where a restart of the tied model starts: VB's first around EM's
-    posterior mode, as :class:`~sklearn_pltf.BayesianRESCAL`'s; the others at
-    random (:func:`~sklearn_pltf.inference.relational.rescal.restart_state`)."""
-    return rescal.restart_state(rescal_coupled.KERNELS, rescal_coupled.vb_state_around, method,
-                                "mode" if restart == 0 else "random", rng, data, priors,
-                                data.n_components, settings.max_iter, settings.tol,
-                                settings.acceleration)
 
 
 class CoupledPLTF(BaseEstimator):
@@ -237,11 +222,14 @@ class CoupledPLTF(BaseEstimator):
         if self.tied_factors:
             kernel = rescal_coupled.KERNELS[self.method]
             contractor = self._tied_data(models, model, datas, likelihoods, weights)
-            start = functools.partial(_tied_start, self.method, settings, priors)
+            start = functools.partial(rescal.restart_start, rescal_coupled.KERNELS,
+                                      rescal_coupled.vb_state_around, self.method,
+                                      rescal.mode_first, settings, priors,
+                                      contractor.n_components)
         else:
             kernel = _KERNELS[self.method]
             contractor = CoupledContractor(model, datas, likelihoods, weights)
-            start = functools.partial(_random_start, kernel, model, priors)
+            start = functools.partial(optimizer_start, kernel, model, priors, {}, None)  # at random
         generator = as_generator(self.random_state)
         state, objectives, converged, _ = fit_by_optimizer(
             OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),

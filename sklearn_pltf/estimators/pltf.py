@@ -9,7 +9,6 @@ from sklearn.utils._param_validation import Interval
 
 from ..engine.model import Model
 from ._base import BasePoissonPLTF
-from ..engine._coupled import check_latent_sizes
 from ._validation import by_factor_position, real_factor_copy, tied_positions
 from ._named import fill_doc
 from ._tied import TiedFactorMixin
@@ -155,7 +154,6 @@ class PLTF(TiedFactorMixin, BasePoissonPLTF):
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)
-        check_latent_sizes(self.n_components, [model])
         return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
 
     def _warm_start_requested(self):

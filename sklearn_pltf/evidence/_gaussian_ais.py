@@ -29,9 +29,8 @@ import string
 import numpy as np
 from scipy.special import gammaln
 
-from ..inference._truncnorm import sample_rectified_normal
 from ..inference.gaussian import (column_log_evidence, log_hyper_normalizer,
-                                  sample_standardised_location)
+                                  sample_column_prior, sample_elements)
 from ._ais import Contraction, _per_run_sum, anneal_forward, anneal_reverse
 
 __all__ = ["gaussian_ais_log_evidence", "gaussian_reverse_ais_log_evidence"]
@@ -83,21 +82,19 @@ class _GaussianTarget:
     def prior_draws(self, rng, n_runs):
         """``n_runs`` exact draws of every φ = log A from the prior, for a path
         from the prior (``start=None``): per column v ~ IG(a₀, b₀), u = μ/√v
-        from N(u | 0, 1/s) Φ(u)^I (independent of v), μ = u√v, then the
-        column's elements from the rectified Gaussian R(μ, v), as
+        from N(u | 0, 1/s) Φ(u)^I (independent of v), μ = u√v
+        (:func:`~sklearn_pltf.inference.gaussian.sample_column_prior`), then
+        the column's elements from the rectified Gaussian R(μ, v), as
         :func:`~sklearn_pltf.inference.gaussian.sample_prior` draws them.
         A draw that rounds to 0 is raised to the smallest normal float, so
         that its log is finite."""
         priors, rank = self.priors, self.rank
         draws = {}
         for n, size in zip(self.free, self.X.shape):
-            variance = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape,
-                                                               size=(n_runs, 1, rank))
-            location = sample_standardised_location(rng, size, priors.hyper_precision,
-                                                    (n_runs, 1, rank)) * np.sqrt(variance)
-            factor = sample_rectified_normal(rng, np.broadcast_to(location, (n_runs, size, rank)),
-                                             np.broadcast_to(np.sqrt(variance),
-                                                             (n_runs, size, rank)))
+            location, variance = sample_column_prior(rng, size, (n_runs, 1, rank), priors)
+            factor = sample_elements(rng, np.broadcast_to(location, (n_runs, size, rank)),
+                                     np.broadcast_to(np.sqrt(variance), (n_runs, size, rank)),
+                                     priors)
             draws[n] = np.log(np.maximum(factor, np.finfo(np.float64).tiny))
         return draws
 

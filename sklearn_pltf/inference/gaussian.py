@@ -81,7 +81,7 @@ __all__ = [
     "GaussianPriors", "GaussianState", "GaussianInfo", "init", "gibbs_sweep", "hmc_step",
     "log_likelihood", "log_factor_prior", "log_factors_prior", "draw_hyper",
     "component_energy_shares", "column_log_evidence", "log_noise_prior",
-    "log_hyper_normalizer", "sample_standardised_location",
+    "log_hyper_normalizer", "sample_standardised_location", "sample_column_prior",
     "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
     "fold_in", "run_chain", "pool_chains", "GaussianChain",
     "DualAveraging", "AdaptiveHMC",
@@ -298,18 +298,27 @@ def sample_prior(rng, shape, rank, priors):
             means.append(mu)
             variances.append(v)
             continue
-        v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=rank)
-        if priors.nonnegative:
-            u = _sample_standardised_location(rng, size, priors.hyper_precision, rank)
-        else:
-            u = rng.standard_normal(rank) / np.sqrt(priors.hyper_precision)
-        mu = u * np.sqrt(v)
+        mu, v = sample_column_prior(rng, size, rank, priors)
         factors.append(sample_elements(rng, np.broadcast_to(mu, (size, rank)),
                                        np.broadcast_to(np.sqrt(v), (size, rank)), priors))
         means.append(mu)
         variances.append(v)
     noise = priors.noise_scale / rng.standard_gamma(priors.noise_shape)
     return GaussianState(tuple(factors), tuple(means), tuple(variances), float(noise))
+
+
+def sample_column_prior(rng, n_elements, shape, priors):
+    """Draws (``shape`` each) of a column's location and variance (μ, v) from
+    their joint hyper-prior, for columns of ``n_elements``: v ~ IG(a₀, b₀)
+    and u = μ/√v, independent of v, ∝ N(u | 0, 1/s) Φ(u)^I for a
+    non-negative factor (:func:`sample_standardised_location`), N(0, 1/s)
+    for a signed one."""
+    v = priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, size=shape)
+    if priors.nonnegative:
+        u = sample_standardised_location(rng, n_elements, priors.hyper_precision, shape)
+    else:
+        u = rng.standard_normal(shape) / np.sqrt(priors.hyper_precision)
+    return u * np.sqrt(v), v
 
 
 def sample_elements(rng, location, scale, priors):
@@ -337,7 +346,6 @@ def sample_standardised_location(rng, n_elements, precision, size):
     return np.interp(rng.uniform(size=size), cdf, u)
 
 
-_sample_standardised_location = sample_standardised_location
 
 
 # ------------------------------------------------------------------ Gibbs sweep

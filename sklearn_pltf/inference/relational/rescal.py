@@ -184,6 +184,22 @@ def restart_state(kernels, state_around, method, start, rng, data, priors, n_com
     return kernels[method].init(rng, data, priors, n_components)
 
 
+def mode_first(restart):
+    """Where VB's ``restart``-th run starts by default: around EM's mode for
+    the first, at random for the others (:func:`restart_state`'s ``start``)."""
+    return "mode" if restart == 0 else "random"
+
+
+def restart_start(kernels, state_around, method, vb_start, settings, priors, n_components, rng,
+                  restart, data):
+    """:func:`restart_state` as the optimiser driver's
+    ``start(rng, restart, contractor)`` (``data``: the relational data the
+    kernels read), with ``vb_start(restart)`` its ``start`` and the loop's
+    ``settings`` those of EM's run to the mode."""
+    return restart_state(kernels, state_around, method, vb_start(restart), rng, data, priors,
+                         n_components, settings.max_iter, settings.tol, settings.acceleration)
+
+
 def state_around_mode(mode, data, priors):
     """RESCAL's VB state around an EM mode (for :func:`restart_state`)."""
     return vb_state_around(mode.factors[0], mode.factors[2])
