@@ -2,7 +2,7 @@
 run through ``bench.py sti-analytic``.
 
 The model of Şimşekli et al. (ICASSP 2016), whose evidence at every rank is
-analytic (``tests/_gaussian_additive.py``): data drawn at each true rank, STI
+analytic (``tests/_helpers.py``): data drawn at each true rank, STI
 at ranks 1..10 with 12,000 kept steps per temperature. Reported per rank: the
 estimate, its standard error and its distance to the exact log evidence; per
 dataset: the largest distance and whether the argmax matches wherever the
@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from _gaussian_additive import GaussianAdditiveTarget, draw_data, log_evidence  # noqa: E402
+from _helpers import GaussianAdditiveTarget, draw_data, log_evidence  # noqa: E402
 
 from sklearn_pltf.evidence import sti_log_evidence  # noqa: E402
 

@@ -1,8 +1,13 @@
 import os
+import sys
+from pathlib import Path
 
-# scikit-learn's array API dispatch (tests/test_array_api.py) needs scipy's
-# own array API support, which scipy reads once, when first imported.
+# scikit-learn's array API dispatch (tests/engine/test_array_api.py) needs
+# scipy's own array API support, which scipy reads once, when first imported.
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+# Test modules in every folder import the shared helpers as ``from _helpers import ...``.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -38,7 +38,7 @@ from sklearn_pltf import (
 # These checks test the estimator contract, not accuracy, so the fits are
 # short: a few sweeps for GibbsNTF, with Chib's evidence, whose cost follows
 # the sweeps (AIS, the default, costs a fixed 1000 rungs per fit; its
-# contract is tested in tests/test_gibbs_ntf.py).
+# contract is tested in tests/estimators/test_gibbs_ntf.py).
 FAST = {"max_iter": 30, "tol": 1e-4, "random_state": 0}
 
 ESTIMATORS = [
@@ -49,7 +49,7 @@ ESTIMATORS = [
     GibbsNTF(2, evidence="chib", n_warmup=1, n_draws=2, random_state=0),
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
-    # learned rates and relevances (tests/test_ard.py tests what they compute)
+    # learned rates and relevances (tests/inference/test_ard.py tests what they compute)
     BayesianNMF(3, ard=True, **FAST),
     PLTF("ik,kj->ij", 3, ard=True, prune=True, **FAST),
     TuckerVB(2, ard=True, prior_rate="auto", **FAST),
@@ -77,7 +77,7 @@ _CHECKS_THAT_FIT_RANDOM_DATA = (
 # checks stop at that error before reaching what they test (and the NaN/inf
 # check too, which fits finite random floats first). The same contracts
 # (pickle, clone, refit, n_features_in_, dtypes, sparse input, transform's row
-# order) are tested on counts in tests/test_allocation.py.
+# order) are tested on counts in tests/inference/allocation/test_allocation.py.
 _NON_INTEGER = "fits non-integer random data, which a token-allocation model refuses"
 _ALLOCATION_EXPECTED = {name: _NON_INTEGER for name in
                         _CHECKS_THAT_FIT_RANDOM_DATA + ("check_estimators_nan_inf",)}
@@ -86,7 +86,7 @@ _ALLOCATION_EXPECTED = {name: _NON_INTEGER for name in
 # square (entity x entity, or entity x entity x relation) and it refuses other
 # shapes with a ValueError. scikit-learn's checks fit n_samples x n_features
 # data with n_samples != n_features; these stop at that error. The same
-# contracts are tested on relational data in tests/test_rescal.py.
+# contracts are tested on relational data in tests/inference/relational/test_rescal.py.
 _NOT_SQUARE = "fits non-square data, which a model of relations among one set of entities refuses"
 _RESCAL_EXPECTED = {name: _NOT_SQUARE for name in _CHECKS_THAT_FIT_RANDOM_DATA}
 
@@ -99,7 +99,7 @@ def _expected_failed_checks(estimator):
 
 # An estimator of several tensors at once: its X is a list of arrays, so
 # scikit-learn runs only the checks that apply to such input (its tags say
-# it takes no 2-D array); tests/test_coupled.py tests its contracts.
+# it takes no 2-D array); tests/estimators/test_coupled.py tests its contracts.
 MULTI_TENSOR = [CoupledPLTF(("ik,kj->ij", "ik,kf->if"), 2, **FAST),
                 CoupledPLTF(("ia,jb,abk->ijk", "ia,af->if"), 2, tied_factors={1: 0}, **FAST)]
 

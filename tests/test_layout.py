@@ -204,3 +204,67 @@ def test_the_rules_catch_a_violation():
     assert max(_layer(t) for t in reached) > _layer("sklearn_pltf.inference.vb")
     assert "sklearn_pltf.inference.gibbs" in reached and _is_algorithm("sklearn_pltf.inference.gibbs")
     assert ("matplotlib", (), True) in set(_imports(path, source))
+
+
+# The tests' layout: ``tests/`` mirrors the package, so the tests of
+# ``sklearn_pltf/engine/_contract.py`` are under ``tests/engine/``; tests of the
+# top-level modules and of the project as a whole are in ``tests/`` itself.
+# Test modules share code through ``tests/_helpers.py``, never through each other.
+TESTS = Path(__file__).resolve().parent
+
+
+def _test_modules(tests=TESTS):
+    return sorted(tests.rglob("test_*.py"))
+
+
+def _misplaced(paths, tests=TESTS):
+    """The test modules whose folder below ``tests/`` is no package folder below
+    ``sklearn_pltf/`` (``tests/`` itself mirrors the package's top)."""
+    return [str(p.relative_to(tests)) for p in paths
+            if not PACKAGE.joinpath(*p.parent.relative_to(tests).parts, "__init__.py").is_file()]
+
+
+def _imported_test_modules(source):
+    """The test modules (``test_*``) an import in ``source`` names."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0].startswith("test_")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and node.module.split(".")[0].startswith("test_"):
+                found.append(node.module)
+            elif not node.module or node.level:
+                found += [a.name for a in node.names if a.name.startswith("test_")]
+    return found
+
+
+def test_test_modules_live_in_the_folders_that_mirror_the_package():
+    modules = _test_modules()
+    assert len(modules) > 50, f"the walk of {TESTS} found only {len(modules)} test modules"
+    misplaced = _misplaced(modules)
+    assert not misplaced, ("move these under the tests/ folder that mirrors the package folder "
+                           f"they test: {misplaced}")
+    # pytest imports them by basename ("prepend" mode, no __init__.py): one module per name
+    names = [p.name for p in modules]
+    assert sorted(set(names)) == sorted(names), f"test module names repeat: {names}"
+    assert not list(TESTS.rglob("__init__.py")), "tests/ holds no packages"
+
+
+def test_no_test_module_imports_another():
+    importing = {str(p.relative_to(TESTS)): _imported_test_modules(p.read_text())
+                 for p in sorted(TESTS.rglob("*.py"))}
+    importing = {path: names for path, names in importing.items() if names}
+    assert not importing, f"move what they share into tests/_helpers.py: {importing}"
+
+
+def test_the_test_layout_rules_catch_a_violation():
+    """A test module in a folder the package does not have, or in a data folder,
+    is flagged, one in a mirrored subpackage is not; so is an import of a test
+    module, in any form."""
+    planted = [TESTS / "models" / "test_x.py", TESTS / "datasets" / "data" / "test_y.py",
+               TESTS / "inference" / "relational" / "test_z.py", TESTS / "test_w.py"]
+    assert _misplaced(planted) == [str(Path("models", "test_x.py")),
+                                   str(Path("datasets", "data", "test_y.py"))]
+    source = ("import test_rescal\nfrom test_gaussian import _cp\n"
+              "def f():\n    from . import test_sti\n    from _helpers import BINARY\n")
+    assert _imported_test_modules(source) == ["test_rescal", "test_gaussian", "test_sti"]

@@ -96,7 +96,7 @@ def parallel_kernel(function=None, **options):
     share (``@parallel_kernel(fastmath={"reassoc"})``); ``cache`` and
     ``nogil`` default to True, and ``parallel`` is this function's to set.
     Every parallel kernel of the package is built here
-    (``tests/test_fork.py`` walks the package to check it)."""
+    (``tests/engine/test_fork.py`` walks the package to check it)."""
     if "parallel" in options:
         raise TypeError("parallel_kernel sets 'parallel' itself: the kernel is parallel, "
                         "its twin serial")

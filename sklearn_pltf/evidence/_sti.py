@@ -25,7 +25,7 @@ The ladder. :math:`\\mathbb E_{\\pi_t}[\\log p(X|\\theta)]` rises steeply
 near ``t = 0``, where the prior still holds the parameters away from the
 data, over a range of t that shrinks with the data's size. A uniform ladder
 puts one interval over that rise and misses the integral by hundreds of
-nats or more, even with exact integrands (``tests/test_sti.py``). Powers
+nats or more, even with exact integrands (``tests/evidence/test_sti.py``). Powers
 :math:`t_i = (i / (n - 1))^p` (Friel & Pettitt 2008; Calderhead & Girolami
 2009) pack temperatures where it changes; the default p = 6 with 40
 temperatures and the corrected rule below is checked against the exact

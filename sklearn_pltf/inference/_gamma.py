@@ -75,7 +75,7 @@ def digamma(x):
 
     Within ``1e-14 * max(1, |ψ(x)|)`` of :func:`scipy.special.digamma`:
     each recurrence step and the series term cost an ulp of the largest
-    intermediate (``tests/test_gamma.py`` checks x from 1e-8 to 1e8).
+    intermediate (``tests/inference/test_gamma.py`` checks x from 1e-8 to 1e8).
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty(x.size)

@@ -3,7 +3,7 @@ Gaussian additive model (Şimşekli et al., ICASSP 2016)."""
 
 import numpy as np
 import pytest
-from _gaussian_additive import (
+from _helpers import (
     GaussianAdditiveTarget,
     draw_data,
     expected_log_likelihood,

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_rescal import BINARY, COUNTS, _exact_rank_one, _rescal_data
+from _helpers import BINARY, COUNTS, _exact_rank_one, _rescal_data
 
 from sklearn_pltf import PLTF, BayesianRESCAL
 from sklearn_pltf.engine._data import as_observed_tensor

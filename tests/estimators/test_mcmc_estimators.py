@@ -47,7 +47,7 @@ def test_evidence_must_suit_the_method(method, evidence, message, counts):
 @pytest.mark.slow(minutes=0.2)
 def test_chib_through_the_estimator_matches_the_exact_evidence():
     """Default sampler settings (2000 draws, 500 warm-up): the acceptance
-    tolerance of Chib's estimate, 0.25 nats (tests/test_chib.py)."""
+    tolerance of Chib's estimate, 0.25 nats (tests/evidence/test_chib.py)."""
     X = np.array([[2, 0, 1], [0, 3, 1]], dtype=float)
     for method in ("gibbs", "sada"):
         est = BayesianNMF(2, method=method, random_state=0).fit(X)

@@ -1,5 +1,5 @@
 """Annealed importance sampling against the exact evidence of tiny count
-matrices (the check Chib's estimate passes, tests/test_chib.py)."""
+matrices (the check Chib's estimate passes, tests/evidence/test_chib.py)."""
 
 import numpy as np
 import pytest

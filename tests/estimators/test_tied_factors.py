@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
-from test_rescal import BINARY, _rescal_data
+from _helpers import BINARY, _rescal_data
 
 from sklearn_pltf import PLTF, BayesianRESCAL
 

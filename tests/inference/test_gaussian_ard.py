@@ -4,6 +4,7 @@ Cichocki 2015), for non-negative and signed factors."""
 
 import numpy as np
 import pytest
+from _helpers import _prior_monte_carlo_log_evidence, assert_chib_matches
 from scipy import integrate
 from scipy.special import gammaln
 
@@ -12,7 +13,6 @@ from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.datasets import make_gaussian_ntf
 from sklearn_pltf.inference import gaussian
 from sklearn_pltf.inference._cp_stats import CPStatistics
-from test_gaussian import _prior_monte_carlo_log_evidence, assert_chib_matches
 
 ARD = gaussian.GaussianPriors(noise_shape=3.0, noise_scale=1.0, hyper_shape=3.0, hyper_scale=2.0,
                               ard=True)

@@ -16,7 +16,7 @@ from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
 from sklearn_pltf.engine.model import Model
 
-PACKAGE = Path(__file__).resolve().parents[1] / "sklearn_pltf"
+PACKAGE = Path(__file__).resolve().parents[2] / "sklearn_pltf"
 
 
 def _calls(name):

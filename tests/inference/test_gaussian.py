@@ -4,6 +4,7 @@ sampler, the data sums, the conditionals, the HMC gradient and the priors."""
 import numpy as np
 import pytest
 import sparse
+from _helpers import _cp, _data, _prior_monte_carlo_log_evidence, assert_chib_matches
 from scipy import stats as scipy_stats
 from scipy.integrate import quad
 
@@ -14,21 +15,6 @@ from sklearn_pltf.inference._truncnorm import (
     log_rectified_normal_density,
     sample_rectified_normal,
 )
-
-
-def _cp(factors):
-    return np.einsum("ir,jr,kr->ijk", *factors)
-
-
-def _data(seed=0, shape=(8, 6, 5), rank=2, noise=0.5, missing=0.0, signed=False):
-    """CP data with Gamma(2, 1) factors, or standard normal ones if ``signed``."""
-    rng = np.random.default_rng(seed)
-    factors = [rng.normal(0.0, 1.0, (s, rank)) if signed else rng.gamma(2.0, 1.0, (s, rank))
-               for s in shape]
-    X = _cp(factors) + rng.normal(0.0, noise, shape)
-    if missing:
-        X[rng.uniform(size=shape) < missing] = np.nan
-    return X, factors
 
 
 @pytest.mark.parametrize("mean, std", [(1.0, 1.0), (0.0, 2.0), (-3.0, 1.0), (-50.0, 1.0), (40.0, 0.5)])
@@ -195,55 +181,6 @@ def test_gibbs_and_hmc_agree_on_the_posterior_mean():
     # make z roughly t with 19 df per side; P(|z| > 4) ~ 1e-3 per entry).
     assert np.mean(z > 4) < 0.03
     assert np.median(z) < 1.5
-
-
-def _prior_monte_carlo_log_evidence(X, rank, priors, n_draws, seed):
-    """log p(X) = log E_prior[p(X | A)], σ² integrated out in closed form
-    (a Student-t likelihood), by plain Monte Carlo over prior draws of A
-    (non-negative or signed, per column or under ARD, as ``priors`` say)."""
-    from scipy.special import gammaln, logsumexp
-
-    rng = np.random.default_rng(seed)
-    n, k, theta = X.size, priors.noise_shape, priors.noise_scale
-    chunk, sse = 250_000, []
-    for _ in range(n_draws // chunk):  # in chunks, to bound the memory
-        factors = []
-        shared = (priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank))
-                  if priors.ard else None)  # ARD: location 0, one v per component
-        for size in X.shape:
-            v = (shared if priors.ard else
-                 priors.hyper_scale / rng.standard_gamma(priors.hyper_shape, (chunk, 1, rank)))
-            if priors.ard:
-                u = np.zeros((chunk, 1, rank))
-            elif priors.nonnegative:
-                u = gaussian.sample_standardised_location(rng, size, priors.hyper_precision,
-                                                           (chunk, 1, rank))
-            else:
-                u = rng.standard_normal((chunk, 1, rank)) / np.sqrt(priors.hyper_precision)
-            mu = u * np.sqrt(v)
-            factors.append(gaussian.sample_elements(rng, np.broadcast_to(mu, (chunk, size, rank)),
-                                                    np.broadcast_to(np.sqrt(v), (chunk, size, rank)),
-                                                    priors))
-        sse.append(((np.einsum("nir,njr,nkr->nijk", *factors) - X) ** 2).sum(axis=(1, 2, 3)))
-    sse = np.concatenate(sse)
-    log_lik = (-n / 2 * np.log(2 * np.pi) + gammaln(k + n / 2) - gammaln(k) + k * np.log(theta)
-               - (k + n / 2) * np.log(theta + sse / 2))
-    weights = np.exp(log_lik - log_lik.max())
-    return logsumexp(log_lik) - np.log(sse.size), weights.std() / weights.mean() / np.sqrt(sse.size)
-
-
-def assert_chib_matches(X, priors, reference, reference_error, max_standard_error):
-    """Chib's estimate at rank 2 (3000 draws after 300 warm-up sweeps) has a
-    standard error below ``max_standard_error`` and lies within 3 combined
-    standard errors of ``reference`` (each reports its own)."""
-    from sklearn_pltf.evidence._gaussian_chib import gaussian_chib_log_evidence
-
-    stats = CPStatistics(as_observed_tensor(X, allow_negative=True))
-    estimate = gaussian_chib_log_evidence(np.random.default_rng(2), stats, 2, priors,
-                                          n_draws=3000, n_warmup=300)
-    assert 0 < estimate.standard_error < max_standard_error
-    assert abs(estimate.log_evidence - reference) < 3 * np.hypot(estimate.standard_error,
-                                                                 reference_error)
 
 
 def _tiny_gaussian_problem():

@@ -10,7 +10,7 @@ import scipy.sparse
 import sparse
 from scipy.special import gammaln
 from sklearn.base import clone
-from test_rescal import BINARY, COUNTS, _exact_rank_one, _rescal_data
+from _helpers import BINARY, COUNTS, _exact_rank_one, _rescal_data
 
 from sklearn_pltf import BayesianRESCAL
 from sklearn_pltf.engine._data import as_observed_tensor

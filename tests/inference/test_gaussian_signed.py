@@ -1,12 +1,12 @@
 """Signed Bayesian CP: GibbsNTF(nonnegative=False) and
 GaussianPriors(nonnegative=False) in inference.gaussian (the conditionals and
-HMC's gradient are tested for both signs in tests/test_gaussian.py, Geweke's
-test in tests/test_gaussian_geweke.py)."""
+HMC's gradient are tested for both signs in tests/inference/test_gaussian.py,
+Geweke's test in tests/inference/test_gaussian_geweke.py)."""
 
 import numpy as np
 import pytest
 
-from test_gaussian import _cp, _data, _prior_monte_carlo_log_evidence, assert_chib_matches
+from _helpers import _cp, _data, _prior_monte_carlo_log_evidence, assert_chib_matches
 
 from sklearn_pltf import GibbsNTF
 from sklearn_pltf.inference import gaussian

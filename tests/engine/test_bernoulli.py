@@ -1,7 +1,8 @@
 """The Bernoulli–Poisson likelihood for binary data: the exact oracle, the
 VB bound and Chib against it, the zero-truncated count draws, link
 probabilities and input checks. The bound's monotonicity and dense = sparse
-are in test_inference.py, the sampler's Geweke test in test_gibbs.py."""
+are in tests/inference/test_inference.py, the sampler's Geweke test in
+tests/inference/test_gibbs.py."""
 
 import itertools
 import pickle
