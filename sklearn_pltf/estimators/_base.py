@@ -1,56 +1,55 @@
 """The shared base of the Poisson–Gamma PLTF estimators.
 
 The base class owns everything but the model: input validation, one
-:class:`numpy.random.Generator` per fit spawned into the restarts (or chains), the
-convergence loop, keeping the best restart, the sampler path
-(:mod:`sklearn_pltf.evidence._posterior`), fold-in of new samples, ``transform``,
-``inverse_transform``, ``score`` and entry predictions. A subclass says which
-model string, latent sizes and fixed factors it fits (:meth:`_model_spec`).
+:class:`numpy.random.Generator` per fit spawned into the restarts (or chains),
+the fit problem (bound model, priors, what is learned) handed to the
+optimiser driver (:mod:`._fitting`) or to the samplers (:mod:`._sampled`),
+fold-in of new samples, ``transform``, ``inverse_transform``, ``score`` and
+entry predictions. A subclass says which model string, latent sizes and
+fixed factors it fits (:meth:`_model_spec`), and which factors are tied
+(:meth:`_tied_positions`; :class:`~._tied.TiedFit` then runs the steps a
+tie changes).
 """
-
 from __future__ import annotations
 
 import functools
-import warnings
 from abc import abstractmethod
 from dataclasses import replace
 from numbers import Integral, Real
-from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..engine._array_api import (array_api_refusal, as_namespace, device_of, like, moveaxis,
                           namespace_of, to_numpy)
 from ..engine._contract import full_xhat, make_contractor
-from ..engine._kernels import TINY
 from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import em, gibbs, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors, priors_for
+from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
-from ..inference._diagnostics import RHAT_LIMIT, split_rhat
-from ..inference._driver import OptimizerProblem, Settings, optimize
+from ..inference._driver import OptimizerProblem, Settings
 from ..inference._hyperparameters import LearnedRatesKernel
 from ..inference._svd_start import svd_start
 from ..engine.distributed import block_grid
 from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
-from ._inference_data import export_inference_data, factor_names_of
 from ..inference._predictive import predictive_at_entries
 from ..inference._relevance import hold_learned_rates
 from ._relevance import check_learning, learning_of, set_learned_attributes
+from ._fitting import FittedModel, fit_by_optimizer, optimizer_start
+from ._sampled import export_draws, fit_sampler
 from ._skeleton import BaseFactorization
+from ._tied import TiedFit
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
 
-__all__ = ["BasePoissonPLTF", "FittedModel", "cp_reconstruction", "fit_by_optimizer",
-           "optimizer_start", "warn_unless_mixed", "with_n_samples"]
+__all__ = ["BasePoissonPLTF", "cp_reconstruction", "with_n_samples"]
 
 _KERNELS = {"vb": vb, "em": em}
 
@@ -77,66 +76,10 @@ def cp_reconstruction(estimator, W):
     return full_xhat(with_n_samples(estimator.model_, W.shape[0]), [W, *estimator.factors_[1:]])
 
 
-def fit_by_optimizer(problem, rngs, settings, n_jobs=1):
-    """Every VB and EM fit's one call of the optimiser driver
-    (:func:`~sklearn_pltf.inference._driver.optimize`): the best of the
-    restarts, with a :class:`~sklearn.exceptions.ConvergenceWarning` where it
-    did not converge."""
-    result = optimize(problem, rngs, settings, n_jobs=n_jobs)
-    if result.not_converged:
-        warnings.warn(result.not_converged, ConvergenceWarning)
-    return result
-
-
-class FittedModel(NamedTuple):
-    """What a fit hands to its fold-ins (the last step of the fit, and later
-    ``transform``/``score``): the bound model (pruned, if ARD pruned it), the
-    priors at the held learned rates, what was learned, and where each new
-    sample's factor starts (None without a sample-mode factor)."""
-
-    model: object
-    priors: object
-    learning: object
-    sample_start: object
-
-
-def optimizer_start(kernel, model, priors, given, first_start, rng, restart, contractor):
-    """Where restart ``restart`` starts: ``first_start`` for the first (if
-    given), else at random."""
-    return kernel.init(rng, model, contractor, priors, given,
-                       first_start if restart == 0 else None)
-
-
 def _kernel(method, learning):
     """VB or EM, with its rates learned where ``learning`` (a
     :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`) says."""
     return _KERNELS[method] if learning is None else LearnedRatesKernel(_KERNELS[method], learning)
-
-
-def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
-    """A ``ConvergenceWarning`` when the split R-hat of ``trace`` (n_chains,
-    n_draws) exceeds :data:`RHAT_LIMIT`; returns the R-hat."""
-    rhat = split_rhat(trace)
-    if rhat > RHAT_LIMIT:
-        warnings.warn(
-            f"The chains have not mixed: split R-hat of {what} is {rhat:.3g} (above "
-            f"{RHAT_LIMIT}), so the posterior means and the evidence are not yet to be "
-            f"trusted; {advice}.", ConvergenceWarning, stacklevel=2)
-    return rhat
-
-
-
-def _evidence_advice(evidence, priors):
-    """What to change when a sampler's evidence estimate fails its check."""
-    if evidence == "sti":
-        return ("Use more temperatures (n_temperatures) or more steps per temperature "
-                "(steps_per_temperature), or a smaller step_size.")
-    advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
-    if min(np.min(shape) for shape in priors.shape if shape is not None) < 1:
-        advice += (" With prior_shape below 1 the Gamma density is infinite at 0, and Gibbs "
-                   "draws of small factor elements underflow to exactly 0: raise prior_shape "
-                   "to 1 or more, or estimate the evidence by STI (method='sgld').")
-    return advice
 
 
 class BasePoissonPLTF(BaseFactorization):
@@ -208,20 +151,48 @@ class BasePoissonPLTF(BaseFactorization):
         self.steps_per_temperature = steps_per_temperature
         self.step_size = step_size
 
-    #: ``{position: source position}`` of factors that are another factor
-    #: (drawn once for both in the Bernoulli–Poisson predictive).
-    _tied_factors: dict = {}
-
     # ------------------------------------------------------------ subclass API
     @abstractmethod
     def _model_spec(self, ndim):
         """Return ``(model string, latent sizes, {position: fixed array})`` for
         data with ``ndim`` dimensions."""
 
+    def _tied_positions(self, model):
+        """``{position: source position}`` of ``model``'s tied factors (a
+        factor that is another: :class:`~._tied.TiedFit` fits them)."""
+        return {}
+
+    def _tied_start(self, restart):
+        """Where a tied model's VB restart ``restart`` starts: ``"mode"``
+        (around EM's posterior mode) for the first, ``"random"`` after."""
+        return rescal.mode_first(restart)
+
+    def _tie(self, model):
+        """The :class:`~._tied.TiedFit` of ``model``, or None without a tie."""
+        tied = self._tied_positions(model)
+        return TiedFit(self, model, tied) if tied else None
+
+    def _has_tied_factor(self):
+        return bool(self._tied_positions(Model.parse(self._model_spec(3)[0])))
+
+    @property
+    def _tied_factors(self):
+        """The fitted model's tied factors (drawn once for both in the
+        Bernoulli–Poisson predictive)."""
+        return self._tied_positions(self.model_) if hasattr(self, "model_") else {}
+
     def _gamma_priors(self, model):
         """The Gamma priors of ``model``'s free factors from ``prior_shape`` and
-        ``prior_rate`` (``"auto"``: a rate of 1 until learned)."""
-        return gamma_priors(model, self.prior_shape, self._given_rate)
+        ``prior_rate`` (``"auto"``: a rate of 1 until learned); a dict of
+        priors may leave out a tied position (its source's entry serves it)."""
+        tied = self._tied_positions(model)
+
+        def filled(value):
+            if not isinstance(value, dict):
+                return value
+            return {**{t: value[s] for t, s in tied.items() if s in value}, **value}
+
+        return gamma_priors(model, filled(self.prior_shape), filled(self._given_rate))
 
     @property
     def _given_rate(self):
@@ -252,6 +223,8 @@ class BasePoissonPLTF(BaseFactorization):
             asked.append("learned prior rates (prior_rate='auto' or ard)")
         if isinstance(self.init, str) and self.init == "svd":
             asked.append("init='svd'")
+        if self._has_tied_factor():  # its updates run on RESCAL's NumPy engine
+            asked.append("a tied factor")
         if not asked:
             return None
         return array_api_refusal(f"{type(self).__name__} with {', '.join(asked)}")
@@ -278,8 +251,8 @@ class BasePoissonPLTF(BaseFactorization):
         """Whether a Dask array is fitted on its cluster: VB and EM run over the
         blocks, and SGLD over parts of parallel blocks (``n_blocks``); Gibbs,
         SADA and the SVD start need the data in one process."""
-        if isinstance(self.init, str) and self.init == "svd":
-            return False
+        if (isinstance(self.init, str) and self.init == "svd") or self._has_tied_factor():
+            return False  # the SVD, and a tie's row updates, pair entries across blocks
         n_blocks = self._sgld_settings()["n_blocks"]
         return self.method in _KERNELS or (self.method == "sgld" and n_blocks is not None)
 
@@ -296,14 +269,16 @@ class BasePoissonPLTF(BaseFactorization):
         """Fit the factors to validated ``data``: the restarts or chains of
         ``method``, the evidence, and the state transform and score read."""
         get_likelihood(self.likelihood).check(data)
-        evidence = self._evidence_method(data.is_sparse)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
+        tie = self._tie(model)
+        evidence = (self._evidence_method(data.is_sparse) if tie is None
+                    else tie.evidence_method(data.is_sparse))
         if data.is_array_api:  # every factor where the data live
             fixed = {a: like(f, data.dense) for a, f in fixed.items()}
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = priors_for(self._gamma_priors(model), data)
-        learning = self._rate_learning_for(model)
+        learning = self._rate_learning_for(model) if tie is None else tie.rate_learning(model)
         if (self.evidence == "auto" and evidence == "ais"
                 and not has_posterior_start(model, priors.free, tuple(fixed))):
             # AIS from the prior is far too short for real data; Chib then.
@@ -312,11 +287,12 @@ class BasePoissonPLTF(BaseFactorization):
             em.check_priors(priors)
         first_start = self._first_start(model, data, fixed)
         if self.method in _mcmc.SAMPLERS:
-            state = self._fit_sampler(data, model, priors, fixed, rng, evidence)
+            state = fit_sampler(self, data, model, priors, fixed, rng, evidence, tie)
             fitted, folded_in = FittedModel(model, priors, None, _sample_start(model, state)), False
         else:
-            state, fitted, folded_in = self._fit_optimizer(data, model, priors, fixed, rng,
-                                                           evidence, first_start, learning)
+            fit_optimizer = self._fit_optimizer if tie is None else tie.fit_optimizer
+            state, fitted, folded_in = fit_optimizer(data, model, priors, fixed, rng, evidence,
+                                                     first_start, learning)
             model, priors = fitted.model, fitted.priors
         if evidence == "ais":
             # The path starts from a Gamma fit to the fitted posterior marginals
@@ -450,62 +426,10 @@ class BasePoissonPLTF(BaseFactorization):
         set_learned_attributes(self, learning, held.relevance, held.priors)
         return held.model, held.state, held.priors, contractor, held.bound
 
-    def _token_by_token_methods(self, model):
-        """The samplers that draw a uniform for every token (count) in each sweep."""
-        return ("gibbs",)
-
-    def _fit_sampler(self, data, model, priors, fixed, rng, evidence):
-        """Gibbs, SADA or SGLD: ``n_init`` chains, their pooled posterior
-        means, and Chib's or STI's evidence."""
-        per_token = self._token_by_token_methods(model)
-        if self.method in per_token and self.likelihood == "poisson":
-            data.require_integer(f"method={self.method!r}")
-            others = [repr(m) for m in ("vb", "sgld", "sada") if m not in per_token]
-            data.require_tokens_in_memory(
-                f"method={self.method!r}", bytes_per_token=8,
-                remedy=(f"Use method={', '.join(others[:-1])} or {others[-1]}, or scale the "
-                        "counts down."))
-        posterior = self._sample_posterior(data, model, priors, fixed, rng, evidence)
-        self.n_iter_ = self.n_warmup + self.n_draws * self.thin
-        self.log_likelihoods_ = posterior.log_likelihoods
-        self.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, self.n_warmup:])
-        if self.keep_draws:
-            self.draws_ = posterior.draws
-        if posterior.log_evidence is not None:
-            self.log_evidence_ = check_poisson_log_evidence(
-                posterior.log_evidence, self._modelled_data(data, model),
-                standard_error=posterior.log_evidence_error or 0.0,
-                advice=_evidence_advice(evidence, priors), likelihood=self.likelihood)
-        if posterior.log_evidence_error is not None:
-            self.log_evidence_error_ = posterior.log_evidence_error
-        return posterior.state
-
-    def _chain_settings(self):
-        """What every sampler's chains take from the estimator's parameters."""
-        return dict(n_chains=self.n_init, n_warmup=self.n_warmup, n_draws=self.n_draws,
-                    thin=self.thin, keep_draws=self.keep_draws, n_jobs=self.n_jobs,
-                    verbose=self.verbose)
-
     def _sgld_settings(self):
         """What SGLD and STI take from the estimator's parameters."""
         return {name: getattr(self, name) for name in (
             "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
-
-    def _sample_posterior(self, data, model, priors, fixed, rng, evidence):
-        """The chains of ``method`` and their evidence, as a ``SampledPosterior``."""
-        common = self._chain_settings()
-        if data.is_distributed:  # the chains run one after another, each over the cluster
-            common["n_jobs"] = 1
-        if self.method == "sgld":
-            settings = self._sgld_settings()
-            make_target = functools.partial(_mcmc.poisson_target, model, data, self.likelihood,
-                                            priors, fixed, settings["batch_size"],
-                                            settings["n_blocks"])
-            return _mcmc.sgld_posterior(rng, make_target, model, priors.free,
-                                        sti=evidence == "sti", settings=settings, **common)
-        return _mcmc.sample_posterior(self.method, rng, model, data, priors, fixed,
-                                      chib=evidence == "chib", likelihood=self.likelihood,
-                                      **common)
 
     def to_inference_data(self, X=None, *, mask=None, factor_names=None):
         """The kept draws as an ArviZ ``InferenceData`` (needs the
@@ -544,39 +468,7 @@ class BasePoissonPLTF(BaseFactorization):
             Unless the estimator was fitted by a sampler with
             ``keep_draws=True``, or when ``X`` is not the training data.
         """
-        check_is_fitted(self)
-        if not hasattr(self, "draws_"):
-            raise ValueError(
-                "No draws to export: fit with method='gibbs', 'sada' or 'sgld' and keep_draws=True."
-            )
-        model, draws, tied = self.model_, self.draws_, self._tied_factors
-        names = factor_names_of(model, factor_names, self._default_factor_names(), tied)
-        likelihood = get_likelihood(self.likelihood)
-
-        def factors_at(chain, draw):
-            own = [None if d is None else d[chain, draw] for d in draws]
-            return [own[a] if own[a] is not None else own[tied[a]] if a in tied
-                    else self._state.mean[a] for a in range(model.n_factors)]
-
-        return export_inference_data(
-            model, tuple(None if a in tied else d for a, d in enumerate(draws)), names,
-            sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
-                self.log_likelihoods_, self.n_warmup, self.thin)},
-            coords=self._index_coords(),
-            data=None if X is None else self._training_data(X, mask),
-            modelled=self._modelled_entries,
-            factors_at=factors_at,
-            entry_log_likelihood=lambda x, xhat, chain, draw: likelihood.entry_log_likelihood(
-                x, np.maximum(xhat, TINY)))
-
-    def _modelled_entries(self, coords, values):
-        """The observed entries (coordinates, values) the fit modelled: all."""
-        return coords, values
-
-    def _modelled_data(self, data, model):
-        """The part of ``data`` the fitted model covers, what its evidence is
-        of: all of it."""
-        return data
+        return export_draws(self, X, mask, factor_names)
 
     # ------------------------------------------------------------- fold-in
     def _resized_model(self, n_samples):
@@ -648,6 +540,9 @@ class BasePoissonPLTF(BaseFactorization):
 
     def _transform_data(self, data):
         """:meth:`transform` of validated data."""
+        tie = self._tie(self.model_)
+        if tie is not None:
+            return tie.transform(data)
         alpha = self._sample_factor()
         self._check_sample_shape(data)
         return _sample_major(self._fold_in(data, self._state)[0].mean[alpha], self.model_, alpha)
@@ -658,8 +553,22 @@ class BasePoissonPLTF(BaseFactorization):
             return _sample_major(_copy(self._state.mean[alpha]), self.model_, alpha)
         return self._transform_data(data)
 
+    def transform(self, X, mask=None):
+        """The posterior mean (EM: mode) of the sample-mode factor for the
+        samples in ``X``, every other factor held at its posterior (fold-in),
+        each sample on its own; with a tied entity factor, the entity factor
+        A of the training data (the only data it takes).
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, n_components)
+        """
+        return super().transform(X, mask)
+
     def inverse_transform(self, X):
-        """Posterior-mean reconstruction X̂ from sample-mode factor values ``X``.
+        """Posterior-mean reconstruction X̂ from sample-mode factor values ``X``
+        (with a tied entity factor: entity factor rows, at both entity
+        positions).
 
         Parameters
         ----------
@@ -669,9 +578,13 @@ class BasePoissonPLTF(BaseFactorization):
         Returns
         -------
         X_hat : ndarray of shape (n_samples, ...)
-            Dense reconstruction with the other factors at their posterior means.
+            Dense reconstruction with the other factors at their posterior
+            means (tied: (n_entities, n_entities[, n_relations])).
         """
         check_is_fitted(self)
+        tie = self._tie(self.model_)
+        if tie is not None:
+            return tie.inverse_transform(X)
         alpha = self._sample_factor()
         model = self.model_
         fitted = self._state.mean[alpha]
@@ -735,7 +648,9 @@ class BasePoissonPLTF(BaseFactorization):
           fit): ``log_evidence_``, the estimate of log p(X) for this model;
         - new samples: the fold-in predictive evidence, a lower bound on
           log p(X_new | X_train) with the new samples' factor inferred and every
-          other factor held at its posterior.
+          other factor held at its posterior. With a tied entity factor
+          (:class:`~sklearn_pltf.BayesianRESCAL`) there are no new samples:
+          the training data only.
 
         With ``method="em"`` there is no evidence: the score is the log joint
         density at the MAP estimate, which grows with the rank and must not be
@@ -744,6 +659,9 @@ class BasePoissonPLTF(BaseFactorization):
         return super().score(X, y, mask)
 
     def _predictive_score(self, data):
+        tie = self._tie(self.model_)
+        if tie is not None:
+            tie.require_training_data(data, "scores")
         return _KERNELS[self._fold_in_method].objective(*self._fold_in(data, self._state))
 
     @property

@@ -11,7 +11,7 @@ from ._online import ONLINE_CONSTRAINTS, ONLINE_PARAMETERS, OnlineVBMixin
 from ._relevance import ARD_ATTRIBUTES, ARD_PARAMETERS
 from ._tensor_export import CP_ATTRIBUTES
 
-SHARED_PARAMETERS = """\
+MODEL_PARAMETERS = """\
     likelihood : {"poisson", "bernoulli", "compound_poisson"} or CompoundPoisson, \
             default="poisson"
         ``"poisson"``: the data are counts, Poisson with mean X̂.
@@ -69,7 +69,9 @@ SHARED_PARAMETERS = """\
         with VB (type-II maximum likelihood, ``Σ prior_shape / Σ E[Z]`` at
         every step), in ``prior_rate_``; ``log_evidence_`` is then the bound
         at the learned rates. ``"auto"`` is the whole value of ``prior_rate``,
-        not a dict entry.
+        not a dict entry."""
+
+STOP_PARAMETERS = """\
     max_iter : int, default=1000
         VB and EM: iterations per initialisation (an iteration is a SQUAREM
         cycle of three sweeps, or with ``acceleration=None`` one sweep that
@@ -81,7 +83,10 @@ SHARED_PARAMETERS = """\
         has converged"); 0 runs until the objective repeats exactly or
         ``max_iter``. The fold-in of :meth:`transform` (and the one that ends
         :meth:`fit`) stops each sample once a step changes its factor by less
-        than ``min(tol, 1e-6)`` relative to its largest entry.
+        than ``min(tol, 1e-6)`` relative to its largest entry."""
+
+#: The restarts, seeding, progress and parallelism of every Poisson–Gamma fit.
+LOOP_PARAMETERS = """\
     acceleration : {"squarem"} or None, default="squarem"
         VB and EM: ``"squarem"`` extrapolates from two sweeps (SQUAREM,
         Varadhan & Roland 2008) and keeps the result only where the objective
@@ -103,7 +108,10 @@ SHARED_PARAMETERS = """\
     n_jobs : int or None, default=None
         Initialisations (chains) run in parallel through joblib; the result is
         that of a serial run (exactly on sparse data; on dense data up to the
-        last bits of BLAS products).
+        last bits of BLAS products)."""
+
+#: The samplers' settings (but SGLD's ``n_blocks``), and STI's.
+DRAW_PARAMETERS = """\
     n_draws : int, default=2000
         Samplers: draws kept per chain, and sweeps per clamped run of Chib's
         estimator. Chib's noise grows with the number of factor elements
@@ -121,13 +129,9 @@ SHARED_PARAMETERS = """\
         SGLD: observed non-zeros per minibatch (the zeros enter in closed
         form, at the cost of the factors). Data with fewer non-zeros use the
         exact gradient, which is cheaper there (compiled kernels) and free
-        of the minibatch noise that lowers STI's estimate at a fixed step.
-    n_blocks : int or None, default=None
-        SGLD: parallel-block minibatches instead, with the data cut into
-        ``n_blocks`` ranges per axis; each step updates every factor row
-        from one part of ``n_blocks`` blocks that share no row (Şimşekli et
-        al., ICML 2015). Needed for SGLD on a Dask array, whose chunks become
-        the blocks and compute each part on their workers.
+        of the minibatch noise that lowers STI's estimate at a fixed step."""
+
+STI_PARAMETERS = """\
     n_temperatures : int, default=40
         STI: temperatures of the ladder ``t_i = (i / (n - 1))^6``.
     steps_per_temperature : int or "auto", default="auto"
@@ -141,6 +145,19 @@ SHARED_PARAMETERS = """\
     step_size : float, default=0.1
         SGLD: the step after warm-up, in units of each element's posterior
         width; smaller is less biased and mixes more slowly."""
+
+SAMPLER_PARAMETERS = "\n".join([DRAW_PARAMETERS, STI_PARAMETERS])
+
+N_BLOCKS_PARAMETER = """\
+    n_blocks : int or None, default=None
+        SGLD: parallel-block minibatches instead, with the data cut into
+        ``n_blocks`` ranges per axis; each step updates every factor row
+        from one part of ``n_blocks`` blocks that share no row (Şimşekli et
+        al., ICML 2015). Needed for SGLD on a Dask array, whose chunks become
+        the blocks and compute each part on their workers."""
+
+SHARED_PARAMETERS = "\n".join([MODEL_PARAMETERS, STOP_PARAMETERS, LOOP_PARAMETERS,
+                               DRAW_PARAMETERS, N_BLOCKS_PARAMETER, STI_PARAMETERS])
 
 START_PARAMETERS = """\
     init : {"random", "svd"}, dict or sequence of arrays, default="random"
@@ -214,6 +231,8 @@ SHARED_ATTRIBUTES = """\
 def fill_doc(cls):
     """Put the shared parameter and attribute text into ``cls.__doc__``."""
     cls.__doc__ = (cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS)
+                   .replace("%(loop_parameters)s", LOOP_PARAMETERS)
+                   .replace("%(sampler_parameters)s", SAMPLER_PARAMETERS)
                    .replace("%(start_parameters)s", START_PARAMETERS)
                    .replace("%(ard_parameters)s", ARD_PARAMETERS)
                    .replace("%(ard_attributes)s", ARD_ATTRIBUTES)

@@ -25,7 +25,8 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
 from ..inference._driver import OptimizerProblem
-from ._base import _kernel, _sample_start, fit_by_optimizer, optimizer_start
+from ._base import _kernel, _sample_start
+from ._fitting import fit_by_optimizer, optimizer_start
 from ..inference._relevance import held_priors, hold_learned_rates
 from ._relevance import LEARNED_ATTRIBUTES, set_learned_attributes
 from ._validation import check_fixed_factors_reach_the_data, input_namespace

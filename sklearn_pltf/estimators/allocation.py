@@ -21,7 +21,8 @@ from ..engine._contract import full_xhat
 from ..engine.model import cp_model_string
 from ._base import with_n_samples
 from ._validation import check_entry_indices, validate_tensor
-from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
+from ..inference._inference_data import (export_inference_data, factor_names_of,
+                                         mode_factor_names)
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
 
@@ -351,13 +352,6 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         self._cp_only("to_tensorly")
         return super().to_tensorly()
 
-    def _require_sample_factor(self):
-        if self.model_.sample_factor() is None:
-            raise ValueError(
-                f"Model {self.model_.string!r} has no sample factor (one factor holding axis "
-                "0 and no other observed index), so new samples cannot be folded in."
-            )
-
     def transform(self, X, mask=None):
         """Per-sample weights: the expected number of each sample's tokens in
         its observed entries in each configuration of the sample factor's
@@ -374,7 +368,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
 
     def _fold_in(self, observed):
         self._check_sample_shape(observed)
-        self._require_sample_factor()
+        self._sample_factor()
         coords, counts = _nonzero_cells(observed)
         W, normaliser = allocation.fold_in(coords, counts, observed.shape[0], self.factors_,
                                            self.model_, missing=observed.missing_entries)
@@ -388,7 +382,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         """X̂ (dense) from per-sample weights ``X`` (what :meth:`transform`
         returns), every other factor at its posterior mean."""
         check_is_fitted(self)
-        self._require_sample_factor()
+        self._sample_factor()
         normaliser = allocation.sample_normaliser(self.factors_, self.model_)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != normaliser.size:

@@ -26,7 +26,7 @@ from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
-from ._base import fit_by_optimizer, optimizer_start
+from ._fitting import fit_by_optimizer, optimizer_start
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,

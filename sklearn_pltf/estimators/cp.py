@@ -1,7 +1,7 @@
 """PoissonCP: Poisson–Gamma CP (PARAFAC) factorization of N-way count tensors."""
 
 from ..engine.model import cp_model_string
-from ._inference_data import mode_factor_names
+from ..inference._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
 from ._tensor_export import CPResultMixin
 

@@ -19,9 +19,11 @@ from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
 from ..engine.model import Model, cp_model_string
 from ..evidence import _posterior as _mcmc
-from ._base import cp_reconstruction, warn_unless_mixed
+from ._base import cp_reconstruction
+from ._sampled import warn_unless_mixed
 from ._validation import check_entry_indices, validate_tensor
-from ._inference_data import export_inference_data, factor_names_of, mode_factor_names
+from ..inference._inference_data import (export_inference_data, factor_names_of,
+                                         mode_factor_names)
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
 

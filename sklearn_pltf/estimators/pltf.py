@@ -11,11 +11,10 @@ from ..engine.model import Model
 from ._base import BasePoissonPLTF
 from ._validation import by_factor_position, real_factor_copy, tied_positions
 from ._named import fill_doc
-from ._tied import TiedFactorMixin
 
 
 @fill_doc
-class PLTF(TiedFactorMixin, BasePoissonPLTF):
+class PLTF(BasePoissonPLTF):
     """Bayesian Poisson–Gamma factorization of any model written as a string.
 
     The data are modelled as ``X(v0) ~ Poisson(Σ_{v̄0} Π_α Z_α(v_α))`` with

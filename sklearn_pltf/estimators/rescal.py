@@ -8,8 +8,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..inference.relational import rescal_gibbs
 from ._base import BasePoissonPLTF
+from ._named import fill_doc
 from ..inference.relational.structure import RESCAL_MODEL, SINGLE_RELATION_MODEL
-from ._tied import TiedFactorMixin
 
 __all__ = ["BayesianRESCAL"]
 
@@ -19,7 +19,8 @@ TIED = {1: 0}
 _NOT_OFFERED = ("n_blocks",)
 
 
-class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
+@fill_doc
+class BayesianRESCAL(BasePoissonPLTF):
     """Bayesian non-negative RESCAL for relational data (entity x entity x relation).
 
     ``X(i, j, k) ~ Poisson(Σ_ab A(i, a) A(j, b) G(a, b, k))``, or its
@@ -54,7 +55,7 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         ``"compound_poisson"`` or ``CompoundPoisson(jump_mean=s)`` for
         non-negative real values, sums of a Poisson(X̂) number of exponential
         jumps of mean s (:class:`~sklearn_pltf.CompoundPoisson`).
-    method : {"vb", "em", "gibbs", "sada"}, default="vb"
+    method : {"vb", "em", "gibbs", "sada", "sgld"}, default="vb"
         Variational Bayes; EM for the posterior mode (no evidence; needs
         ``prior_shape >= 1``); ``"gibbs"``: block Gibbs sampling (one
         allocation of the counts over cluster pairs per sweep, then every row
@@ -100,36 +101,8 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
     tol : float, default=0.1
         VB and EM stop once the objective is estimated to be within ``tol``
         nats of its limit (see ``tol`` of :class:`BayesianNMF`).
-    acceleration : {"squarem"} or None, default="squarem"
-        VB and EM: SQUAREM cycles of three sweeps with a safeguard that keeps
-        the objective from falling, or None for plain sweeps.
-    n_init : int, default=1
-        VB and EM: initialisations, the one with the highest objective kept.
-        Samplers: chains, pooled after aligning their cluster labels.
-    random_state : int, Generator, RandomState or None, default=None
-    verbose : int, default=0
-        1 prints each initialisation; 2 also the objective every
-        ``verbose_interval`` sweeps.
-    verbose_interval : int, default=10
-    n_jobs : int or None, default=None
-        Initialisations or chains in parallel through joblib.
-    n_draws, n_warmup, thin : int, default=2000, 500, 1
-        Samplers: sweeps kept (every ``thin``-th) and discarded per chain,
-        and per clamped run of Chib's estimate.
-    keep_draws : bool, default=True
-        Samplers: keep the draws (``draws_``, :meth:`to_inference_data`;
-        :meth:`predict_entries` averages over them).
-    batch_size : int, default=10_000
-        SGLD: observed non-zeros per minibatch (the zeros enter in closed
-        form); data with fewer use the exact gradient.
-    n_temperatures : int, default=40
-        STI: temperatures of the ladder ``t_i = (i / (n - 1))^6``.
-    steps_per_temperature : int or "auto", default="auto"
-        STI: SGLD steps kept at each temperature (after ``n_warmup``), or
-        ``"auto"`` (:func:`~sklearn_pltf.evidence.sti_log_evidence`).
-    step_size : float, default=0.1
-        SGLD: the step after warm-up, in units of each element's posterior
-        width; smaller is less biased and mixes more slowly.
+%(loop_parameters)s
+%(sampler_parameters)s
 
     Attributes
     ----------
@@ -256,10 +229,10 @@ class BayesianRESCAL(TiedFactorMixin, BasePoissonPLTF):
         return model.latent if self.ard else ""
 
     def _first_start(self, model, data, fixed):
-        return None  # init here chooses between EM's mode and random (_vb_start)
+        return None  # init here chooses between EM's mode and random (_tied_start)
 
-    def _vb_start(self, restart):
-        return super()._vb_start(restart) if self.init == "auto" else self.init
+    def _tied_start(self, restart):
+        return super()._tied_start(restart) if self.init == "auto" else self.init
 
     def _sgld_settings(self):
         return {"n_blocks": None, **{name: getattr(self, name) for name in (

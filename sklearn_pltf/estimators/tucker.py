@@ -5,7 +5,7 @@ from numbers import Integral
 from sklearn.utils._param_validation import Interval
 
 from ..engine.model import tucker_model
-from ._inference_data import mode_factor_names
+from ..inference._inference_data import mode_factor_names
 from ._named import NamedPoissonPLTF, fill_doc
 from ._tensor_export import TuckerResultMixin
 

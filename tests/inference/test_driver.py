@@ -40,7 +40,7 @@ def test_the_loop_runs_only_below_the_estimators():
 
 
 def test_the_estimators_call_the_driver_from_one_place():
-    assert _calls("optimize") == [("estimators/_base.py", "fit_by_optimizer")]
+    assert _calls("optimize") == [("estimators/_fitting.py", "fit_by_optimizer")]
 
 
 def _problem(X, rank=3):

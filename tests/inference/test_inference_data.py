@@ -132,7 +132,7 @@ def test_the_memory_guard_comes_before_the_entries_are_listed(counts, monkeypatc
     """A pointwise log-likelihood too large for memory is refused before the
     observed entries are enumerated (for sparse data, a pass over the whole
     tensor's size)."""
-    import sklearn_pltf.estimators._inference_data as export
+    import sklearn_pltf.inference._inference_data as export
 
     est = _fit(BayesianNMF(2, method="gibbs", **SHORT), counts)
     monkeypatch.setattr(export, "physical_memory", lambda: 1024)

@@ -1,0 +1,133 @@
+"""The sampler path of the Poisson–Gamma estimators: Gibbs, SADA or SGLD
+chains (:mod:`sklearn_pltf.evidence._posterior`), their evidence, the
+attributes a sampler fit sets, and the export of the kept draws."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from ..engine._kernels import TINY
+from ..engine._likelihood import get_likelihood
+from ..evidence import _posterior as _mcmc
+from ..evidence._checks import check_poisson_log_evidence
+from ..inference._diagnostics import RHAT_LIMIT, split_rhat
+from ..inference._inference_data import export_inference_data, factor_names_of
+
+__all__ = ["chain_settings", "export_draws", "fit_sampler", "warn_unless_mixed"]
+
+
+def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
+    """A ``ConvergenceWarning`` when the split R-hat of ``trace`` (n_chains,
+    n_draws) exceeds :data:`RHAT_LIMIT`; returns the R-hat."""
+    rhat = split_rhat(trace)
+    if rhat > RHAT_LIMIT:
+        warnings.warn(
+            f"The chains have not mixed: split R-hat of {what} is {rhat:.3g} (above "
+            f"{RHAT_LIMIT}), so the posterior means and the evidence are not yet to be "
+            f"trusted; {advice}.", ConvergenceWarning, stacklevel=2)
+    return rhat
+
+
+def _evidence_advice(evidence, priors):
+    """What to change when a sampler's evidence estimate fails its check."""
+    if evidence == "sti":
+        return ("Use more temperatures (n_temperatures) or more steps per temperature "
+                "(steps_per_temperature), or a smaller step_size.")
+    advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
+    if min(np.min(shape) for shape in priors.shape if shape is not None) < 1:
+        advice += (" With prior_shape below 1 the Gamma density is infinite at 0, and Gibbs "
+                   "draws of small factor elements underflow to exactly 0: raise prior_shape "
+                   "to 1 or more, or estimate the evidence by STI (method='sgld').")
+    return advice
+
+
+def chain_settings(estimator):
+    """What every sampler's chains take from the estimator's parameters."""
+    return dict(n_chains=estimator.n_init, n_warmup=estimator.n_warmup,
+                n_draws=estimator.n_draws, thin=estimator.thin,
+                keep_draws=estimator.keep_draws, n_jobs=estimator.n_jobs,
+                verbose=estimator.verbose)
+
+
+def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
+    """Gibbs, SADA or SGLD for a :class:`~._base.BasePoissonPLTF`:
+    ``n_init`` chains, their pooled posterior means (the state returned),
+    and Chib's or STI's evidence, set as the estimator's attributes
+    (``tie``: the chains of a :class:`~._tied.TiedFit`)."""
+    est, method = estimator, estimator.method
+    # The samplers that draw a uniform for every token (count) in each sweep.
+    per_token = ("gibbs",) if tie is None else tie.per_token_methods
+    if method in per_token and est.likelihood == "poisson":
+        data.require_integer(f"method={method!r}")
+        others = [repr(m) for m in ("vb", "sgld", "sada") if m not in per_token]
+        data.require_tokens_in_memory(
+            f"method={method!r}", bytes_per_token=8,
+            remedy=(f"Use method={', '.join(others[:-1])} or {others[-1]}, or scale the "
+                    "counts down."))
+    if tie is None:
+        posterior = _sample_posterior(est, data, model, priors, fixed, rng, evidence)
+    else:
+        posterior = tie.sample_posterior(data, model, priors, fixed, rng, evidence)
+    est.n_iter_ = est.n_warmup + est.n_draws * est.thin
+    est.log_likelihoods_ = posterior.log_likelihoods
+    est.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, est.n_warmup:])
+    if est.keep_draws:
+        est.draws_ = posterior.draws
+    if posterior.log_evidence is not None:
+        est.log_evidence_ = check_poisson_log_evidence(
+            posterior.log_evidence, data if tie is None else tie.modelled_data(data),
+            standard_error=posterior.log_evidence_error or 0.0,
+            advice=_evidence_advice(evidence, priors), likelihood=est.likelihood)
+    if posterior.log_evidence_error is not None:
+        est.log_evidence_error_ = posterior.log_evidence_error
+    return posterior.state
+
+
+def _sample_posterior(est, data, model, priors, fixed, rng, evidence):
+    """The chains of ``est.method`` and their evidence, as a ``SampledPosterior``."""
+    common = chain_settings(est)
+    if data.is_distributed:  # the chains run one after another, each over the cluster
+        common["n_jobs"] = 1
+    if est.method == "sgld":
+        settings = est._sgld_settings()
+        make_target = functools.partial(_mcmc.poisson_target, model, data, est.likelihood,
+                                        priors, fixed, settings["batch_size"],
+                                        settings["n_blocks"])
+        return _mcmc.sgld_posterior(rng, make_target, model, priors.free,
+                                    sti=evidence == "sti", settings=settings, **common)
+    return _mcmc.sample_posterior(est.method, rng, model, data, priors, fixed,
+                                  chib=evidence == "chib", likelihood=est.likelihood, **common)
+
+
+def export_draws(estimator, X, mask, factor_names):
+    """``to_inference_data`` of a :class:`~._base.BasePoissonPLTF` (its
+    docstring says what it holds)."""
+    est = estimator
+    check_is_fitted(est)
+    if not hasattr(est, "draws_"):
+        raise ValueError(
+            "No draws to export: fit with method='gibbs', 'sada' or 'sgld' and keep_draws=True.")
+    model, draws, tied, tie = est.model_, est.draws_, est._tied_factors, est._tie(est.model_)
+    names = factor_names_of(model, factor_names, est._default_factor_names(), tied)
+    likelihood = get_likelihood(est.likelihood)
+
+    def factors_at(chain, draw):
+        own = [None if d is None else d[chain, draw] for d in draws]
+        return [own[a] if own[a] is not None else own[tied[a]] if a in tied
+                else est._state.mean[a] for a in range(model.n_factors)]
+
+    return export_inference_data(
+        model, tuple(None if a in tied else d for a, d in enumerate(draws)), names,
+        sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
+            est.log_likelihoods_, est.n_warmup, est.thin)},
+        coords=est._index_coords(),
+        data=None if X is None else est._training_data(X, mask),
+        modelled=None if tie is None else tie.modelled_entries,
+        factors_at=factors_at,
+        entry_log_likelihood=lambda x, xhat, chain, draw: likelihood.entry_log_likelihood(
+            x, np.maximum(xhat, TINY)))
