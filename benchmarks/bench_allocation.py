@@ -1,16 +1,17 @@
-"""Benchmarks of AllocationSMC (issue 7), run through ``bench.py``:
+"""Benchmarks of AllocationSMC, run through ``bench.py``:
 
-- (k) rank selection: 20 count tensors of 20 x 25 x 30 with T = 1000 tokens
-  drawn from the BAM (a = 10, R = 5); the rank of the highest SMC evidence
-  and of the highest VB bound (best of 3 restarts) over R = 1..10;
-- (k') the SMC estimate's spread on those tensors: the standard deviation of
-  the log evidence over 8 seeds, at the estimator's defaults (1000
-  particles, 250 Gibbs moves after each resampling) against 10,000
-  particles without moves (the defaults before resample-move), with the
-  seconds per fit of each in the same run;
-- (l) cost against the tensor's size: T = 1000 tokens, R = 10, 500
-  particles, on 4 x 4 x 4 up to 64 x 64 x 64 tensors; seconds for the SMC
-  evidence, for a whole fit, and for a VB fit.
+- rank selection (``bam-rank``): 20 count tensors of 20 x 25 x 30 with
+  T = 1000 tokens drawn from the BAM (a = 10, R = 5); the rank of the
+  highest SMC evidence and of the highest VB bound (best of 3 restarts) over
+  R = 1..10;
+- the SMC estimate's spread on those tensors (``bam-variance``): the
+  standard deviation of the log evidence over 8 seeds, at the estimator's
+  defaults (1000 particles, 250 Gibbs moves after each resampling) against
+  10,000 particles without moves (the defaults before resample-move), with
+  the seconds per fit of each in the same run;
+- cost against the tensor's size (``bam-cost``): T = 1000 tokens, R = 10,
+  500 particles, on 4 x 4 x 4 up to 64 x 64 x 64 tensors; seconds for the
+  SMC evidence, for a whole fit, and for a VB fit.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _bam_dataset(seed, true_rank=5):
 
 def bench_bam_rank(n_datasets=20, n_particles=1000, n_moves=250, ranks=range(1, 11),
                    true_rank=5):
-    """(k): how often the SMC evidence and the VB bound pick the true rank."""
+    """How often the SMC evidence and the VB bound pick the true rank."""
     smc_hits = vb_hits = 0
     for seed in range(n_datasets):
         X = _bam_dataset(seed, true_rank)
@@ -57,13 +58,13 @@ def bench_bam_rank(n_datasets=20, n_particles=1000, n_moves=250, ranks=range(1, 
               seconds=round(time.perf_counter() - start, 1))
     _line(bench="bam-rank", n_particles=n_particles, n_moves=n_moves, smc_hits=smc_hits,
           vb_hits=vb_hits, n_datasets=n_datasets)
-    return {"(k) SMC picks the true rank (fraction)": smc_hits / n_datasets,
-            "(k) VB picks the true rank (fraction)": vb_hits / n_datasets}
+    return {"SMC picks the true rank (fraction)": smc_hits / n_datasets,
+            "VB picks the true rank (fraction)": vb_hits / n_datasets}
 
 
 def bench_bam_variance(n_datasets=20, ranks=(5, 8), n_seeds=8,
                        settings=((10_000, 0), (1000, 250))):
-    """(k'): the spread of the SMC log evidence over seeds, per dataset and
+    """The spread of the SMC log evidence over seeds, per dataset and
     rank, for each (particles, moves) setting, and its seconds per fit; the
     settings take turns within every seed."""
     spreads = {setting: [] for setting in settings}
@@ -89,16 +90,16 @@ def bench_bam_variance(n_datasets=20, ranks=(5, 8), n_seeds=8,
                      for p, m in settings})
     summary = {}
     for p, m in settings:
-        summary[f"(k') SD of log evidence over {n_seeds} seeds, {p} particles, {m} moves: "
+        summary[f"SD of log evidence over {n_seeds} seeds, {p} particles, {m} moves: "
                 "median over datasets and ranks"] = float(np.median(spreads[p, m]))
-        summary[f"(k') ... largest, {p} particles, {m} moves"] = float(np.max(spreads[p, m]))
-        summary[f"(k') seconds per fit, {p} particles, {m} moves"] = float(np.mean(seconds[p, m]))
+        summary[f"largest SD of log evidence, {p} particles, {m} moves"] = float(np.max(spreads[p, m]))
+        summary[f"seconds per fit, {p} particles, {m} moves"] = float(np.mean(seconds[p, m]))
     _line(bench="bam-variance", **summary)
     return summary
 
 
 def bench_bam_cost(sizes=(4, 16, 64), n_particles=500, rank=10, repeats=25):
-    """(l): seconds at T = 1000 against the tensor's size: the SMC evidence
+    """Seconds at T = 1000 against the tensor's size: the SMC evidence
     alone (``run_smc``, no moves), the whole ``AllocationSMC`` fit on pydata
     sparse input at its defaults (the evidence with moves plus the factor
     summary) and with ``n_moves=0`` (the summary's share shows), and a VB
@@ -149,12 +150,12 @@ def bench_bam_cost(sizes=(4, 16, 64), n_particles=500, rank=10, repeats=25):
               resampling_events=float(np.median(resamplings[size])),
               vb_seconds=median[size, "vb"])
     small, large = sizes[0], sizes[-1]
-    return {f"(l) SMC evidence seconds, {large}^3 / {small}^3":
+    return {f"SMC evidence seconds, {large}^3 / {small}^3":
                 median[large, "evidence"] / median[small, "evidence"],
-            f"(l) AllocationSMC fit seconds, {large}^3 / {small}^3":
+            f"AllocationSMC fit seconds, {large}^3 / {small}^3":
                 median[large, "fit"] / median[small, "fit"],
-            f"(l) AllocationSMC fit without moves seconds, {large}^3 / {small}^3":
+            f"AllocationSMC fit without moves seconds, {large}^3 / {small}^3":
                 median[large, "fit_no_moves"] / median[small, "fit_no_moves"],
-            f"(l) VB fit seconds, {large}^3 / {small}^3": median[large, "vb"] / median[small, "vb"],
-            f"(l) SMC evidence seconds at {large}^3 (T=1000, R={rank}, {n_particles} particles)":
+            f"VB fit seconds, {large}^3 / {small}^3": median[large, "vb"] / median[small, "vb"],
+            f"SMC evidence seconds at {large}^3 (T=1000, R={rank}, {n_particles} particles)":
                 median[large, "evidence"]}

@@ -1,4 +1,4 @@
-"""(bb) Hyperparameters by the evidence: one ARD fit against the grid over ranks.
+"""Hyperparameters by the evidence: one ARD fit against the grid over ranks.
 
 Usage, from the repository root::
 
@@ -21,10 +21,11 @@ iterations, 1000 draws, the variances' prior IG(1e-3, 1e-3)) against
 (its defaults, 500 + 1000); held-out RMSE on the missing entries' values and
 the recovered rank.
 
-**links.** The protocol of (q): 10 folds of the off-diagonal entries, the
-diagonal missing in every fit. Bernoulli–Poisson RESCAL with ``ard=True`` at
-a generous size, one fit per fold, no grid (``LINK_SETTINGS``); UMLS, which
-the package does not ship, from its triple files (``--umls FOLDER``).
+**links.** The protocol of ``bench.py binary-links``: 10 folds of the
+off-diagonal entries, the diagonal missing in every fit. Bernoulli–Poisson
+RESCAL with ``ard=True`` at a generous size, one fit per fold, no grid
+(``LINK_SETTINGS``); UMLS, which the package does not ship, from its triple
+files (``--umls FOLDER``).
 """
 
 from __future__ import annotations
@@ -76,11 +77,11 @@ def bench_rank(n_datasets=20, families=("nmf", "cp")):
                   ard_rank=ard.effective_rank_, ard_seconds=round(seconds, 3),
                   ard_iterations=ard.n_iter_, grid_rank=chosen,
                   grid_seconds=round(grid_seconds, 3))
-        summary[f"(bb) {family}: ARD right"] = f"{right_ard}/{n_datasets}"
-        summary[f"(bb) {family}: grid right"] = f"{right_grid}/{n_datasets}"
-        summary[f"(bb) {family}: ARD / grid seconds"] = round(seconds_ard / seconds_grid, 3)
-        summary[f"(bb) {family}: seconds (ARD, grid)"] = (round(seconds_ard, 1),
-                                                          round(seconds_grid, 1))
+        summary[f"{family}: ARD right"] = f"{right_ard}/{n_datasets}"
+        summary[f"{family}: grid right"] = f"{right_grid}/{n_datasets}"
+        summary[f"{family}: ARD / grid seconds"] = round(seconds_ard / seconds_grid, 3)
+        summary[f"{family}: seconds (ARD, grid)"] = (round(seconds_ard, 1),
+                                                     round(seconds_grid, 1))
     return summary
 
 
@@ -122,17 +123,18 @@ def bench_gaussian(n_datasets=20, nonnegative=True, ard_warmup=2000, ard_draws=1
               rmse_true_rank=round(rmse_plain, 5), ard_seconds=round(seconds, 2),
               true_rank_seconds=round(plain_seconds, 2))
     label = "non-negative" if nonnegative else "signed"
-    return {f"(bb) Gaussian {label}: ARD rank right": f"{right}/{n_datasets}",
-            f"(bb) Gaussian {label}: ARD RMSE <= true rank's": f"{wins}/{n_datasets}",
-            f"(bb) Gaussian {label}: RMSE ratio ARD / true rank (median, max)":
+    return {f"Gaussian {label}: ARD rank right": f"{right}/{n_datasets}",
+            f"Gaussian {label}: ARD RMSE <= true rank's": f"{wins}/{n_datasets}",
+            f"Gaussian {label}: RMSE ratio ARD / true rank (median, max)":
                 (round(float(np.median(ratios)), 4), round(float(np.max(ratios)), 4)),
-            f"(bb) Gaussian {label}: seconds (ARD, true rank)": (round(seconds_ard, 1),
-                                                                 round(seconds_true, 1))}
+            f"Gaussian {label}: seconds (ARD, true rank)": (round(seconds_ard, 1),
+                                                            round(seconds_true, 1))}
 
 
 #: One fit per fold: its size (generous), start and prior shape per data set.
-#: The shapes are those (q)'s evidence grid chose on its folds (Nations 0.3
-#: or 0.1, Kinships 0.1 on every fold); ``--prior-shape`` sets one for all.
+#: The shapes are those the evidence grid of ``bench.py binary-links`` chose
+#: on its folds (Nations 0.3 or 0.1, Kinships 0.1 on every fold);
+#: ``--prior-shape`` sets one for all.
 LINK_SETTINGS = {"nations": dict(n_components=10, init="random", prior_shape=0.3),
                  "kinships": dict(n_components=40, init="auto", prior_shape=0.1),
                  "umls": dict(n_components=30, init="auto", prior_shape=0.3)}
@@ -193,8 +195,8 @@ def bench_links(datasets=("nations", "kinships"), prior_shape=None, n_splits=10,
         _line(workload="ard-links", dataset=name, **settings, roc_auc=round(roc.mean(), 4),
               pr_auc=round(pr.mean(), 4), pr_auc_sd=round(pr.std(ddof=1), 4),
               effective_ranks=ranks, seconds=round(time.perf_counter() - start, 1))
-        summary[f"(bb) {name} RESCAL ARD: AUC-ROC / AUC-PR"] = (round(roc.mean(), 3),
-                                                                round(pr.mean(), 3))
+        summary[f"{name} RESCAL ARD: AUC-ROC / AUC-PR"] = (round(roc.mean(), 3),
+                                                           round(pr.mean(), 3))
     return summary
 
 

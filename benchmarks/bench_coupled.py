@@ -1,4 +1,4 @@
-"""(z) Coupled factorization: a coupled fit's sweep against its parts' sweeps
+"""Coupled factorization: a coupled fit's sweep against its parts' sweeps
 alone, and Kinships' link prediction with and without its attributes.
 
 A user x item x context count tensor (``"ur,ir,cr->uic"``) coupled with item
@@ -119,7 +119,7 @@ KINSHIPS_COUPLED = {"cp": (("ir,jr,kr->ijk", "ir,rf->if", "jr,rf->jf"), None),
 
 def _kinships_fit(structure, tensors, masks, rank, mean, coupled):
     """One fit of the relations (``coupled=False``) or of relations and
-    attributes, with benchmarks/README (q)'s choices: Bernoulli–Poisson,
+    attributes, with the choices of ``bench.py binary-links``: Bernoulli–Poisson,
     prior shape 0.3 (CP, 3 restarts) or 0.1 (RESCAL, 1 restart from EM's
     mode), each factor's prior mean making the prior mean of X̂ the data's."""
     from sklearn_pltf import BayesianRESCAL, CoupledPLTF

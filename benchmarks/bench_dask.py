@@ -1,4 +1,4 @@
-"""(u) One PoissonCP VB fit on a Dask cluster against the same fit in one process.
+"""One PoissonCP VB fit on a Dask cluster against the same fit in one process.
 
 The tensor is drawn chunk by chunk (:func:`sklearn_pltf.datasets.make_dask_poisson_cp`):
 on the cluster each worker draws its own chunks, and the in-memory run
@@ -188,17 +188,17 @@ def cost_model(nnz, n_workers, *, seconds_per_nonzero, latency, factor_rows, ran
 
 def bench_dask(shape=(2000, 2000, 2000), n_counts=1e8, rank=10, chunks=1000, n_iter=3,
                n_workers=2):
-    """(u) the whole comparison; returns the summary ratios."""
-    _line(workload="u", shape=shape, n_counts=n_counts, rank=rank, chunks=chunks,
+    """The whole comparison; returns the summary ratios."""
+    _line(workload="dask", shape=shape, n_counts=n_counts, rank=rank, chunks=chunks,
           n_workers=n_workers)
     cluster = _on_cluster(shape, rank, n_counts, chunks, n_iter, n_workers)
-    _line(workload="u", run="cluster",
+    _line(workload="dask", run="cluster",
           **{k: v for k, v in cluster.items() if k not in ("bounds", "block_costs")})
-    _line(workload="u", what="per block: seconds of one iteration's contractions, non-zeros",
+    _line(workload="dask", what="per block: seconds of one iteration's contractions, non-zeros",
           blocks=cluster["block_costs"])
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         memory = pool.apply(_in_memory, (shape, rank, n_counts, chunks, n_iter))
-    _line(workload="u", run="in memory", **{k: v for k, v in memory.items() if k != "bounds"})
+    _line(workload="dask", run="in memory", **{k: v for k, v in memory.items() if k != "bounds"})
     agreement = float(np.max(np.abs(cluster["bounds"] - memory["bounds"])
                              / np.abs(memory["bounds"])))
     # Constants of the cost model, measured on the cluster: the blocks'
@@ -212,17 +212,17 @@ def bench_dask(shape=(2000, 2000, 2000), n_counts=1e8, rank=10, chunks=1000, n_i
                  factor_rows=chunks, rank=rank, n_modes=len(shape),
                  bytes_per_nonzero=bytes_per_nonzero, n_blocks=n_chunks)
     predicted = cost_model(cluster["nnz"], n_workers, **model)
-    _line(workload="u", what="cost model here", predicted=predicted,
+    _line(workload="dask", what="cost model here", predicted=predicted,
           measured_seconds_per_iteration=cluster["per_iteration"], bound_agreement=agreement)
     # 1e10 non-zeros in blocks as full as these (so as many more of them)
     blocks_at_scale = int(np.ceil(1e10 / (cluster["nnz"] / n_chunks)))
     for workers in (10, 100, 1000):
-        _line(workload="u", what="cost model, 1e10 non-zeros", n_workers=workers,
+        _line(workload="dask", what="cost model, 1e10 non-zeros", n_workers=workers,
               n_blocks=max(blocks_at_scale, workers),
               **cost_model(1e10, workers, **{**model, "n_blocks": max(blocks_at_scale, workers)}))
     return {
-        "(u) Dask s/iter / in-memory s/iter": cluster["per_iteration"] / memory["per_iteration"],
-        "(u) peak worker memory / in-memory process": max(cluster["worker_peak_mib"]) / memory["peak_mib"],
-        "(u) cost model s/iter / measured": predicted["seconds_per_iteration"] / cluster["per_iteration"],
-        "(u) largest relative bound difference": agreement,
+        "Dask s/iter / in-memory s/iter": cluster["per_iteration"] / memory["per_iteration"],
+        "peak worker memory / in-memory process": max(cluster["worker_peak_mib"]) / memory["peak_mib"],
+        "cost model s/iter / measured": predicted["seconds_per_iteration"] / cluster["per_iteration"],
+        "largest relative bound difference": agreement,
     }

@@ -1,4 +1,4 @@
-"""(p) The evidence sandwich (issue 22), run through ``bench.py evidence-sandwich``.
+"""The evidence sandwich, run through ``bench.py evidence-sandwich``.
 
 Data simulated from the model's prior, so the factors that drew them are an
 exact posterior sample at the generating rank. There, bidirectional Monte
@@ -167,7 +167,7 @@ def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ra
                     warnings.simplefilter("always")
                     lower, upper, cpu = reference(case, X, rank, rank, n_temperatures,
                                                   factors if rank == truth else None)
-                    line = dict(workload="p", case=case, dataset=dataset, rank=rank,
+                    line = dict(workload="evidence-sandwich", case=case, dataset=dataset, rank=rank,
                                 counts=X.sum(), lower=lower.log_evidence,
                                 lower_error=lower.standard_error,
                                 upper=None if upper is None else upper.log_evidence,
@@ -187,10 +187,10 @@ def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ra
             best = max(curves["reference"], key=curves["reference"].get)
             for method in methods:
                 agree[method] += max(curves[method], key=curves[method].get) == best
-            _line(workload="p", case=case, dataset=dataset, argmax={
+            _line(workload="evidence-sandwich", case=case, dataset=dataset, argmax={
                 m: max(c, key=c.get) for m, c in curves.items()})
         for method in methods:
-            summary[f"(p) {case}: {method} argmax = reference's, fraction"] = agree[method] / n_datasets
+            summary[f"{case}: {method} argmax = reference's, fraction"] = agree[method] / n_datasets
         for method, total in seconds.items():
-            summary[f"(p) {case}: {method} CPU s per dataset"] = total / n_datasets
+            summary[f"{case}: {method} CPU s per dataset"] = total / n_datasets
     return summary

@@ -1,11 +1,11 @@
-"""Benchmarks of GibbsNTF (issue 6), run through ``bench.py``:
+"""Benchmarks of GibbsNTF, run through ``bench.py``:
 
-- (i) held-out RMSE by rank, GibbsNTF against TensorLy's masked
+- held-out RMSE by rank (``ntf-heldout``), GibbsNTF against TensorLy's masked
   ``non_negative_parafac``: the paper's synthetic rank-3 20 x 15 x 10 tensor
   and TensorLy's real ``load_IL2data`` and ``load_kinetic`` tensors, 10% of the
   observed entries held out per split;
-- (j) seconds per Gibbs sweep and per HMC iteration on a 100 x 100 x 100
-  rank-10 tensor.
+- seconds per Gibbs sweep and per HMC iteration on a 100 x 100 x 100
+  rank-10 tensor (``ntf-cost``).
 """
 
 from __future__ import annotations
@@ -76,26 +76,26 @@ def rmse_table(name, X, ranks, n_splits, n_warmup, n_draws, tensorly_iter=2000):
             ours[rank].append(gibbs_ntf_rmse(X, hidden, rank, n_warmup, n_draws, seed=split))
             middle = time.perf_counter()
             theirs[rank].append(tensorly_rmse(X, hidden, rank, seed=split, n_iter_max=tensorly_iter))
-            _line(workload="i", data=name, split=split, rank=rank, gibbs_ntf=ours[rank][-1],
+            _line(workload="ntf-heldout", data=name, split=split, rank=rank, gibbs_ntf=ours[rank][-1],
                   tensorly=theirs[rank][-1], gibbs_ntf_seconds=middle - start,
                   tensorly_seconds=time.perf_counter() - middle)
     table = {r: (float(np.mean(ours[r])), float(np.std(ours[r]) / np.sqrt(n_splits)),
                  float(np.mean(theirs[r])), float(np.std(theirs[r]) / np.sqrt(n_splits))) for r in ranks}
     for r, row in table.items():
-        _line(workload="i", data=name, rank=r, gibbs_ntf_mean=row[0], gibbs_ntf_se=row[1],
+        _line(workload="ntf-heldout", data=name, rank=r, gibbs_ntf_mean=row[0], gibbs_ntf_se=row[1],
               tensorly_mean=row[2], tensorly_se=row[3])
     return table
 
 
 def bench_ntf_heldout(n_splits=10, n_warmup=500, n_draws=500):
-    """(i): the synthetic table (ranks 1-8) and the two real tensors."""
+    """Held-out RMSE by rank: the synthetic table (ranks 1-8) and the two real tensors."""
     from tensorly.datasets import load_IL2data, load_kinetic
 
     summary = {}
     X = synthetic_gaussian_cp()
     table = rmse_table("synthetic 20x15x10 rank 3", X, list(range(1, 9)), n_splits, n_warmup, n_draws)
-    summary["(i) synthetic: GibbsNTF RMSE rank 8 / rank 3"] = table[8][0] / table[3][0]
-    summary["(i) synthetic: TensorLy RMSE rank 8 / rank 3"] = table[8][2] / table[3][2]
+    summary["synthetic: GibbsNTF RMSE rank 8 / rank 3"] = table[8][0] / table[3][0]
+    summary["synthetic: TensorLy RMSE rank 8 / rank 3"] = table[8][2] / table[3][2]
     # The real tensors in units of their root mean square (GibbsNTF's default
     # priors are in such units; TensorLy's fit is scale-equivariant), so the
     # RMSEs are fractions of the data's RMS. kinetic (460,800 entries) gets one
@@ -108,13 +108,13 @@ def bench_ntf_heldout(n_splits=10, n_warmup=500, n_draws=500):
         tensor /= np.sqrt(np.nanmean(tensor**2))
         table = rmse_table(name, tensor, list(ranks), splits, n_warmup, n_draws, tensorly_iter)
         best = min(table, key=lambda r: table[r][0])
-        summary[f"(i) {name}: best GibbsNTF RMSE / best TensorLy RMSE"] = (
+        summary[f"{name}: best GibbsNTF RMSE / best TensorLy RMSE"] = (
             table[best][0] / min(row[2] for row in table.values()))
     return summary
 
 
 def bench_ntf_cost(n_iterations=20):
-    """(j): seconds per Gibbs sweep and per HMC iteration (20 leapfrog steps)
+    """Seconds per Gibbs sweep and per HMC iteration (20 leapfrog steps)
     on a 100 x 100 x 100 rank-10 tensor."""
     from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.inference import gaussian
@@ -134,6 +134,6 @@ def bench_ntf_cost(n_iterations=20):
     for _ in range(n_iterations):
         state, _ = gaussian.hmc_step(rng, state, stats, priors, 0.01, 20)
     hmc = (time.perf_counter() - start) / n_iterations
-    _line(workload="j", seconds_per_gibbs_sweep=sweep, seconds_per_hmc_iteration=hmc)
-    return {"(j) Gibbs s per sweep, 100^3 rank 10": sweep,
-            "(j) HMC s per iteration (20 leapfrog steps), 100^3 rank 10": hmc}
+    _line(workload="ntf-cost", seconds_per_gibbs_sweep=sweep, seconds_per_hmc_iteration=hmc)
+    return {"GibbsNTF Gibbs s per sweep, 100^3 rank 10": sweep,
+            "GibbsNTF HMC s per iteration (20 leapfrog steps), 100^3 rank 10": hmc}

@@ -1,9 +1,9 @@
 """The array-API engine on a GPU: correctness against the NumPy engine and
-timings against plain PyTorch implementations of the same updates (issue 46).
+timings against plain PyTorch implementations of the same updates.
 
 Usage, from the repository root on a machine with PyTorch (and a CUDA GPU)::
 
-    python benchmarks/bench_gpu.py                 # cuda, the issue's sizes
+    python benchmarks/bench_gpu.py                 # cuda, full sizes (NMF 20000 x 10000, CP 300^3)
     python benchmarks/bench_gpu.py --small --device cpu   # the same script, small, on the CPU
 
 It sets ``SCIPY_ARRAY_API=1`` before scipy is imported, as scikit-learn's

@@ -1,21 +1,22 @@
-"""Link prediction on the shipped relational tensors (issue 8), run through ``bench.py``:
+"""Link prediction on the shipped relational tensors, run through ``bench.py``:
 
-- (m) 10-fold cross-validation over all entries (zeros included, random
-  folds, seed 0) of Nations and Kinships; mean and SD over the folds of
-  AUC-ROC and AUC-PR for PoissonCP and TuckerVB (VB and EM) at several
-  sizes, for GibbsNTF (Gaussian noise, non-negative factors; posterior mean
-  over 200 draws after 200 warm-up sweeps), and for TensorLy's masked least-squares CP (``parafac`` with a
-  mask), a Gaussian-loss peer on the same folds.
-- (q) binary relations (``bench.py binary-links``): Poisson and
+- 10-fold cross-validation over all entries (``bench.py link-prediction``;
+  zeros included, random folds, seed 0) of Nations and Kinships; mean and SD
+  over the folds of AUC-ROC and AUC-PR for PoissonCP and TuckerVB (VB and
+  EM) at several sizes, for GibbsNTF (Gaussian noise, non-negative factors;
+  posterior mean over 200 draws after 200 warm-up sweeps), and for
+  TensorLy's masked least-squares CP (``parafac`` with a mask), a
+  Gaussian-loss peer on the same folds.
+- binary relations (``bench.py binary-links``): Poisson and
   Bernoulli–Poisson CP, and Bernoulli–Poisson Tucker and RESCAL, with rank
   and prior shape chosen by the evidence on each training fold, RESCAL by EM
   at one size, Bernoulli–Poisson CP by Gibbs and Gaussian CP (GibbsNTF,
   non-negative and signed) at one size, against TensorLy's masked CP and
   pyttb's Bernoulli GCP on the same folds.
-- (n) the gallery's VB-against-EM experiment over several random splits at
-  40/60/80% missing, with EM under VB's prior (the posterior mode) and under a
-  flat prior (maximum likelihood, the PLTF-VB paper's baseline), and VB's
-  bound and AUC by prior shape at 80% missing.
+- the gallery's VB-against-EM experiment (``bench.py vb-em``) over several
+  random splits at 40/60/80% missing, with EM under VB's prior (the
+  posterior mode) and under a flat prior (maximum likelihood, the PLTF-VB
+  paper's baseline), and VB's bound and AUC by prior shape at 80% missing.
 
 Our priors are Exponential with the scale that makes the prior mean of every
 X̂ entry the data's mean (as in ``python -m sklearn_pltf``).
@@ -85,7 +86,7 @@ class _TensorlyCP:
 
 
 def bench_link_prediction(datasets=("nations", "kinships"), n_splits=10, kinds=None):
-    """(m): mean AUC-ROC and AUC-PR over 10 entry folds per model and data set."""
+    """Mean AUC-ROC and AUC-PR over 10 entry folds per model and data set."""
     from sklearn_pltf.metrics import link_prediction_auc
 
     summary = {}
@@ -109,12 +110,12 @@ def bench_link_prediction(datasets=("nations", "kinships"), n_splits=10, kinds=N
             _line(workload="link-prediction", model=label, roc_auc=roc.mean(),
                   roc_auc_sd=roc.std(ddof=1), pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1),
                   seconds=time.perf_counter() - start)
-            summary[f"(m) {label}: AUC-ROC"] = float(roc.mean())
-            summary[f"(m) {label}: AUC-PR"] = float(pr.mean())
+            summary[f"link prediction {label}: AUC-ROC"] = float(roc.mean())
+            summary[f"link prediction {label}: AUC-PR"] = float(pr.mean())
     return summary
 
 
-# (n): the gallery example's experiment (plot_link_prediction_vb_em.py) over
+# VB against EM: the gallery example's experiment (plot_link_prediction_vb_em.py) over
 # several random splits, with the PLTF-VB paper's own baseline added. The paper
 # (Ermiş & Cemgil, 2014) compares VB with maximum likelihood, i.e. EM under a
 # flat prior (the KL multiplicative update); the example compares VB with EM
@@ -145,7 +146,7 @@ def _held_out_split(X, share, seed):
 
 
 def bench_vb_em(datasets=("nations", "kinships"), n_splits=5):
-    """(n): AUC of VB, MAP-EM and ML-EM at 40/60/80% missing, and of VB by prior shape at 80%."""
+    """AUC of VB, MAP-EM and ML-EM at 40/60/80% missing, and of VB by prior shape at 80%."""
     from sklearn_pltf.metrics import link_prediction_auc
 
     summary = {}
@@ -167,8 +168,8 @@ def bench_vb_em(datasets=("nations", "kinships"), n_splits=5):
                           pr_auc=aucs[:, 1].mean(), pr_auc_sd=aucs[:, 1].std(ddof=1))
                 for baseline in ("em", "ml"):
                     gain = roc["vb"] - roc[baseline]
-                    summary[f"(n) {name} {kind} {share:.0%}: AUC-ROC vb - {baseline} (mean)"] = float(gain.mean())
-                    summary[f"(n) {name} {kind} {share:.0%}: splits vb > {baseline}"] = float((gain > 0).sum())
+                    summary[f"{name} {kind} {share:.0%}: AUC-ROC vb - {baseline} (mean)"] = float(gain.mean())
+                    summary[f"{name} {kind} {share:.0%}: splits vb > {baseline}"] = float((gain > 0).sum())
             train, test = splits[max(VB_EM_SHARES)][0]
             for shape in VB_PRIOR_SHAPES:
                 with warnings.catch_warnings():
@@ -181,7 +182,7 @@ def bench_vb_em(datasets=("nations", "kinships"), n_splits=5):
     return summary
 
 
-# (q): binary relations under the Bernoulli–Poisson likelihood (issue 23). On
+# Binary relations under the Bernoulli–Poisson likelihood. On
 # each training fold the evidence (the VB bound) chooses the rank and the prior
 # shape of each family; the chosen fit predicts the held-out fold. The peers
 # fit at a fixed rank on the same folds: TensorLy's masked least-squares CP
@@ -209,7 +210,8 @@ BINARY_PRIOR_SHAPES = (0.1, 0.3, 1.0)
 # fold by the VB bound, or by the SMC evidence (defaults: 1000 particles, 250
 # moves) over a smaller grid.
 BINARY_BAM_GRIDS = {"bam-vb": ((5, 10, 20), (1.0, 10.0, 100.0, 1000.0)), "bam-smc": ((5, 10), (100.0,))}
-# GCP's rank; TensorLy's is the one of its best AUC in (m): 20 and 100.
+# GCP's rank; TensorLy's is the one of its best AUC in ``bench.py link-prediction``:
+# 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
 
 
@@ -268,13 +270,13 @@ class _GCPBernoulli:
 
 def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                        with_diagonal=False):
-    """(q): 10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
+    """10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
     Bernoulli–Poisson CP, Tucker and RESCAL fits, of the Bayesian Allocation
     Model (Nations), and of the two peers.
 
     The diagonal x(i, i, k) (empty in both data sets) is missing in every fit
     and in no fold, so every model's evidence is of the same entries;
-    ``with_diagonal=True`` folds every entry, as (m) does."""
+    ``with_diagonal=True`` folds every entry, as :func:`bench_link_prediction` does."""
     from sklearn_pltf.metrics import link_prediction_auc
 
     families = families or [("cp", "poisson"), ("cp", "bernoulli"), ("tucker", "bernoulli"),
@@ -329,7 +331,7 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
             _line(workload="binary-links", model=label, roc_auc=roc.mean(), roc_auc_sd=roc.std(ddof=1),
                   pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1), chosen=chosen,
                   seconds=time.perf_counter() - start)
-            summary[f"(q) {label}: AUC-PR"] = float(pr.mean())
-            summary[f"(q) {label}: AUC-ROC"] = float(roc.mean())
+            summary[f"binary links {label}: AUC-PR"] = float(pr.mean())
+            summary[f"binary links {label}: AUC-ROC"] = float(roc.mean())
     return summary
 

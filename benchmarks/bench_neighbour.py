@@ -1,4 +1,4 @@
-"""(w) A fair neighbour: parallel kernel calls beside one other busy process.
+"""A fair neighbour: parallel kernel calls beside one other busy process.
 
 Each case runs in a fresh process, with numba's OpenMP threads waiting
 passively (the package's default, ``OMP_WAIT_POLICY=PASSIVE``) or spinning

@@ -1,10 +1,10 @@
-"""(v) ``partial_fit`` over 1000-row minibatches against batch VB, on workload (d).
+"""``partial_fit`` over 1000-row minibatches against batch VB, on a sparse count matrix.
 
-The sparse 20000 x 5000 count matrix of (d) (rank 20, 500,000 non-zeros),
-with 5% of its non-zeros and as many zeros held out (masked). Batch VB fits
-the matrix (``BayesianNMF(20, prior_shape=0.3)``, as (d)); online VB passes
-over it in 1000-row batches with ``partial_fit``, the held-out entries
-masked in each batch. Both are scored the same way: every training row is
+A sparse 20000 x 5000 count matrix from a rank-20 Poisson NMF (500,000
+non-zeros), with 5% of its non-zeros and as many zeros held out (masked).
+Batch VB fits the matrix (``BayesianNMF(20, prior_shape=0.3)``, HPF's prior
+shape); online VB passes over it in 1000-row batches with ``partial_fit``,
+the held-out entries masked in each batch. Both are scored the same way: every training row is
 folded in (``transform`` with the mask) and the held-out entries get the
 Poisson log-likelihood of ``W H`` there, per entry. Peak memory above the
 input's is measured in fresh processes, for the whole batch fit and for the
@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-#: The (d) prior (the evidence prefers rate 1.0 to HPF's 0.3).
+#: HPF's prior shape, and the rate the evidence prefers to HPF's 0.3.
 _PRIOR = dict(prior_shape=0.3, prior_rate=1.0)
 
 
@@ -80,34 +80,34 @@ def _online_memory(X, mask, batch_rows, n_passes):
 
 
 def bench_online(batch_rows=1000, n_passes=5):
-    """(v) the comparison; returns the summary figures."""
+    """The comparison; returns the summary figures."""
     import peers
 
     X, mask, held_out, values = _workload()
-    _line(workload="v", nnz=X.nnz, held_out=values.size, batch_rows=batch_rows)
+    _line(workload="online", nnz=X.nnz, held_out=values.size, batch_rows=batch_rows)
     start = time.perf_counter()
     batch = _batch_fit(X, mask)
     batch_seconds = time.perf_counter() - start
     reference = _held_out_loglik(batch, X, mask, held_out, values)
-    _line(workload="v", what="batch VB", seconds=batch_seconds, iterations=batch.n_iter_,
+    _line(workload="online", what="batch VB", seconds=batch_seconds, iterations=batch.n_iter_,
           heldout_loglik=reference)
     per_pass = {}
     start = time.perf_counter()
 
     def report(n_pass, est):
         per_pass[n_pass] = _held_out_loglik(est, X, mask, held_out, values)
-        _line(workload="v", what="online VB", passes=n_pass,
+        _line(workload="online", what="online VB", passes=n_pass,
               seconds=time.perf_counter() - start, heldout_loglik=per_pass[n_pass],
               minus_batch=per_pass[n_pass] - reference)
 
     _online_passes(X, mask, batch_rows, n_passes, report)
     _, batch_mib = peers.measure_peak_memory(_batch_memory, X, mask)
     _, online_mib = peers.measure_peak_memory(_online_memory, X, mask, batch_rows, 1)
-    _line(workload="v", what="peak memory above the input, MiB", batch_fit=batch_mib,
+    _line(workload="online", what="peak memory above the input, MiB", batch_fit=batch_mib,
           online_one_pass=online_mib)
     return {
-        f"(v) held-out loglik/entry, online after {n_passes} passes - batch VB":
+        f"held-out loglik/entry, online after {n_passes} passes - batch VB":
             per_pass[n_passes] - reference,
-        "(v) held-out loglik/entry, online after 1 pass - batch VB": per_pass[1] - reference,
-        "(v) peak memory, online pass / batch fit": online_mib / batch_mib,
+        "held-out loglik/entry, online after 1 pass - batch VB": per_pass[1] - reference,
+        "peak memory, online pass / batch fit": online_mib / batch_mib,
     }

@@ -1,4 +1,4 @@
-"""(s) STI against the analytic evidence of the Gaussian additive model,
+"""STI against the analytic evidence of the Gaussian additive model,
 run through ``bench.py sti-analytic``.
 
 The model of Şimşekli et al. (ICASSP 2016), whose evidence at every rank is
@@ -49,7 +49,7 @@ def bench_sti_analytic(true_ranks=(3, 5, 7), n_steps=12_000):
                               "cpu_seconds": round(seconds, 1)}), flush=True)
         best, runner_up = np.sort(exact)[::-1][:2]
         argmax_agrees = best - runner_up <= 1.0 or np.argmax(estimates) == np.argmax(exact)
-        summary[f"(s) true rank {true_rank}: largest |STI - exact| (nats, target < 1)"] = float(
+        summary[f"true rank {true_rank}: largest |STI - exact| (nats, target < 1)"] = float(
             np.max(np.abs(distances)))
-        summary[f"(s) true rank {true_rank}: argmax agrees where clear (1 = yes)"] = float(argmax_agrees)
+        summary[f"true rank {true_rank}: argmax agrees where clear (1 = yes)"] = float(argmax_agrees)
     return summary

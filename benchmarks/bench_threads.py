@@ -1,4 +1,4 @@
-"""(y) Thread scaling: one VB sweep at 1, 2, 4, ... threads, up to every core.
+"""Thread scaling: one VB sweep at 1, 2, 4, ... threads, up to every core.
 
 Each thread count runs in a fresh process with numba's and BLAS's threads
 set to it (``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``,
@@ -8,7 +8,7 @@ bound) on a prepared state, median of ``repeats`` after one warm-up sweep,
 under each of numba's threading layers asked for (``NUMBA_THREADING_LAYER``:
 ``omp``, the usual one on Linux, and ``workqueue``, numba's own, which a
 forked child could use with its threads; ``tbb`` where installed).
-Workloads: the sparse 1000^3 CP tensor of (b) at rank 10 (10^6 non-zeros),
+Workloads: a sparse 1000^3 Poisson CP tensor at rank 10 (10^6 non-zeros),
 and a dense Poisson NMF 20000 x 10000 of rank 50 (2·10^8 entries; about
 8 GB in all at its peak).
 """

@@ -1,6 +1,6 @@
-"""An independent check of STI and Chib at rate 1 (issue 5): thermodynamic
+"""An independent check of STI and Chib at rate 1: thermodynamic
 integration with Metropolis-adjusted Langevin moves (MALA), which have no
-discretisation bias, for the Poisson NMF of benchmark (g).
+discretisation bias, for the 100 x 75 Poisson NMF of ``bench.py sti-rank``.
 
 Self-contained numpy, sharing nothing with the package but the data: the
 target is the power posterior in φ = log Z with Gamma(1, 1) priors,
@@ -24,7 +24,7 @@ from scipy.special import gammaln
 
 from bench import _poisson_nmf_data
 
-X = _poisson_nmf_data(1.0, 3)  # benchmark (g)'s rate-1 data
+X = _poisson_nmf_data(1.0, 3)  # the rate-1 data of ``bench.py sti-rank``
 A, B = 1.0, 1.0  # the Gamma(shape, rate) prior of every factor entry
 LOG_FACTORIALS = gammaln(X + 1).sum()
 

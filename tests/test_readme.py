@@ -20,7 +20,7 @@ def test_it_is_short_and_starts_with_the_two_commands():
     assert language == "bash" and len(before) == 1 and before[0].startswith("# ")  # the title
     assert code.splitlines() == ["python -m pip install . && python -m sklearn_pltf",
                                  'python -m pip install ".[test]" && python -m pytest']
-    # Run-by-run times and commit hashes belong in benchmarks/README.md.
+    # Commit hashes belong in the benchmarks' results files (benchmarks/results/).
     assert not re.search(r"\b[0-9a-f]{7,40}\b", TEXT)
 
 
