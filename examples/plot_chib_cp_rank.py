@@ -8,8 +8,8 @@ with Gamma(1, 1) factors. The rank is chosen by the log evidence, estimated
 by Chib's method from Gibbs runs (:class:`~sklearn_pltf.PoissonCP` with
 ``method="gibbs"``, ``evidence="chib"``), and compared with the variational
 bound, which lies below the evidence by the KL divergence of the variational
-posterior from the true one. ``benchmarks/bench.py chib-rank`` repeats this
-on 20 data sets.
+posterior from the true one. :doc:`/validation` measures how often the
+evidence recovers the rank over many data sets.
 """
 
 import time

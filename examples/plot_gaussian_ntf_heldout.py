@@ -11,8 +11,8 @@ Here a 20 x 15 x 10 tensor is drawn at rank 3 (Exponential factors, noise
 with 0.3 times the signal's standard deviation), 10% of its entries are held
 out, and :class:`~sklearn_pltf.GibbsNTF` and TensorLy's masked
 ``non_negative_parafac`` are fitted at ranks 3 to 8 on three random splits.
-``benchmarks/bench.py ntf-heldout`` runs the full table (ten splits, ranks
-1 to 8, and TensorLy's real ``IL2`` and ``kinetic`` tensors).
+The user guide's table (:ref:`gaussian-ntf`) averages ten splits and adds
+TensorLy's real ``IL2`` tensor.
 """
 
 import warnings

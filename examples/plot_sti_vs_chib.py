@@ -14,8 +14,8 @@ tensors.
 Here a 20 x 15 count matrix is drawn from Poisson NMF at rank 2 (Exponential
 factors) and :class:`~sklearn_pltf.BayesianNMF` estimates the evidence of
 ranks 1 to 4 both ways (``method="sgld"`` with two chains, and
-``method="gibbs"`` with ``evidence="chib"``). ``benchmarks/bench.py
-sti-rank`` runs the paper's 100 x 75 sweep over ranks 1 to 10.
+``method="gibbs"`` with ``evidence="chib"``). :doc:`/validation` compares
+both with the exact evidence on the paper's 100 x 75 data.
 """
 
 import time
@@ -70,8 +70,8 @@ for name, (evidence, _) in curves.items():
 # the data's rank and slowly above it. These runs are short, to keep the
 # example under a minute: at this size ranks 2 and 3 are within a few nats,
 # which is about the runs' noise, so the two estimators need not choose the
-# same one. The benchmark's longer runs on the paper's 100 x 75 data (rate 5) agree
-# within their errors from rank 1 to 6 and choose the same rank.
+# same one. Longer runs on the paper's 100 x 75 data (rate 5) agree within
+# their errors from rank 1 to 6 and choose the same rank (:doc:`/validation`).
 ax = None
 for name, (evidence, errors) in curves.items():
     ax = plot_evidence(ranks, evidence, errors, ax=ax, label=name)

@@ -180,7 +180,8 @@ def make_bam(shape=(20, 25, 30), n_components=5, *, concentration=10.0, n_tokens
     None), each in component ``r ~ θ0`` and then in cell
     ``(i, j, ...) ~ Π_n θn(r, :)``, with Dirichlet priors ``θ0 ~ Dir(a/R)``
     and ``θn(r, :) ~ Dir(a/(R I_n))`` (Cemgil, Kurutmaz, Yıldırım, Barsbey &
-    Şimşekli 2019). The defaults are the rank-selection benchmark's data.
+    Şimşekli 2019). The defaults are the data on which the user guide
+    measures ``AllocationSMC``'s choice of rank.
 
     Returns
     -------

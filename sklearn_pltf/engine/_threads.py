@@ -10,7 +10,7 @@ do no work. ``OMP_WAIT_POLICY=PASSIVE`` makes idle threads sleep at once.
 The runtime reads the variable once, when it loads, which numba does at the
 first parallel kernel launch; so it is set here, at import, unless the user
 set it. Set ``OMP_WAIT_POLICY=ACTIVE`` before importing the package to keep
-spinning threads (the timings in ``benchmarks/README.md`` compare both).
+spinning threads (a little faster on a machine with nothing else to do).
 
 Forking. GNU OpenMP cannot run parallel regions in a child made by
 ``os.fork()`` once the parent has started its threads (``multiprocessing``'s

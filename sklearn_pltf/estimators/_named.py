@@ -222,7 +222,7 @@ SHARED_ATTRIBUTES = """\
         more (user guide). STI: from one
         chain (``n_init=1``) it covers the noise within each temperature
         only, and on large data it can understate the run-to-run spread
-        (benchmarks README (g)); with ``n_init >= 2`` it is at least the
+        (user guide); with ``n_init >= 2`` it is at least the
         chains' own spread, an honest error.
     n_features_in_ : int
         Size of axis 1 of the training data."""

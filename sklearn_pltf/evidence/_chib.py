@@ -28,13 +28,12 @@ whole factor; when the factor's marginal is much wider than its conditional
 biased low and the evidence comes out too high, increasingly so with the
 rank. Row blocks shrink the effect but keep it at ranks above the data's;
 single elements remove it, at the price of one clamped run per element
-instead of per row (benchmarks README, section (g)).
+instead of per row (the user guide says how far row blocks scatter).
 
 Each ordinate is the log of a Monte Carlo mean, which is biased low by about
 half its squared relative standard error, so the evidence comes out too high
 by about half the estimate's squared standard error. The ordinates are
-corrected for it (:func:`~._log_mean.log_mean_exp`; benchmarks README,
-section (g)).
+corrected for it (:func:`~._log_mean.log_mean_exp`).
 
 Label switching (Neal 1999). Permuting a latent index across every factor
 leaves the model unchanged, so the posterior has one mode per permutation and

@@ -211,7 +211,7 @@ def sgld_posterior(rng, make_target, model, free, *, n_chains, n_warmup, n_draws
 
 
 #: Chains whose STI estimates scatter this many times more than their own
-#: errors say have not settled at their temperatures (benchmarks README (g)).
+#: errors say have not settled at their temperatures.
 SPREAD_LIMIT = 3.0
 
 
@@ -254,8 +254,8 @@ def combine_chain_estimates(values, errors):
     Each STI chain's error assumes its temperatures' errors independent, but
     one chain walks the whole ladder, so slow components carry from one
     temperature to the next and that error can understate the spread between
-    chains (benchmarks README (g)). The spread is an
-    honest error whatever the cause.
+    chains (the user guide gives an example). The spread is an honest
+    error whatever the cause.
     """
     values = np.asarray(values, dtype=np.float64)
     error = float(np.sqrt(np.sum(np.square(errors)))) / values.size

@@ -29,8 +29,8 @@ nats or more, even with exact integrands (``tests/evidence/test_sti.py``). Power
 :math:`t_i = (i / (n - 1))^p` (Friel & Pettitt 2008; Calderhead & Girolami
 2009) pack temperatures where it changes; the default p = 6 with 40
 temperatures and the corrected rule below is checked against the exact
-integral of the Gaussian additive model (benchmarks README (g) has the
-ladders compared).
+integral of the Gaussian additive model (``tests/evidence/test_sti.py``
+compares the ladders).
 
 How long to run each temperature. Each temperature starts where the last
 one ended, at a colder power posterior, and the log-likelihood relaxes

@@ -21,10 +21,10 @@ more where the gains shrink slowly; a ratio of 1 or more, where no
 contraction shows, counts as :math:`\\rho_b = 1 - 10^{-3}`. The run stops
 once the estimate is at most ``tol`` nats, so the returned objective is
 then within about ``tol`` nats of the limit of this run, whatever the
-data's size (``benchmarks/README.md`` holds it against long runs). No rule
-read from the trajectory sees a plateau that the iteration leaves later
-(a saddle, components slowly trading mass): restarts (``n_init``) guard
-against those.
+data's size (the user guide's "When a fit has converged" holds it against
+long runs). No rule read from the trajectory sees a plateau that the
+iteration leaves later (a saddle, components slowly trading mass): restarts
+(``n_init``) guard against those.
 """
 
 from __future__ import annotations

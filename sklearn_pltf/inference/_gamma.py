@@ -2,7 +2,7 @@
 
 Every VB step needs ``exp(ψ(C))`` for each free factor and every bound needs
 ``log Γ(C)``; with scipy these two special functions cost more than the
-contractions on sparse data (benchmarks/README.md). The kernels here run them
+contractions on sparse data. The kernels here run them
 in parallel, fused with the arithmetic around them, over a fixed split of the
 elements so sums do not depend on the thread count.
 """
@@ -23,7 +23,7 @@ __all__ = ["digamma", "gamma_from_moments", "gamma_moments", "gamma_bound_term",
 
 # Below this many elements the kernels run on one thread: starting threads,
 # and waiting for cores that BLAS's threads still hold after a contraction,
-# cost more than the work saves (timings in benchmarks/README.md).
+# cost more than the work saves.
 _PARALLEL_FROM = 1 << 17
 
 # Elements are summed in this many fixed blocks (then the block sums in order),

@@ -1,0 +1,120 @@
+"""STI against the analytic evidence of the Gaussian additive model.
+
+Run from the repository's root::
+
+    python doc/validation/sti_analytic.py
+
+The Gaussian additive model of Şimşekli et al. (ICASSP 2016),
+x_n ~ N(θ_1 + ... + θ_R, σx²) with θ_r ~ N(μ, σθ²), has an analytic log
+evidence at every rank R (the model and its SGLD target are the test
+suite's, ``tests/_helpers.py``). 5000 points drawn at R = 3 (seed 3);
+:func:`sklearn_pltf.evidence.sti_log_evidence` at ranks 1..10 with its
+default ladder (40 temperatures) and 500 warm-up steps per temperature,
+(a) with its default self-tuned length (``n_steps="auto"``: standard error
+aimed at 1 nat) and (b) with 3000 kept steps per temperature; each estimate
+against the exact value.
+
+Writes ``doc/_static/validation/sti_analytic.png`` and ``sti_analytic.json``.
+"""
+
+import os
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")  # one core: the timings are comparable
+
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from _helpers import GaussianAdditiveTarget, draw_data, log_evidence  # noqa: E402
+
+from sklearn_pltf.evidence import sti_log_evidence  # noqa: E402
+
+OUT = ROOT / "doc" / "_static" / "validation"
+TRUE_RANK = 3
+RANKS = list(range(1, 11))
+SETTINGS = {"self-tuned (default)": "auto", "3000 steps per temperature": 3000}
+
+
+def plot(result, path):
+    exact = np.array(result["exact"])
+    top = exact.max()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    axes[0].plot(RANKS, exact - top, "k-", lw=1.5, label="exact")
+    for (label, rows), offset, color, marker in zip(result["sti"].items(), (-0.12, 0.12),
+                                                    ("C0", "C1"), ("o", "s")):
+        estimate = np.array([r["estimate"] for r in rows])
+        error = 2 * np.array([r["standard_error"] for r in rows])
+        name = f"STI, {label}, ± 2 se"
+        axes[0].errorbar(np.array(RANKS) + offset, estimate - top, yerr=error, fmt=marker,
+                         color=color, capsize=2, ms=4, label=name)
+        axes[1].errorbar(np.array(RANKS) + offset, estimate - exact, yerr=error, fmt=marker,
+                         color=color, capsize=2, ms=4, label=name)
+    for ax in axes:
+        ax.axvline(TRUE_RANK, color="C3", ls="--", lw=1, label=f"true rank {TRUE_RANK}")
+        ax.set_xticks(RANKS)
+        ax.set_xlabel("rank R")
+    axes[0].set_ylabel("log evidence − its exact maximum (nats)")
+    axes[0].set_title("Gaussian additive model, 5000 points", fontsize=10)
+    axes[0].legend(fontsize=8, loc="lower center")
+    axes[1].axhline(0, color="k", lw=1)
+    axes[1].set_ylabel("STI − exact log evidence (nats)")
+    axes[1].set_title("The error, against its reported standard error", fontsize=10)
+    axes[1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    x = draw_data(np.random.default_rng(TRUE_RANK), TRUE_RANK)
+    exact = [float(log_evidence(x, rank)) for rank in RANKS]
+    sti = {}
+    for label, n_steps in SETTINGS.items():
+        rows = []
+        for rank in RANKS:
+            t0 = time.process_time()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                estimate = sti_log_evidence(np.random.default_rng(100 * TRUE_RANK + rank),
+                                            GaussianAdditiveTarget(x, rank), n_steps=n_steps,
+                                            n_warmup=500)
+            rows.append({"rank": rank, "estimate": round(float(estimate.log_evidence), 3),
+                         "standard_error": round(float(estimate.standard_error), 3),
+                         "difference": round(float(estimate.log_evidence) - exact[rank - 1], 3),
+                         "cpu_seconds": round(time.process_time() - t0, 1),
+                         "warnings": sorted({str(w.message)[:120] for w in caught})})
+            print(label, rows[-1], flush=True)
+        sti[label] = rows
+    result = {"true_rank": TRUE_RANK, "n_points": int(x.size), "ranks": RANKS,
+              "exact": [round(e, 3) for e in exact], "sti": sti}
+    result["summary"] = {
+        label: {"max_abs_difference": max(abs(r["difference"]) for r in rows),
+                "within_2_se": sum(abs(r["difference"]) <= 2 * r["standard_error"] for r in rows),
+                "argmax": RANKS[int(np.argmax([r["estimate"] for r in rows]))],
+                "cpu_seconds": round(sum(r["cpu_seconds"] for r in rows), 1)}
+        for label, rows in sti.items()}
+    result["summary"]["exact_argmax"] = RANKS[int(np.argmax(exact))]
+    plot(result, OUT / "sti_analytic.png")
+    seconds = time.perf_counter() - start
+    result["wall_seconds"] = round(seconds, 1)
+    with open(OUT / "sti_analytic.json", "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result["summary"], indent=1))
+    print(f"wall time {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
