@@ -1,0 +1,151 @@
+"""What every benchmark of the suite is, and how the runner times it.
+
+A workload family is a module of :mod:`suite` with ``TITLE``, ``ABOUT`` (a
+sentence for the page) and ``cases(quick)``, a list of :class:`Case`. A case
+makes its data once (``setup``) and names its contenders, ours and the
+peers'; the runner (``benchmarks/run.py``) times them all in one process:
+first a warm-up run of each (compiled kernels loaded, allocator pools
+primed, so neither side pays for first-run page faults the other escapes),
+then ``repeats`` rounds that run every contender once each, in turn. Every
+timed run is kept. The first timed run of each contender also gives its
+peak memory (the resident set's high-water mark above the level before the
+call) and its quality (computed outside the timing).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+#: How the runner times a case, for the page.
+PROTOCOL = ("All contenders run in one process, alternated: a warm-up run of each "
+            "(untimed), then every repeat runs each contender once, in turn. OpenBLAS "
+            "chooses its own kernel (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset "
+            "for the run).")
+
+
+@dataclass
+class Contender:
+    """One implementation run on a case's data.
+
+    ``run(data)`` does the measured work and returns a dict: ``result`` (what
+    ``quality`` reads, not stored), ``info`` (iterations and the like, stored)
+    and, for a per-sweep measure, ``seconds`` (the per-sweep time it measured
+    itself, which replaces the wall time of the call).
+    """
+
+    name: str
+    run: Callable
+    ours: bool = False
+
+
+@dataclass
+class Case:
+    """A workload: its data, its contenders and what is measured.
+
+    ``measure`` is ``"whole fit"`` (the wall time of ``fit`` at the
+    contender's defaults, to its own stopping rule) or ``"per sweep"`` (one
+    update of every factor, or the peer's iteration). ``quality(data,
+    result)`` returns ``{name: value}`` for the page (e.g. the Poisson
+    log-likelihood per entry of the fitted mean)."""
+
+    name: str
+    setup: Callable
+    contenders: list
+    measure: str = "whole fit"
+    quality: Callable | None = None
+    repeats: int = 3
+    size: float | None = None  # for a family's figure of time against size
+    notes: str = ""
+    params: dict = field(default_factory=dict)
+
+
+def _status_kib(name):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    raise KeyError(name)
+
+
+def timed(contender, data, peak=False):
+    """Run ``contender`` on ``data``: ``(seconds, output, peak MiB or None)``."""
+    baseline = None
+    if peak:
+        with open("/proc/self/clear_refs", "w") as clear_refs:  # VmHWM := VmRSS
+            clear_refs.write("5")
+        baseline = _status_kib("VmRSS")
+    start = time.perf_counter()
+    output = contender.run(data)
+    seconds = time.perf_counter() - start
+    peak_mib = (_status_kib("VmHWM") - baseline) / 1024 if peak else None
+    return output.get("seconds", seconds), output, peak_mib
+
+
+def run_case(case, log=print):
+    """Warm-up, then ``case.repeats`` alternated rounds; the case's record."""
+    data = case.setup()
+    records = {c.name: {"name": c.name, "ours": c.ours, "seconds": [], "warmup_seconds": None,
+                        "peak_mib": None, "quality": {}, "info": {}} for c in case.contenders}
+    for contender in case.contenders:
+        seconds, _, _ = timed(contender, data)
+        records[contender.name]["warmup_seconds"] = seconds
+    for round_ in range(case.repeats):
+        for contender in case.contenders:
+            record = records[contender.name]
+            seconds, output, peak_mib = timed(contender, data, peak=round_ == 0)
+            record["seconds"].append(seconds)
+            if round_ == 0:
+                record["peak_mib"] = peak_mib
+                record["info"] = output.get("info", {})
+                if case.quality is not None:
+                    record["quality"] = case.quality(data, output["result"])
+            log(f"  {case.name} | {contender.name}: {seconds:.4g} s")
+    return {"name": case.name, "measure": case.measure, "repeats": case.repeats,
+            "size": case.size, "notes": case.notes, "params": case.params,
+            "contenders": list(records.values())}
+
+
+def environment():
+    """The machine, the versions and the BLAS this process runs with."""
+    import numpy
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    import sklearn_pltf
+
+    def version(module):
+        try:
+            return __import__(module).__version__
+        except ImportError:
+            return None
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo")
+                   if line.startswith("MemTotal"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", root, "status", "--porcelain", "--",
+                                 "sklearn_pltf"], capture_output=True, text=True).stdout)
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
+        "python": platform.python_version(), "numpy": numpy.__version__,
+        "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+        "sklearn_pltf": sklearn_pltf.__version__, "numba": version("numba"),
+        "tensorly": version("tensorly"), "pyttb": version("pyttb"),
+        "blas": [{key: lib.get(key) for key in ("internal_api", "version", "architecture",
+                                                  "num_threads", "filepath")}
+                 for lib in threadpool_info() if lib.get("user_api") == "blas"],
+        "openblas_env": {name: os.environ.get(name)
+                         for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+        "commit": commit + ("+local changes" if dirty else ""),
+        "date": time.strftime("%Y-%m-%d"),
+        "protocol": PROTOCOL,
+    }
