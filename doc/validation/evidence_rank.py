@@ -20,26 +20,18 @@ Writes ``doc/_static/validation/evidence_rank.png`` (the curves),
 ``evidence_rank_recovery.png`` (recovery) and ``evidence_rank.json``.
 """
 
-import os
-
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # one core: the timings are comparable
+from _setup import OUT  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sklearn_pltf import BayesianNMF, PoissonCP  # noqa: E402
 from sklearn_pltf.datasets import make_poisson_cp, make_poisson_nmf  # noqa: E402
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "_static" / "validation"
 RANKS = list(range(1, 9))
 N_DATASETS = 10
 FAMILIES = {

@@ -24,20 +24,13 @@ Writes ``doc/_static/validation/evidence_sandwich.png`` and
 ``evidence_sandwich.json``.
 """
 
-import os
-
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # one core: the timings are comparable
+from _setup import OUT  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import math  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.transforms import blended_transform_factory  # noqa: E402
@@ -46,7 +39,6 @@ from sklearn_pltf import BayesianNMF  # noqa: E402
 from sklearn_pltf.datasets import make_poisson_nmf  # noqa: E402
 from sklearn_pltf.evidence import bernoulli_exact_log_evidence, exact_log_evidence  # noqa: E402
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "_static" / "validation"
 RANKS = (1, 2, 3)
 MAX_ALLOCATIONS = 5_000_000
 

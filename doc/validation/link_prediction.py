@@ -23,19 +23,12 @@ Writes ``doc/_static/validation/link_prediction.png`` and
 ``link_prediction.json``.
 """
 
-import os
-
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # one core: the timings are comparable
+from _setup import OUT  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from sklearn.base import BaseEstimator  # noqa: E402
@@ -44,7 +37,6 @@ from sklearn_pltf import BayesianRESCAL, PoissonCP  # noqa: E402
 from sklearn_pltf.datasets import load_nations, off_diagonal_mask  # noqa: E402
 from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries  # noqa: E402
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "_static" / "validation"
 N_SPLITS = 5
 
 

@@ -17,10 +17,7 @@ against the exact value.
 Writes ``doc/_static/validation/sti_analytic.png`` and ``sti_analytic.json``.
 """
 
-import os
-
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # one core: the timings are comparable
+from _setup import OUT  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import pathlib  # noqa: E402
@@ -28,9 +25,6 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -40,7 +34,6 @@ from _helpers import GaussianAdditiveTarget, draw_data, log_evidence  # noqa: E4
 
 from sklearn_pltf.evidence import sti_log_evidence  # noqa: E402
 
-OUT = ROOT / "doc" / "_static" / "validation"
 TRUE_RANK = 3
 RANKS = list(range(1, 11))
 SETTINGS = {"self-tuned (default)": "auto", "3000 steps per temperature": 3000}

@@ -21,19 +21,12 @@ and scored by AUC-ROC (and AUC-PR) of the hidden entries.
 Writes ``doc/_static/validation/vb_em_missing.png`` and ``vb_em_missing.json``.
 """
 
-import os
-
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # one core: the timings are comparable
+from _setup import OUT  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -41,7 +34,6 @@ from sklearn_pltf import PoissonCP, TuckerVB  # noqa: E402
 from sklearn_pltf.datasets import load_kinships, load_nations  # noqa: E402
 from sklearn_pltf.metrics import link_prediction_auc  # noqa: E402
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "_static" / "validation"
 SHARES = (0.4, 0.6, 0.8)
 METHODS = {"vb": "VB", "em": "EM, VB's prior", "ml": "EM, flat prior (ML)"}
 N_SPLITS = 5

@@ -1,0 +1,15 @@
+"""What every validation script sets up before numpy loads: one core (so
+the wall times compare), matplotlib's Agg backend, and ``OUT``, the folder
+its figure and numbers go to. Import it first."""
+
+import os
+import pathlib
+
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+OUT = pathlib.Path(__file__).resolve().parents[1] / "_static" / "validation"
