@@ -53,6 +53,19 @@ def _per_iteration(fit, n_iter):
     return (time.perf_counter() - start - one) / (n_iter - 1), output
 
 
+def _peer(name, fit, iterations, n_iter):
+    """A peer's contender: ``fit(X, **params)`` at its defaults, or with
+    ``n_iter`` given, per iteration (:func:`_per_iteration`) of runs with
+    ``{iterations: n, tol: 0, init: "random"}``."""
+    def run(X):
+        if n_iter is None:
+            return fit(X)
+        seconds, output = _per_iteration(
+            lambda n: fit(X, **{iterations: n}, tol=0.0, init="random"), n_iter)
+        return {**output, "seconds": seconds}
+    return Contender(name, run)
+
+
 def sklearn_kl_nmf(rank, max_iter=None, name="scikit-learn NMF (KL, mu)"):
     """scikit-learn's ``NMF(beta_loss="kullback-leibler", solver="mu")``: at
     its defaults (``max_iter=None``), or per iteration from runs of exactly
@@ -64,13 +77,7 @@ def sklearn_kl_nmf(rank, max_iter=None, name="scikit-learn NMF (KL, mu)"):
         W = _quiet(lambda: model.fit_transform(X))
         return {"result": (W, model.components_), "info": {"n_iter": int(model.n_iter_)}}
 
-    def run(X):
-        if max_iter is None:
-            return fit(X)
-        seconds, output = _per_iteration(
-            lambda n: fit(X, max_iter=n, tol=0.0, init="random"), max_iter)
-        return {**output, "seconds": seconds}
-    return Contender(name, run)
+    return _peer(name, fit, "max_iter", max_iter)
 
 
 def tensorly_nn_parafac(rank, n_iter_max=None):
@@ -85,13 +92,7 @@ def tensorly_nn_parafac(rank, n_iter_max=None):
         return {"result": (weights, factors),
                 "info": {"n_iter": params.get("n_iter_max", len(errors))}}
 
-    def run(X):
-        if n_iter_max is None:
-            return fit(X)
-        seconds, output = _per_iteration(
-            lambda n: fit(X, n_iter_max=n, tol=0.0, init="random"), n_iter_max)
-        return {**output, "seconds": seconds}
-    return Contender("TensorLy non_negative_parafac", run)
+    return _peer("TensorLy non_negative_parafac", fit, "n_iter_max", n_iter_max)
 
 
 def pyttb_cp_apr(rank, n_outer):

@@ -1,6 +1,7 @@
 """What every validation script sets up before numpy loads: one core (so
 the wall times compare), matplotlib's Agg backend, and ``OUT``, the folder
-its figure and numbers go to. Import it first."""
+its figure and numbers go to (created), and :func:`save_figure`. Import it
+first."""
 
 import os
 import pathlib
@@ -13,3 +14,13 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "_static" / "validation"
+OUT.mkdir(parents=True, exist_ok=True)
+
+
+def save_figure(fig, path):
+    """Write ``fig`` to ``path`` at the page's resolution and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

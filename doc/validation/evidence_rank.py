@@ -20,7 +20,7 @@ Writes ``doc/_static/validation/evidence_rank.png`` (the curves),
 ``evidence_rank_recovery.png`` (recovery) and ``evidence_rank.json``.
 """
 
-from _setup import OUT  # first: one core and the Agg backend, before numpy
+from _setup import OUT, save_figure  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import time  # noqa: E402
@@ -106,9 +106,7 @@ def plot_curves(results, path):
         ax.set_ylabel("VB bound − bound at the true rank (nats)")
         ax.set_title(label, fontsize=10)
         ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_recovery(results, path):
@@ -128,13 +126,10 @@ def plot_recovery(results, path):
         ax.set_title(FAMILIES[family][3], fontsize=10)
         ax.legend(fontsize=8, loc="upper left")
     axes[0].set_ylabel("chosen rank")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main():
-    OUT.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence notes of the over-sized fits

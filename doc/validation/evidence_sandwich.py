@@ -24,7 +24,7 @@ Writes ``doc/_static/validation/evidence_sandwich.png`` and
 ``evidence_sandwich.json``.
 """
 
-from _setup import OUT  # first: one core and the Agg backend, before numpy
+from _setup import OUT, save_figure  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import math  # noqa: E402
@@ -111,13 +111,10 @@ def plot(cases, path):
     low = min(c["vb"] - c["exact"] for c in cases)
     axes[0].set_ylim(low - 0.2 * abs(low) - 0.5, 1.0)
     axes[1].set_ylim(-0.7, 0.8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main():
-    OUT.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     data = [(f"counts {chr(65 + i)}", seed, X, "poisson") for i, (seed, X) in enumerate(count_datasets())]
     seed, X = binary_dataset()

@@ -23,7 +23,7 @@ Writes ``doc/_static/validation/link_prediction.png`` and
 ``link_prediction.json``.
 """
 
-from _setup import OUT  # first: one core and the Agg backend, before numpy
+from _setup import OUT, save_figure  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import time  # noqa: E402
@@ -89,13 +89,10 @@ def plot(results, path):
         ax.set_ylim(bottom, 1.0)
         ax.set_title(f"Nations, {N_SPLITS} folds: {label}", fontsize=10)
     axes[0].legend(fontsize=7, loc="upper left", ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main():
-    OUT.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     X = load_nations().data.astype(float)
     mask = off_diagonal_mask(X.shape)

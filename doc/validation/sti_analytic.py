@@ -17,7 +17,7 @@ against the exact value.
 Writes ``doc/_static/validation/sti_analytic.png`` and ``sti_analytic.json``.
 """
 
-from _setup import OUT  # first: one core and the Agg backend, before numpy
+from _setup import OUT, save_figure  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import pathlib  # noqa: E402
@@ -64,13 +64,10 @@ def plot(result, path):
     axes[1].set_ylabel("STI − exact log evidence (nats)")
     axes[1].set_title("The error, against its reported standard error", fontsize=10)
     axes[1].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main():
-    OUT.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     x = draw_data(np.random.default_rng(TRUE_RANK), TRUE_RANK)
     exact = [float(log_evidence(x, rank)) for rank in RANKS]

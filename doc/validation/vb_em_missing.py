@@ -21,7 +21,7 @@ and scored by AUC-ROC (and AUC-PR) of the hidden entries.
 Writes ``doc/_static/validation/vb_em_missing.png`` and ``vb_em_missing.json``.
 """
 
-from _setup import OUT  # first: one core and the Agg backend, before numpy
+from _setup import OUT, save_figure  # first: one core and the Agg backend, before numpy
 
 import json  # noqa: E402
 import time  # noqa: E402
@@ -67,13 +67,10 @@ def plot(results, path):
             if row == 1:
                 ax.set_xlabel("entries missing (%)")
     axes[0, 0].legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main():
-    OUT.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     results = {}
     for name, loader in (("nations", load_nations), ("kinships", load_kinships)):
