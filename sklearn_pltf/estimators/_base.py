@@ -85,17 +85,18 @@ def _kernel(method, learning):
 class BasePoissonPLTF(BaseFactorization):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
-    _stale_attributes = ("prior_rate_", "relevance_", "effective_rank_", "log_evidence_",
-                         "lower_bound_", "lower_bounds_", "converged_", "draws_",
+    _stale_attributes = ("prior_rate_", "prior_shape_", "relevance_", "effective_rank_",
+                         "log_evidence_", "lower_bound_", "lower_bounds_", "converged_", "draws_",
                          "log_likelihoods_", "log_evidence_error_", "rhat_", "n_batch_iter_")
 
     _parameter_constraints: dict = {
         "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson],
         "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
-        "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict],
+        "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict,
+                        StrOptions({"auto"})],
         "prior_rate": [Interval(Real, 0, None, closed="neither"), "array-like", dict,
-                       StrOptions({"auto"})],
+                       StrOptions({"auto", "hierarchical"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "acceleration": [StrOptions(set(ACCELERATIONS)), None],
@@ -192,12 +193,18 @@ class BasePoissonPLTF(BaseFactorization):
                 return value
             return {**{t: value[s] for t, s in tied.items() if s in value}, **value}
 
-        return gamma_priors(model, filled(self.prior_shape), filled(self._given_rate))
+        return gamma_priors(model, filled(self._given_shape), filled(self._given_rate))
 
     @property
     def _given_rate(self):
-        """``prior_rate``, with 1 for ``"auto"`` (where VB learns the rates)."""
+        """``prior_rate``, with 1 for ``"auto"`` and ``"hierarchical"`` (where
+        VB learns the rates)."""
         return 1.0 if isinstance(self.prior_rate, str) else self.prior_rate
+
+    @property
+    def _given_shape(self):
+        """``prior_shape``, with 1 for ``"auto"`` (where VB learns the shapes)."""
+        return 1.0 if isinstance(self.prior_shape, str) else self.prior_shape
 
     def _ard_indices(self, model):
         """The latent indices of ``model`` with a relevance per value (``ard``)."""
@@ -219,8 +226,9 @@ class BasePoissonPLTF(BaseFactorization):
             asked.append(f"evidence={self.evidence!r}")
         if not isinstance(self.likelihood, str) or self.likelihood not in ("poisson", "bernoulli"):
             asked.append("likelihood='compound_poisson'")
-        if isinstance(self.prior_rate, str) or self.ard:
-            asked.append("learned prior rates (prior_rate='auto' or ard)")
+        if isinstance(self.prior_rate, str) or isinstance(self.prior_shape, str) or self.ard:
+            asked.append("learned prior rates or shapes (prior_rate='auto' or "
+                         "'hierarchical', prior_shape='auto', or ard)")
         if isinstance(self.init, str) and self.init == "svd":
             asked.append("init='svd'")
         if self._has_tied_factor():  # its updates run on RESCAL's NumPy engine
@@ -533,8 +541,12 @@ class BasePoissonPLTF(BaseFactorization):
             return gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
         model, priors = fitted.model, fitted.priors
         axis = model.factors[alpha].index(model.output[0])
+        # With hierarchical rates a sample's rate is its own: new samples
+        # take theirs at the hyperprior's mean.
+        entity_rates = priors.new_entity_rate
+        rates = priors.rate if entity_rates is None or entity_rates[alpha] is None else entity_rates
         per_sample = [np.take(np.broadcast_to(field[alpha], model.factor_shape(alpha)),
-                              [0], axis=axis) for field in (priors.shape, priors.rate)]
+                              [0], axis=axis) for field in (priors.shape, rates)]
         return gamma_priors(sub_model, {alpha: per_sample[0]}, {alpha: per_sample[1]},
                             free=(alpha,))
 

@@ -68,8 +68,14 @@ MODEL_PARAMETERS = """\
         ``prior_rate="auto"``: each factor's rate learned by the evidence
         with VB (type-II maximum likelihood, ``Σ prior_shape / Σ E[Z]`` at
         every step), in ``prior_rate_``; ``log_evidence_`` is then the bound
-        at the learned rates. ``"auto"`` is the whole value of ``prior_rate``,
-        not a dict entry."""
+        at the learned rates. ``prior_rate="hierarchical"``: a rate per
+        entity (each value of a factor's observed indices) under a Gamma
+        hyperprior whose rate is learned (hierarchical Poisson
+        factorization; new samples are folded in at its mean).
+        ``prior_shape="auto"``: one shape per factor learned by the evidence,
+        from the fit's first convergence at shape 1 on. These strings are
+        the whole value, not a dict entry; all need ``method="vb"``
+        (user guide: learned rates and relevances)."""
 
 STOP_PARAMETERS = """\
     max_iter : int, default=1000

@@ -16,7 +16,7 @@ import numpy as np
 from ..inference._hyperparameters import rate_learning
 
 __all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
-           "set_learned_attributes", "check_learning"]
+           "learned_kinds", "set_learned_attributes", "check_learning"]
 
 ARD_PARAMETERS = """\
     ard : bool, default=False
@@ -39,11 +39,16 @@ ARD_PARAMETERS = """\
 
 ARD_ATTRIBUTES = """\
     prior_rate_ : tuple of ndarray
-        With ``prior_rate="auto"`` or ``ard=True``: the fitted prior rate of
-        every element of each factor (None for fixed factors), the rates at
-        which ``log_evidence_`` is the bound and new samples are folded in.
+        With ``prior_rate="auto"`` or ``"hierarchical"``, ``prior_shape="auto"``
+        or ``ard=True``: the fitted prior rate of every element of each factor
+        (None for fixed factors), the rates at which ``log_evidence_`` is the
+        bound and new samples are folded in (with hierarchical rates, each
+        element's ``prior_shape E[β]``; new samples take the hyperprior's mean).
         After :meth:`partial_fit`, the sample factor's is of the last batch's
         size (the same rate for every sample).
+    prior_shape_ : tuple of float
+        With ``prior_shape="auto"``: each factor's learned prior shape (None
+        for fixed factors).
     relevance_ : ndarray of shape (n_components,), or dict
         With ``ard=True``: each component's relevance, the prior mean
         ``1 / λ`` of its elements; near zero for components the data do not
@@ -56,19 +61,29 @@ ARD_ATTRIBUTES = """\
 
 
 #: The fitted attributes of learned rates.
-LEARNED_ATTRIBUTES = ("prior_rate_", "relevance_", "effective_rank_")
+LEARNED_ATTRIBUTES = ("prior_rate_", "prior_shape_", "relevance_", "effective_rank_")
 
 
 def learning_of(estimator, model, ard_indices):
     """The :class:`RateLearning` that ``estimator``'s ``prior_rate`` and
     ``ard_indices`` (a string of latent indices) ask for, or None."""
-    per_factor = isinstance(estimator.prior_rate, str)  # "auto"
+    per_factor, hierarchical, learn_shape = learned_kinds(estimator)
     if estimator.ard and not ard_indices:
         raise ValueError(f"ard asks for a relevance per component, and {model.string!r} has "
                          "no latent index to give one to.")
-    if not ard_indices and not per_factor:
+    if not ard_indices and not (per_factor or hierarchical or learn_shape):
         return None
-    return rate_learning(model, model.free, ard_indices, per_factor)
+    return rate_learning(model, model.free, ard_indices, per_factor, hierarchical, learn_shape)
+
+
+def learned_kinds(estimator):
+    """``(per_factor, hierarchical, learn_shape)``: what ``estimator``'s
+    ``prior_rate`` (``"auto"``, ``"hierarchical"``) and ``prior_shape``
+    (``"auto"``) ask to learn."""
+    return (estimator.prior_rate == "auto" if isinstance(estimator.prior_rate, str) else False,
+            estimator.prior_rate == "hierarchical" if isinstance(estimator.prior_rate, str)
+            else False,
+            isinstance(estimator.prior_shape, str))
 
 
 def check_learning(estimator, learning):
@@ -80,7 +95,8 @@ def check_learning(estimator, learning):
         return
     if estimator.method != "vb":
         raise ValueError(
-            "prior_rate='auto' and ard=True learn the rates with variational Bayes: they need "
+            "prior_rate='auto' or 'hierarchical', prior_shape='auto' and ard=True learn the "
+            "prior with variational Bayes: they need "
             f"method='vb', got {estimator.method!r}. (The posterior mode taken jointly over "
             "the factors and their rates does not exist: a factor at zero under a rate that "
             "grows without bound has unbounded density.)")
@@ -95,6 +111,9 @@ def set_learned_attributes(estimator, learning, relevance, priors):
     (one array and int per ARD index; the array and int themselves where
     there is one)."""
     estimator.prior_rate_ = tuple(None if r is None else np.array(r) for r in priors.rate)
+    if learning.learn_shape:
+        estimator.prior_shape_ = tuple(None if s is None else float(np.asarray(s).flat[0])
+                                       for s in priors.shape)
     if relevance is None:
         return
     pruned = estimator.prune

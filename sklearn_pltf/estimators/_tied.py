@@ -28,7 +28,7 @@ from ..inference.relational._relational import (drop_relation_axis, relational_d
 from ..inference.relational.rescal_sgld import RescalTarget
 from ..inference.relational.structure import RESCAL_MODEL, tied_structure
 from ._fitting import FittedModel, fit_by_optimizer
-from ._relevance import check_learning, set_learned_attributes
+from ._relevance import check_learning, learned_kinds, set_learned_attributes
 from ._sampled import chain_settings
 
 __all__ = ["TiedFit", "rescal_learning"]
@@ -41,18 +41,25 @@ def _rescal_kernels(learning):
     return {**rescal.KERNELS, "vb": LearnedRatesKernel(rescal.KERNELS["vb"], learning)}
 
 
-def rescal_learning(ard, per_factor):
+def rescal_learning(ard, per_factor, hierarchical=False, learn_shape=False):
     """The rates RESCAL learns, on its canonical ``(A, A, G)``: with ``ard``
     a relevance λ per cluster, the rate of A(i, a) ``shape · λ_a`` and of
     G(a, b, k) ``shape · λ_a λ_b`` (a cluster switched off leaves no mass in
     A's column nor in G's row and column); with ``per_factor`` (and no
-    ``ard``) one rate for A and one for G; None if neither."""
-    if not ard and not per_factor:
+    ``ard``) one rate for A and one for G; with ``hierarchical``, a rate per
+    entity (A's rows) and per relation (G's slices) under a Gamma
+    hyperprior, times the relevances under ARD; with ``learn_shape`` the
+    prior shapes of A and G; None if none."""
+    if not (ard or per_factor or hierarchical or learn_shape):
         return None
+    entities = ((0,), (), (2,)) if hierarchical else ()
+    shapes = (True, False, True) if learn_shape else ()
     if ard:
         return RateLearning(relevant=((("a", 1),), (), (("a", 0), ("a", 1))),
-                            per_factor=(False, False, False), indices=("a",))
-    return RateLearning(relevant=((), (), ()), per_factor=(True, False, True), indices=())
+                            per_factor=(False, False, False), indices=("a",),
+                            entity_axes=entities, learn_shape=shapes)
+    return RateLearning(relevant=((), (), ()), per_factor=(per_factor, False, per_factor),
+                        indices=(), entity_axes=entities, learn_shape=shapes)
 
 
 class TiedFit:
@@ -103,7 +110,7 @@ class TiedFit:
         if stray:
             raise ValueError(f"ARD indices {stray} are not latent indices of {model.string!r}; "
                              "a tied model's relevances are its entity clusters'.")
-        learning = rescal_learning(bool(indices), isinstance(est.prior_rate, str))
+        learning = rescal_learning(bool(indices), *learned_kinds(est))
         check_learning(est, learning)
         return learning
 

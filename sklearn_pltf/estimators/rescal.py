@@ -73,6 +73,10 @@ class BayesianRESCAL(BasePoissonPLTF):
         G}`` (position 1 is A again and its entry is not used).
         ``prior_rate="auto"``: the rates of A and of G learned by the
         evidence with VB (type-II maximum likelihood), in ``prior_rate_``.
+        ``prior_rate="hierarchical"``: a rate per entity (A's rows) and per
+        relation (G's slices) under a Gamma hyperprior, with ``ard`` too.
+        ``prior_shape="auto"``: the shapes of A and G learned by the
+        evidence, from the fit's first convergence at shape 1 on.
     ard : bool, default=False
         Automatic relevance determination (VB): a relevance r per entity
         cluster, learned by the evidence; A(i, a) has prior
@@ -80,7 +84,7 @@ class BayesianRESCAL(BasePoissonPLTF):
         ``Gamma(prior_shape, prior_shape / (r_a r_b))``, so clusters the
         data do not need lose their mass and one fit at a generous
         ``n_components`` finds how many there are (``relevance_``,
-        ``effective_rank_``). ``prior_rate`` is then not used.
+        ``effective_rank_``). A numeric ``prior_rate`` is then not used.
         ``log_evidence_`` is the bound at the learned relevances.
     prune : bool, default=False
         With ``ard``: remove the clusters the evidence does not need (those
@@ -133,9 +137,12 @@ class BayesianRESCAL(BasePoissonPLTF):
     n_features_in_ : int
         The number of entities.
     prior_rate_ : tuple of ndarray
-        With ``prior_rate="auto"`` or ``ard``: the fitted rate of every
-        element of A, A and G (model order), at which ``log_evidence_`` is
-        the bound.
+        With learned rates or shapes (``prior_rate="auto"`` or
+        ``"hierarchical"``, ``prior_shape="auto"``, ``ard``): the fitted rate
+        of every element of A, A and G (model order), at which
+        ``log_evidence_`` is the bound.
+    prior_shape_ : tuple of float
+        With ``prior_shape="auto"``: the learned shapes of A, A and G.
     relevance_ : ndarray of shape (n_components,)
         With ``ard``: each cluster's relevance, the prior mean of its column
         of A; near zero for clusters the data do not need.

@@ -21,8 +21,12 @@ class GammaPriors(NamedTuple):
     shape: tuple
     rate: tuple
     #: Σ (A log R - log Γ(A)) over each factor's elements: the prior's
-    #: normalising constant, which the bound and the log joint add.
+    #: normalising constant, which the bound and the log joint add (with
+    #: hierarchical rates, E log R and the hyperprior's terms).
     log_normalizer: tuple
+    #: Per factor with hierarchical rates, the rate of its elements for an
+    #: entity the fit has not seen (its rate at the hyperprior's mean); else None.
+    new_entity_rate: tuple | None = None
 
     @property
     def free(self):
@@ -67,7 +71,7 @@ def priors_for(priors, data):
         return priors
     on_data = [tuple(None if v is None else like(v, data.dense) for v in field)
                for field in (priors.shape, priors.rate)]
-    return GammaPriors(*on_data, priors.log_normalizer)
+    return GammaPriors(*on_data, priors.log_normalizer, priors.new_entity_rate)
 
 
 def _positions(model):

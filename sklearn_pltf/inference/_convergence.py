@@ -152,11 +152,20 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
         if report is not None:
             report(iteration, objectives)
         if distance_to_limit(objectives) <= tol:
-            if acceleration is None:
-                return state, objectives, True
-            if iteration >= next_check:
+            if acceleration is not None:
+                if iteration < next_check:
+                    continue
                 if _plain_step_distance(kernel, state, contractor, priors,
-                                        objectives[-1]) <= tol:
-                    return state, objectives, True
-                next_check = iteration + _BLOCK
+                                        objectives[-1]) > tol:
+                    next_check = iteration + _BLOCK
+                    continue
+            if not _advanced(kernel):
+                return state, objectives, True
     return state, objectives, False
+
+
+def _advanced(kernel):
+    """Whether ``kernel``, converged, goes on to a next stage (a kernel with
+    stages has ``advance()``; its objective may only rise at the switch)."""
+    advance = getattr(kernel, "advance", None)
+    return advance is not None and advance()

@@ -45,13 +45,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.optimize import brentq
+from scipy.special import digamma, gammaln
 
 from ._common import GammaPriors
 from ._states import VBInfo
 
 __all__ = ["RateLearning", "rate_learning", "learned_priors", "relevances",
-           "LearnedRatesKernel"]
+           "LearnedRatesKernel", "JointStart"]
 
 #: Newton's method over the relevances stops once no log-relevance moves more than this ...
 _RELEVANCE_TOL = 1e-12
@@ -71,14 +72,26 @@ class RateLearning(NamedTuple):
     relevant: tuple
     per_factor: tuple
     indices: tuple  # the ARD indices, in update order
+    #: Per factor, the axes whose every value (entity) has a rate of its
+    #: own under a Gamma hyperprior (``prior_rate="hierarchical"``); ``()``: none.
+    entity_axes: tuple = ()
+    #: Per factor, whether its prior shape is learned (``prior_shape="auto"``).
+    learn_shape: tuple = ()
 
     @property
     def learns(self):
-        """Whether any rate is learned."""
-        return bool(self.indices) or any(self.per_factor)
+        """Whether any rate or shape is learned."""
+        return bool(self.indices) or any(self.per_factor) or self.joint
+
+    @property
+    def joint(self):
+        """Whether hierarchical rates or a shape are learned: hyperparameters
+        found jointly by :func:`_joint_priors` (else in one pass)."""
+        return any(self.entity_axes) or any(self.learn_shape)
 
 
-def rate_learning(model, free, ard_indices=(), per_factor=False):
+def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=False,
+                  learn_shape=False):
     """The :class:`RateLearning` of ``model``'s ``free`` factors.
 
     Parameters
@@ -91,24 +104,37 @@ def rate_learning(model, free, ard_indices=(), per_factor=False):
         Latent indices with a relevance per value.
     per_factor : bool
         Whether free factors carrying no ARD index learn a rate each.
+    hierarchical : bool
+        Whether every value of a free factor's observed indices (an entity:
+        a row of W, a country, a relation) has a rate of its own under a
+        Gamma hyperprior; a factor without observed index (a core) learns
+        one rate instead, unless it carries an ARD index.
+    learn_shape : bool
+        Whether each free factor's prior shape is learned.
     """
     ard_indices = tuple(ard_indices)
     unknown = [c for c in ard_indices if c not in model.latent]
     if unknown:
         raise ValueError(f"ARD indices {unknown} are not latent indices of {model.string!r} "
                          f"(latent: {', '.join(model.latent) or 'none'}).")
-    relevant, learned = [], []
+    relevant, learned, entities = [], [], []
     for alpha, factor in enumerate(model.factors):
         own = (tuple((c, factor.index(c)) for c in ard_indices if c in factor)
                if alpha in free else ())
+        axes = (tuple(i for i, c in enumerate(factor) if c in model.output)
+                if hierarchical and alpha in free else ())
         relevant.append(own)
-        learned.append(bool(per_factor and alpha in free and not own))
+        entities.append(axes)
+        learned.append(bool((per_factor or hierarchical) and alpha in free and not own
+                            and not axes))
     carried = {c for own in relevant for c, _ in own}
     orphans = [c for c in ard_indices if c not in carried]
     if orphans:
         raise ValueError(f"ARD indices {orphans} are carried by no free factor of "
                          f"{model.string!r}: their relevance would have no data.")
-    return RateLearning(tuple(relevant), tuple(learned), ard_indices)
+    shapes = tuple(bool(learn_shape and alpha in free) for alpha in range(model.n_factors))
+    return RateLearning(tuple(relevant), tuple(learned), ard_indices, tuple(entities),
+                        shapes if any(shapes) else ())
 
 
 def _relevance_product(factor_shape, own, lam):
@@ -199,12 +225,16 @@ def _sum_except(array, axis):
     return np.sum(array, axis=tuple(i for i in range(array.ndim) if i != axis))
 
 
-def learned_priors(learning, means, priors, start=None):
-    """``priors`` with every learned rate at its maximiser given ``means``
-    (``start``: relevances to search from, as for :func:`relevances`), and
-    the relevances."""
+def learned_priors(learning, means, priors, start=None, logs=None):
+    """``priors`` with every learned hyperparameter at its maximiser given
+    the factors' ``means`` (and, for hierarchical rates or a learned shape,
+    ``logs``: E[log Z]), and the relevances (for hierarchical rates or a
+    learned shape, a :class:`JointStart` holding them). ``start``: what the
+    last call returned, to search from."""
     if not learning.learns:
         return priors, {}
+    if learning.joint:
+        return _joint_priors(learning, means, logs, priors, start)
     lam = relevances(learning, means, priors.shape, start)
     rates, normalizers = list(priors.rate), list(priors.log_normalizer)
     for alpha in priors.free:
@@ -218,6 +248,222 @@ def learned_priors(learning, means, priors, start=None):
         rates[alpha] = np.ascontiguousarray(np.broadcast_to(rate, means[alpha].shape))
         normalizers[alpha] = float(np.sum(a * np.log(rates[alpha]) - gammaln(a)))
     return GammaPriors(priors.shape, tuple(rates), tuple(normalizers)), lam
+
+
+# ------------------------------------------------ hierarchical rates and shapes
+
+#: Shape c of the hyperprior of hierarchical rates, β ~ Gamma(c, c μ) (mean
+#: 1 / μ); Gopalan, Hofman & Blei (2015) take 0.3 for theirs.
+HYPERPRIOR_SHAPE = 1.0
+#: The joint maximisation stops once a round raises the bound's terms in the
+#: hyperparameters by at most this fraction of their size ...
+_JOINT_TOL = 1e-12
+#: ... or after this many rounds. Each round raises the bound and every call
+#: starts where the last one stopped, so the objective that VB's loop reads
+#: never decreases even where a call stops short of the maximum (a ridge:
+#: hierarchical rates and relevances trade scale, and coordinate ascent
+#: crawls along it over the fit's iterations rather than within one call).
+_JOINT_ROUNDS = 5
+
+
+class JointStart(NamedTuple):
+    """Where :func:`_joint_priors` starts: the last call's relevances and,
+    per factor, its other hyperparameters (:meth:`_Hyper.saved`)."""
+
+    lam: dict
+    factors: dict
+#: A learned shape stays in [1 / _SHAPE_LIMIT, _SHAPE_LIMIT].
+_SHAPE_LIMIT = 1e6
+
+
+def _learns_at(learning, alpha):
+    """Whether factor ``alpha`` learns anything of its prior."""
+    return bool(learning.relevant[alpha] or learning.per_factor[alpha]
+                or (learning.entity_axes and learning.entity_axes[alpha])
+                or (learning.learn_shape and learning.learn_shape[alpha]))
+
+
+class _Hyper:
+    """The hyperparameters of one free factor during :func:`_joint_priors`.
+
+    The prior of element v is ``Gamma(a, a s_v)`` where the factor learns
+    its rate (``scaled``: ARD, a rate per factor, hierarchical rates), with
+    ``s_v = ρ β_e(v) Π λ`` (ρ: one scale per factor, β_e: its entity's
+    hierarchical rate, λ: ARD's relevances); else ``Gamma(a, R_v)`` with
+    the given rate R.
+    """
+
+    def __init__(self, learning, alpha, mean, log, shape, rate, start=None):
+        self.mean, self.log = mean, log
+        self.relevant = learning.relevant[alpha]
+        self.per_factor = learning.per_factor[alpha]
+        self.entity_axes = learning.entity_axes[alpha] if learning.entity_axes else ()
+        self.learns_shape = bool(learning.learn_shape and learning.learn_shape[alpha])
+        self.scaled = bool(self.relevant or self.per_factor or self.entity_axes)
+        self.given_rate = np.broadcast_to(rate, mean.shape)
+        # A learned shape starts at the given one's mean (one value per factor).
+        self.shape = (np.full(mean.shape, float(np.mean(shape))) if self.learns_shape
+                      else np.broadcast_to(shape, mean.shape))
+        self.rho = 1.0
+        self.relevance = np.ones([1] * mean.ndim)
+        self.summed = tuple(i for i in range(mean.ndim) if i not in self.entity_axes)
+        if self.entity_axes:
+            entity_shape = [1 if i in self.summed else n for i, n in enumerate(mean.shape)]
+            self.beta_mean, self.beta_log = np.ones(entity_shape), np.zeros(entity_shape)
+            self.beta_shape = self.beta_rate = None
+            # Where ARD sets the scale, μ is held at 1 (else λ and μ trade scale).
+            self.mu = 1.0
+            self.learns_mu = not self.relevant
+        else:
+            self.beta_mean, self.beta_log = 1.0, 0.0
+        if start is not None and np.shape(start[0]) == mean.shape:
+            (self.shape, self.rho, self.relevance, self.beta_mean, self.beta_log,
+             self.beta_shape, self.beta_rate, self.mu) = start
+
+    def saved(self):
+        """What the next call starts from."""
+        return (self.shape, self.rho, self.relevance, self.beta_mean, self.beta_log,
+                getattr(self, "beta_shape", None), getattr(self, "beta_rate", None),
+                getattr(self, "mu", 1.0))
+
+    # ---------------------------------------------------------- coordinates
+    def scale_mean(self):
+        """E[s_v] / λ-part: ρ E[β], broadcast against the factor."""
+        return self.rho * self.beta_mean
+
+    def update_rho(self):
+        if self.per_factor:
+            a = self.shape
+            self.rho = float(np.sum(a) / np.sum(a * self.beta_mean * self.relevance * self.mean))
+
+    def update_beta(self):
+        """q(β_e) = Gamma(c + Σ a, c μ + Σ a ρ Π λ E[Z]) over the entity's
+        elements; then μ = (number of entities) / Σ E[β] where learned."""
+        if not self.entity_axes:
+            return
+        c = HYPERPRIOR_SHAPE
+        a = self.shape
+        self.beta_shape = c + np.sum(a, axis=self.summed, keepdims=True)
+        self.beta_rate = c * self.mu + np.sum(a * self.rho * self.relevance * self.mean,
+                                              axis=self.summed, keepdims=True)
+        self.beta_mean = self.beta_shape / self.beta_rate
+        self.beta_log = digamma(self.beta_shape) - np.log(self.beta_rate)
+        if self.learns_mu:
+            self.mu = float(self.beta_mean.size / np.sum(self.beta_mean))
+
+    def update_shape(self):
+        """The shape a maximising the factor's prior terms: the root of
+        ``log a - ψ(a) = -1 - mean(E log s + E log Z - E[s] E[Z])`` (rate
+        a s) or of ``ψ(a) = mean(log R + E log Z)`` (given rate R), both
+        monotone in a (Minka 2002, "Estimating a Gamma distribution")."""
+        if not self.learns_shape:
+            return
+        if self.scaled:
+            target = -1.0 - float(np.mean(self.log_scale() + self.log
+                                          - self.rate_per_shape() * self.mean))
+            target = max(target, 0.0)
+
+            def gap(u):
+                return u - digamma(np.exp(u)) - target
+        else:
+            target = float(np.mean(np.log(self.given_rate) + self.log))
+
+            def gap(u):
+                return target - digamma(np.exp(u))
+        low, high = -np.log(_SHAPE_LIMIT), np.log(_SHAPE_LIMIT)
+        if gap(high) >= 0:
+            u = high
+        elif gap(low) <= 0:
+            u = low
+        else:
+            u = brentq(gap, low, high, xtol=1e-14, rtol=1e-15)
+        self.shape = np.full(self.mean.shape, np.exp(u))
+
+    # -------------------------------------------------------------- results
+    def log_scale(self):
+        """E[log s_v] (a scaled factor's)."""
+        return np.log(self.rho) + self.beta_log + np.log(self.relevance)
+
+    def rate_per_shape(self):
+        """E[s_v]."""
+        return self.rho * self.beta_mean * self.relevance
+
+    def rate(self):
+        """The rate that VB's update of q(Z) reads: a E[s] (or the given R)."""
+        if not self.scaled:
+            return np.ascontiguousarray(np.broadcast_to(self.given_rate, self.mean.shape))
+        return np.ascontiguousarray(np.broadcast_to(self.shape * self.rate_per_shape(),
+                                                    self.mean.shape))
+
+    def log_normalizer(self):
+        """Σ_v [a E log R_v - log Γ(a)] plus the hyperprior's terms,
+        E log p(β) - E log q(β), which the bound adds to the factor's."""
+        a = self.shape
+        log_rate = (np.log(a) + self.log_scale()) if self.scaled else np.log(self.given_rate)
+        value = float(np.sum(a * log_rate - gammaln(a)))
+        if self.entity_axes:
+            c, s, r = HYPERPRIOR_SHAPE, self.beta_shape, self.beta_rate
+            value += float(np.sum(
+                c * np.log(c * self.mu) - gammaln(c) + (c - 1) * self.beta_log
+                - c * self.mu * self.beta_mean
+                + s - np.log(r) + gammaln(s) + (1 - s) * digamma(s)))
+        return value
+
+    def terms(self):
+        """The bound's terms that depend on the hyperparameters."""
+        rate = self.shape * self.rate_per_shape() if self.scaled else self.given_rate
+        return (self.log_normalizer() + float(np.sum((self.shape - 1) * self.log))
+                - float(np.sum(rate * self.mean)))
+
+    def new_entity_rate(self):
+        """The rate of an entity the fit has not seen: its β at the
+        hyperprior's mean 1 / μ (None without hierarchical rates)."""
+        if not self.entity_axes:
+            return None
+        return np.ascontiguousarray(np.broadcast_to(
+            self.shape * self.rho * self.relevance / self.mu, self.mean.shape))
+
+
+def _joint_priors(learning, means, logs, priors, start):
+    """The hyperparameters of every free factor at the joint maximum of the
+    bound given q(Z): coordinate ascent over the relevances, the per-factor
+    scales, the hierarchical rates' q(β) and hyper-rate μ, and the shapes,
+    each block its exact maximiser given the others, to a fixed point
+    (:data:`_JOINT_TOL`). Hierarchical rates are Hierarchical Poisson
+    factorization's (Gopalan, Hofman & Blei, UAI 2015): conjugate, so q(β_e)
+    is a Gamma and the bound keeps its closed form."""
+    start = start if isinstance(start, JointStart) else JointStart({}, {})
+    hyper = {alpha: _Hyper(learning, alpha, means[alpha], np.log(logs[alpha]),
+                           priors.shape[alpha], priors.rate[alpha], start.factors.get(alpha))
+             for alpha in priors.free if _learns_at(learning, alpha)}
+    lam, value = dict(start.lam), -np.inf
+    for _ in range(_JOINT_ROUNDS):
+        if learning.indices:
+            scaled_means = [None if alpha not in hyper else
+                            means[alpha] * hyper[alpha].scale_mean() for alpha in range(len(means))]
+            shapes = [None if alpha not in hyper else hyper[alpha].shape
+                      for alpha in range(len(means))]
+            lam = relevances(learning, scaled_means, shapes, start=lam or None)
+            for alpha, h in hyper.items():
+                if h.relevant:
+                    h.relevance = _relevance_product(h.mean.shape, h.relevant, lam)
+        for h in hyper.values():
+            h.update_rho()
+            h.update_beta()
+            h.update_shape()
+        new_value = sum(h.terms() for h in hyper.values())
+        if new_value - value <= _JOINT_TOL * abs(new_value):
+            break
+        value = new_value
+    shapes, rates = list(priors.shape), list(priors.rate)
+    normalizers, entity_rates = list(priors.log_normalizer), [None] * len(priors.shape)
+    for alpha, h in hyper.items():
+        shapes[alpha] = np.ascontiguousarray(np.broadcast_to(h.shape, h.mean.shape))
+        rates[alpha] = h.rate()
+        normalizers[alpha] = h.log_normalizer()
+        entity_rates[alpha] = h.new_entity_rate()
+    return (GammaPriors(tuple(shapes), tuple(rates), tuple(normalizers), tuple(entity_rates)),
+            JointStart(lam, {alpha: h.saved() for alpha, h in hyper.items()}))
 
 
 class LearnedRatesKernel:
@@ -234,22 +480,50 @@ class LearnedRatesKernel:
     def __init__(self, kernel, learning):
         self.kernel = kernel
         self.learning = learning
+        self._reset(shapes_learned=not learning.learn_shape)
+
+    def _reset(self, shapes_learned):
+        # Learned shapes wait for a first convergence at the given ones: from
+        # the start's near-uniform factors their maximiser runs off (to 200
+        # on a CP mode, to 0.03 on Nations) and holds q there.
+        self._shapes_learned = shapes_learned
+        self._active = (self.learning if shapes_learned
+                        else self.learning._replace(learn_shape=()))
         # The last state's means (held, so its identity is not reused) and
         # what was learned there: a step's start is the last step's result.
         self._last = (None, None, None, None)
 
     def init(self, *args, **kwargs):
-        """The kernel's initial state (its prior rates only set its scale)."""
+        """The kernel's initial state (its prior rates only set its scale);
+        learned shapes wait again for the first convergence."""
+        self._reset(shapes_learned=not self.learning.learn_shape)
         return self.kernel.init(*args, **kwargs)
+
+    def advance(self):
+        """At a convergence at the given shapes, learn the shapes from there
+        on (:func:`~._convergence.run_to_convergence` goes on); the
+        objective, maximised over more hyperparameters, can only rise.
+        Returns whether there was this stage to go to."""
+        if self._shapes_learned:
+            return False
+        self._reset(shapes_learned=True)
+        return True
 
     def priors_at(self, state, priors):
         """``priors`` with the rates learned at ``state``."""
         means, given, learned, lam = self._last
         if means is state.mean and given is priors:
             return learned
-        learned, lam = learned_priors(self.learning, state.mean, priors, start=lam or None)
+        learned, lam = learned_priors(self._active, state.mean, priors, start=lam or None,
+                                      logs=state.geometric if self._active.joint else None)
         self._last = (state.mean, priors, learned, lam)
         return learned
+
+    def relevances_at(self, state, priors):
+        """The ARD relevances ``{index: λ}`` learned at ``state``."""
+        self.priors_at(state, priors)
+        found = self._last[3]
+        return found.lam if isinstance(found, JointStart) else found
 
     def step(self, state, contractor, priors, with_objective=True):
         """The kernel's step at the rates learned from ``state``; its

@@ -80,7 +80,10 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
         components.
     """
     tied = dict(tied or {})
-    lam = relevances(learning, state.mean, priors.shape)
+    # With hierarchical rates or learned shapes the relevances are found
+    # jointly with them (the kernel's); else in one pass from the means.
+    lam = (kernel.relevances_at(state, priors) if learning.joint
+           else relevances(learning, state.mean, priors.shape))
     kept = {c: np.arange(model.sizes[c]) for c in learning.indices}
     current = (model, state, priors, bound)
     for c in learning.indices:
@@ -94,6 +97,17 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
                 break
             kept, current = trial_kept, trial + (value,)
     return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
+
+
+def _advanced_to_the_end(kernel):
+    """Bring a kernel with stages (``advance()``) to its last one, where it
+    learns every hyperparameter it was asked to; whether it moved (a fit in
+    another process, or one that reached ``max_iter`` first, leaves this
+    process's kernel behind)."""
+    advance, moved = getattr(kernel, "advance", None), False
+    while advance is not None and advance():
+        moved = True
+    return moved
 
 
 def _with_tied(kept, tied):
@@ -161,6 +175,8 @@ def hold_learned_rates(kernel, learning, model, state, priors, tol, contractor_f
     components the evidence does not need; then the rates learned at the
     state it goes on with, held from then on (the fold-ins, the evidence).
     The arguments are :func:`find_relevance`'s."""
+    if _advanced_to_the_end(kernel):  # a fit that stopped before learning its shapes
+        bound = kernel.objective(state, contractor_for(model), priors)
     relevance = None
     if learning.indices:
         relevance, pruned = find_relevance(kernel, learning, model, state, priors, tol,

@@ -74,13 +74,13 @@ def rescal_part(state):
 
 def rescal_priors(priors):
     """The priors of A, A and G."""
-    return GammaPriors(*(field[:3] for field in priors))
+    return GammaPriors(*(None if field is None else field[:3] for field in priors))
 
 
 def side_priors(priors, data):
     """The side model's priors: A held (None), its own factors their joint priors."""
     fields = []
-    for field in priors:
+    for field in priors[:3]:
         fields.append(tuple(None if s in data.entity_positions else field[j]
                             for s, j in enumerate(data.side_positions)))
     return GammaPriors(*fields)
