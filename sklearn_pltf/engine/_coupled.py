@@ -22,7 +22,7 @@ coupled model unchanged; each factor keeps one Gamma prior and one q.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from ._contract import make_contractor
@@ -93,6 +93,26 @@ class CoupledModel:
     @property
     def string(self):
         return "; ".join(model.string for model in self.models)
+
+    @property
+    def output(self):
+        """Every index observed in some tensor (an entity index), in order
+        of first appearance."""
+        return "".join(dict.fromkeys(c for model in self.models for c in model.output))
+
+    @property
+    def latent(self):
+        """Every index observed in no tensor, in order of first appearance."""
+        return "".join(dict.fromkeys(c for factor in self.factors for c in factor
+                                     if c not in self.output))
+
+    def with_sizes(self, sizes):
+        """The coupled model with the latent ``sizes`` (``{index: size}``)
+        changed in every model that has them (ARD's trial without some
+        components)."""
+        models = tuple(replace(model, sizes=type(model.sizes)(
+            {c: sizes.get(c, n) for c, n in model.sizes.items()})) for model in self.models)
+        return replace(self, models=models)
 
     def factor_shape(self, alpha):
         sizes = self.sizes

@@ -116,7 +116,7 @@ def set_learned_attributes(estimator, learning, relevance, priors):
                                        for s in priors.shape)
     if relevance is None:
         return
-    pruned = estimator.prune
+    pruned = getattr(estimator, "prune", False)
     values = {c: relevance.values[c][relevance.kept[c]] if pruned else relevance.values[c]
               for c in learning.indices}
     ranks = {c: int(relevance.kept[c].size) for c in learning.indices}

@@ -24,9 +24,12 @@ from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
+from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
+from ..inference._relevance import hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
 from ._fitting import fit_by_optimizer, optimizer_start
+from ._relevance import LEARNED_ATTRIBUTES, learned_kinds, set_learned_attributes
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
@@ -88,7 +91,17 @@ class CoupledPLTF(BaseEstimator):
         Variational Bayes (posterior means and the evidence bound) or EM
         (the posterior mode; needs ``prior_shape >= 1``).
     prior_shape, prior_rate : float, default=1.0
-        The Gamma prior of every factor element.
+        The Gamma prior of every factor element. Learned by the evidence
+        with VB, as for :class:`~sklearn_pltf.PLTF`: ``prior_rate="auto"``
+        (a rate per factor), ``prior_rate="hierarchical"`` (a rate per
+        entity of every tensor: each value of an observed index, under a
+        Gamma hyperprior), ``prior_shape="auto"`` (a shape per factor).
+    ard : bool, default=False
+        Automatic relevance determination over every latent index (VB): a
+        relevance per component, shared by every factor and tensor that
+        carries it, so one fit at a generous ``n_components`` finds how many
+        components the tensors need together (``relevance_``,
+        ``effective_rank_``).
     max_iter : int, default=1000
         Most sweeps per restart.
     tol : float, default=0.1
@@ -138,6 +151,9 @@ class CoupledPLTF(BaseEstimator):
     log_evidence_ : float
         The converged variational bound on log p(all tensors) (VB, every
         tensor weight 1).
+    prior_rate_, prior_shape_, relevance_, effective_rank_
+        With learned priors, as for :class:`~sklearn_pltf.PLTF` (in the order
+        of ``factor_indices_``).
     lower_bound_, lower_bounds_, n_iter_, converged_
         The final objective, its trace, the sweeps run and whether the
         stopping rule was met, for the best restart.
@@ -160,8 +176,10 @@ class CoupledPLTF(BaseEstimator):
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
         "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson, list, tuple],
         "method": [StrOptions(set(_KERNELS))],
-        "prior_shape": [Interval(Real, 0, None, closed="neither")],
-        "prior_rate": [Interval(Real, 0, None, closed="neither")],
+        "prior_shape": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "prior_rate": [Interval(Real, 0, None, closed="neither"),
+                       StrOptions({"auto", "hierarchical"})],
+        "ard": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "acceleration": [StrOptions(set(ACCELERATIONS)), None],
@@ -173,7 +191,7 @@ class CoupledPLTF(BaseEstimator):
     }
 
     def __init__(self, models, n_components=2, *, likelihood="poisson", method="vb",
-                 prior_shape=1.0, prior_rate=1.0, max_iter=1000, tol=0.1,
+                 prior_shape=1.0, prior_rate=1.0, ard=False, max_iter=1000, tol=0.1,
                  acceleration="squarem", n_init=1, random_state=None, verbose=0,
                  tied_factors=None, tensor_weights=None):
         self.models = models
@@ -184,6 +202,7 @@ class CoupledPLTF(BaseEstimator):
         self.method = method
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
+        self.ard = ard
         self.max_iter = max_iter
         self.tol = tol
         self.acceleration = acceleration
@@ -212,11 +231,13 @@ class CoupledPLTF(BaseEstimator):
         self : object
         """
         strings, datas, likelihoods = self._observed(X, mask)
-        if self.method == "em" and self.prior_shape < 1:
-            raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
         models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
-        priors = gamma_priors(model, self.prior_shape, self.prior_rate)
+        learning = self._rate_learning(model)
+        if self.method == "em" and self.prior_shape < 1:
+            raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
+        priors = gamma_priors(model, 1.0 if isinstance(self.prior_shape, str) else self.prior_shape,
+                              1.0 if isinstance(self.prior_rate, str) else self.prior_rate)
         weights = self._weights(len(models))
         settings = Settings(self.max_iter, self.tol, self.acceleration, self.verbose)
         if self.tied_factors:
@@ -227,14 +248,24 @@ class CoupledPLTF(BaseEstimator):
                                       rescal.mode_first, settings, priors,
                                       contractor.n_components)
         else:
-            kernel = _KERNELS[self.method]
+            kernel = (_KERNELS[self.method] if learning is None
+                      else LearnedRatesKernel(_KERNELS[self.method], learning))
             contractor = CoupledContractor(model, datas, likelihoods, weights)
             start = functools.partial(optimizer_start, kernel, model, priors, {}, None)  # at random
         generator = as_generator(self.random_state)
         state, objectives, converged, _ = fit_by_optimizer(
             OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
             settings)
-        self.__dict__.pop("log_evidence_", None)  # EM sets none
+        for stale in ("log_evidence_",) + LEARNED_ATTRIBUTES:  # EM, or no learning, sets none
+            self.__dict__.pop(stale, None)
+        bound = float(objectives[-1])
+        if learning is not None:
+            held = hold_learned_rates(
+                LearnedRatesKernel(vb, learning), learning, model, state, priors, self.tol,
+                contractor_for=lambda small: CoupledContractor(small, datas, likelihoods, weights),
+                bound=bound)
+            set_learned_attributes(self, learning, held.relevance, held.priors)
+            state, bound = held.state, float(held.bound)
         self.models_, self._coupled = tuple(models), model
         self._likelihoods = tuple(likelihoods)
         self.factor_indices_ = model.factors
@@ -242,7 +273,7 @@ class CoupledPLTF(BaseEstimator):
         self.factors_ = tuple(np.array(m) for m in state.mean)
         self._state = state
         self.lower_bounds_ = np.asarray(objectives)
-        self.lower_bound_ = float(objectives[-1])
+        self.lower_bound_ = bound
         self.n_iter_, self.converged_ = len(objectives), converged
         if self.method == "vb" and all(w == 1.0 for w in weights):
             modelled = list(datas)
@@ -256,6 +287,25 @@ class CoupledPLTF(BaseEstimator):
         # Seeds predict_entries' draws: its own stream, spawned last.
         self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
         return self
+
+    def _rate_learning(self, model):
+        """What the fit learns of the priors
+        (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning`), or None."""
+        per_factor, hierarchical, learn_shape = learned_kinds(self)
+        if not (self.ard or per_factor or hierarchical or learn_shape):
+            return None
+        if self.method != "vb":
+            raise ValueError("Learned prior rates, shapes and relevances (prior_rate='auto' or "
+                             "'hierarchical', prior_shape='auto', ard=True) need method='vb', "
+                             f"got {self.method!r}.")
+        if self.tied_factors:
+            raise ValueError("Learned prior rates, shapes and relevances are not built for "
+                             "tied_factors: use numeric priors there.")
+        if self.ard and not model.latent:
+            raise ValueError(f"ard asks for a relevance per component, and {model.string!r} "
+                             "has no latent index to give one to.")
+        return rate_learning(model, model.free, model.latent if self.ard else (), per_factor,
+                             hierarchical, learn_shape)
 
     def _model_strings(self):
         if isinstance(self.models, str):

@@ -118,7 +118,8 @@ def _with_tied(kept, tied):
 def _sliced(model, state, priors, kept):
     """``(model, state, priors)`` with only the ``kept`` values of each ARD index."""
     sizes = {**model.sizes, **{c: int(k.size) for c, k in kept.items()}}
-    small = replace(model, sizes=type(model.sizes)(sizes))
+    small = (model.with_sizes(sizes) if hasattr(model, "with_sizes")  # several tensors
+             else replace(model, sizes=type(model.sizes)(sizes)))
 
     def take(array, alpha):
         if array is None:

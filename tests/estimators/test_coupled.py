@@ -653,3 +653,46 @@ def test_models_without_an_order_are_refused(models, kind):
     X, Y = _draw(20, shape=(8, 6, 4))
     with pytest.raises(ValueError, match=f"got a {kind}, which has no such order"):
         CoupledPLTF(models, 2).fit([X, Y])
+
+
+# ------------------------------------------------- learned priors and ARD
+
+@pytest.mark.parametrize("learned", [
+    dict(ard=True),
+    dict(prior_rate="hierarchical"),
+    dict(prior_rate="auto", prior_shape="auto"),
+    dict(prior_rate="hierarchical", prior_shape="auto", ard=True),
+], ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
+def test_learned_priors_keep_the_coupled_bound_monotone(learned):
+    X, Y = _draw(0)
+    Y[np.random.default_rng(1).random(Y.shape) < 0.2] = np.nan
+    est = CoupledPLTF(COUPLED, 5, random_state=0, **learned).fit([sparse.COO.from_numpy(X), Y])
+    steps = np.diff(est.lower_bounds_) / np.abs(est.lower_bounds_[1:])
+    assert np.all(steps >= -1e-12)
+    assert np.isfinite(est.log_evidence_) and est.log_evidence_ == est.lower_bound_
+    assert len(est.prior_rate_) == len(est.factor_indices_)
+    if learned.get("prior_rate") == "hierarchical":  # a rate per entity of the shared rows
+        rates = est.prior_rate_[0]  # E[β_i] (times the relevance's inverse under ARD)
+        per_row = rates / rates[:1]
+        np.testing.assert_allclose(per_row, per_row[:, :1] * np.ones_like(rates), rtol=1e-12)
+        assert np.ptp(per_row[:, 0]) > 0
+
+
+def test_coupled_ard_finds_the_number_of_components_the_tensors_need_together():
+    found = []
+    for seed in range(5):
+        X, Y = _draw(seed, rank=3, scale=2.0)
+        est = CoupledPLTF(COUPLED, 8, ard=True, random_state=0).fit([X, Y])
+        found.append(est.effective_rank_)
+        assert est.relevance_.shape == (8,)
+    assert found.count(3) >= 4, found
+
+
+def test_coupled_learned_priors_need_vb_and_no_tie():
+    X, Y = _draw(0)
+    with pytest.raises(ValueError, match="method='vb'"):
+        CoupledPLTF(COUPLED, 2, method="em", ard=True).fit([X, Y])
+    relations = (np.random.default_rng(0).random((6, 6, 2)) < 0.3).astype(float)
+    with pytest.raises(ValueError, match="tied_factors"):
+        CoupledPLTF(("ia,jb,abk->ijk", "ia,af->if"), 2, tied_factors={1: 0},
+                    prior_rate="hierarchical").fit([relations, np.ones((6, 3))])
