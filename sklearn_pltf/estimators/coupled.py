@@ -25,7 +25,7 @@ from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
 from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
-from ..inference._relevance import hold_learned_rates
+from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
 from ._fitting import fit_by_optimizer, optimizer_start
@@ -151,6 +151,13 @@ class CoupledPLTF(BaseEstimator):
     log_evidence_ : float
         The converged variational bound on log p(all tensors) (VB, every
         tensor weight 1).
+    components_by_tensor_ : ndarray of bool of shape (n_tensors, size), or dict
+        VB without ``tied_factors``: for each tensor and each value of the
+        latent index (a dict per index where there are several), whether
+        the tensor needs that component: fixing it at zero in the factors
+        that tensor alone holds lowers the bound by more than ``tol`` nats.
+        A component needed by every tensor that carries it is shared; by one
+        only, private to it (one bound per tensor and component).
     prior_rate_, prior_shape_, relevance_, effective_rank_
         With learned priors, as for :class:`~sklearn_pltf.PLTF` (in the order
         of ``factor_indices_``).
@@ -256,7 +263,8 @@ class CoupledPLTF(BaseEstimator):
         state, objectives, converged, _ = fit_by_optimizer(
             OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
             settings)
-        for stale in ("log_evidence_",) + LEARNED_ATTRIBUTES:  # EM, or no learning, sets none
+        for stale in ("log_evidence_", "components_by_tensor_") + LEARNED_ATTRIBUTES:
+            # EM, or a fit that learns nothing, sets none of these
             self.__dict__.pop(stale, None)
         bound = float(objectives[-1])
         if learning is not None:
@@ -265,7 +273,13 @@ class CoupledPLTF(BaseEstimator):
                 contractor_for=lambda small: CoupledContractor(small, datas, likelihoods, weights),
                 bound=bound)
             set_learned_attributes(self, learning, held.relevance, held.priors)
-            state, bound = held.state, float(held.bound)
+            state, bound, priors = held.state, float(held.bound), held.priors
+        if self.method == "vb" and not self.tied_factors:
+            found = components_by_tensor(model, state, priors,
+                                         lambda trial: vb.objective(trial, contractor, priors),
+                                         self.tol)
+            self.components_by_tensor_ = (next(iter(found.values())) if len(found) == 1
+                                          else found)
         self.models_, self._coupled = tuple(models), model
         self._likelihoods = tuple(likelihoods)
         self.factor_indices_ = model.factors

@@ -16,11 +16,13 @@ from typing import NamedTuple
 
 import numpy as np
 from opt_einsum import contract
+from scipy.special import digamma as _digamma
 
 from ._common import GammaPriors
 from ._hyperparameters import relevances
 
-__all__ = ["Relevance", "find_relevance", "held_priors", "HeldRates", "hold_learned_rates"]
+__all__ = ["Relevance", "find_relevance", "held_priors", "HeldRates", "hold_learned_rates",
+           "components_by_tensor"]
 
 
 class Relevance(NamedTuple):
@@ -185,3 +187,72 @@ def hold_learned_rates(kernel, learning, model, state, priors, tol, contractor_f
         if prune:
             model, state, priors, bound = pruned
     return HeldRates(relevance, model, state, kernel.priors_at(state, priors), bound)
+
+
+def components_by_tensor(model, state, priors, objective, tol):
+    """Which components each tensor of a coupled model needs, by the bound.
+
+    For tensor t and value p of a latent index c, the elements at p of the
+    factors that carry c and that t alone holds are fixed at zero (their
+    q set to their prior, so they add nothing to the bound, and their
+    means to 0, so X̂ of t loses the component): t needs p where the bound
+    then falls by more than ``tol`` nats. A tensor whose every factor with
+    c is shared cannot drop p on its own, and needs it; one without c needs
+    none of it. Where a component's
+    private factors in one tensor carry it and another's do not, the
+    component is private to the first (collective matrix factorization's
+    shared and private components; Klami, Bouchard & Tripathi, ICLR 2014).
+
+    Parameters
+    ----------
+    model : CoupledModel
+    state : VBState
+        The fitted state.
+    priors : GammaPriors
+        The priors the bound is read at (the learned ones, held).
+    objective : callable
+        ``objective(state)``: the bound of all the tensors at ``priors``.
+    tol : float
+        In nats.
+
+    Returns
+    -------
+    dict
+        ``{latent index: bool array (n_tensors, size)}``.
+    """
+    full = objective(state)
+    needed = {}
+    for c in model.latent:
+        table = np.zeros((len(model.models), model.sizes[c]), dtype=bool)
+        for t in range(len(model.models)):
+            carrying = [a for a in model.positions[t] if c in model.factors[a]]
+            own = [a for a in carrying if len(model.holders(a)) == 1
+                   and priors.shape[a] is not None]
+            if not own:  # a tensor without c needs none of it; one sharing all, all
+                table[t] = bool(carrying)
+                continue
+            for p in range(model.sizes[c]):
+                trial = _without_component(model, state, priors, own, c, p)
+                table[t, p] = full - objective(trial) > tol
+        needed[c] = table
+    return needed
+
+
+def _without_component(model, state, priors, alphas, index, value):
+    """``state`` with the elements at ``value`` of latent ``index`` of the
+    factors ``alphas`` fixed at zero: q their prior, their means 0."""
+    fields = [list(field) for field in state]
+    shape, scale, mean, geometric, digamma = fields
+    for alpha in alphas:
+        axis = model.factors[alpha].index(index)
+        chosen = [slice(None)] * len(model.factors[alpha])
+        chosen[axis] = value
+        chosen = tuple(chosen)
+        a = np.broadcast_to(priors.shape[alpha], shape[alpha].shape)
+        r = np.broadcast_to(priors.rate[alpha], shape[alpha].shape)
+        for field, value_at in ((shape, a[chosen]), (scale, 1.0 / r[chosen]),
+                                (digamma, _digamma(a[chosen])), (mean, 0.0),
+                                (geometric, 0.0)):
+            field[alpha] = np.array(field[alpha], copy=True)
+            field[alpha][chosen] = value_at
+    return type(state)(*(tuple(field) for field in fields))

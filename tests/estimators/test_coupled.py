@@ -696,3 +696,33 @@ def test_coupled_learned_priors_need_vb_and_no_tie():
     with pytest.raises(ValueError, match="tied_factors"):
         CoupledPLTF(("ia,jb,abk->ijk", "ia,af->if"), 2, tied_factors={1: 0},
                     prior_rate="hierarchical").fit([relations, np.ones((6, 3))])
+
+
+def _shared_and_private(seed, n_rows=100):
+    """Counts X (rows x 30) and Y (rows x 25) over the same rows, from six
+    components: 0 and 1 in both, 2 and 3 in X only, 4 and 5 in Y only."""
+    rng = np.random.default_rng(seed)
+    A = rng.gamma(1.0, 1.0, (n_rows, 6))
+    B, C = rng.gamma(1.0, 1.0, (6, 30)), rng.gamma(1.0, 1.0, (6, 25))
+    B[[4, 5]], C[[2, 3]] = 0.0, 0.0
+    return rng.poisson(A @ B).astype(float), rng.poisson(A @ C).astype(float)
+
+
+def _finds_shared_and_private(seed):
+    X, Y = _shared_and_private(seed)
+    est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 6, n_init=3, random_state=0).fit([X, Y])
+    kinds = sorted(tuple(bool(v) for v in column) for column in est.components_by_tensor_.T)
+    return kinds == sorted([(True, True)] * 2 + [(True, False)] * 2 + [(False, True)] * 2)
+
+
+def test_on_ten_data_sets_the_bound_tells_shared_from_private_on_nine():
+    assert sum(_finds_shared_and_private(seed) for seed in range(10)) >= 9
+
+
+def test_a_tensor_needs_no_component_of_an_index_it_does_not_carry():
+    X, Y = _draw(0, coupled=False)
+    est = CoupledPLTF(INDEPENDENT, 2, random_state=0).fit([X, Y])
+    found = est.components_by_tensor_
+    assert set(found) == {"r", "s"}
+    assert not found["r"][1].any() and not found["s"][0].any()
+    assert found["r"][0].all() and found["s"][1].all()  # each tensor needs its own two
