@@ -395,7 +395,11 @@ class BasePoissonPLTF(BaseFactorization):
             model, state, priors, contractor, final_objective = self._hold_learned_rates(
                 data, model, state, priors, contractor, final_objective, learning)
         fitted = FittedModel(model, priors, learning, _sample_start(model, state))
-        folded_in = fitted.sample_start is not None
+        # With a rate per sample the fit's own sample factor stays: a fold-in
+        # takes new samples' rates at the hyperprior's mean, not their own.
+        folded_in = fitted.sample_start is not None and not (
+            priors.new_entity_rate is not None
+            and priors.new_entity_rate[model.sample_factor()] is not None)
         if folded_in:
             # Final fold-in: the sample-mode factor re-inferred exactly as
             # transform does, so fit_transform(X) equals fit(X).transform(X).

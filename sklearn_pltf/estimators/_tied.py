@@ -173,10 +173,11 @@ class TiedFit:
                         for n, a in enumerate((structure.first, structure.second))]
             model = replace(model, sizes={**model.sizes,
                                           **{c: held.model.sizes["a"] for c in clusters}})
-            est.lower_bound_ = held.bound
+        est.lower_bound_ = held.bound  # with learned shapes, at their held maximum
         rates = held.priors.rate if len(model.output) == 3 else drop_relation_axis(held.priors.rate)
-        set_learned_attributes(est, learning, held.relevance,
-                               held.priors._replace(rate=structure.to_model_order(rates)))
+        shapes = (held.priors.shape[0],) * 2 + tuple(held.priors.shape[2:])  # A's at both
+        set_learned_attributes(est, learning, held.relevance, held.priors._replace(
+            rate=structure.to_model_order(rates), shape=structure.to_model_order(shapes)))
         return held.state, held.priors, model
 
     def sample_posterior(self, data, model, priors, fixed, rng, evidence):

@@ -151,13 +151,6 @@ class CoupledPLTF(BaseEstimator):
     log_evidence_ : float
         The converged variational bound on log p(all tensors) (VB, every
         tensor weight 1).
-    components_by_tensor_ : ndarray of bool of shape (n_tensors, size), or dict
-        VB without ``tied_factors``: for each tensor and each value of the
-        latent index (a dict per index where there are several), whether
-        the tensor needs that component: fixing it at zero in the factors
-        that tensor alone holds lowers the bound by more than ``tol`` nats.
-        A component needed by every tensor that carries it is shared; by one
-        only, private to it (one bound per tensor and component).
     prior_rate_, prior_shape_, relevance_, effective_rank_
         With learned priors, as for :class:`~sklearn_pltf.PLTF` (in the order
         of ``factor_indices_``).
@@ -263,7 +256,7 @@ class CoupledPLTF(BaseEstimator):
         state, objectives, converged, _ = fit_by_optimizer(
             OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
             settings)
-        for stale in ("log_evidence_", "components_by_tensor_") + LEARNED_ATTRIBUTES:
+        for stale in ("log_evidence_",) + LEARNED_ATTRIBUTES:
             # EM, or a fit that learns nothing, sets none of these
             self.__dict__.pop(stale, None)
         bound = float(objectives[-1])
@@ -274,12 +267,7 @@ class CoupledPLTF(BaseEstimator):
                 bound=bound)
             set_learned_attributes(self, learning, held.relevance, held.priors)
             state, bound, priors = held.state, float(held.bound), held.priors
-        if self.method == "vb" and not self.tied_factors:
-            found = components_by_tensor(model, state, priors,
-                                         lambda trial: vb.objective(trial, contractor, priors),
-                                         self.tol)
-            self.components_by_tensor_ = (next(iter(found.values())) if len(found) == 1
-                                          else found)
+        self._priors = priors
         self.models_, self._coupled = tuple(models), model
         self._likelihoods = tuple(likelihoods)
         self.factor_indices_ = model.factors
@@ -447,6 +435,52 @@ class CoupledPLTF(BaseEstimator):
         return predictive_at_entries(model, local, coords.T, self._likelihoods[tensor],
                                      method=self.method, seed=self._predictive_seed)
 
+    def components_by_tensor(self, X, mask=None):
+        """Which components each tensor needs, by the bound: for each tensor
+        and each value of a latent index, whether fixing that component at
+        zero in the factors the tensor alone holds lowers the bound by more
+        than ``tol`` nats. A component every tensor that carries it needs is
+        shared; one that a single tensor needs is private to it (one bound
+        per tensor and component).
+
+        Parameters
+        ----------
+        X, mask
+            The tensors the model was fitted to (and their masks), as for
+            :meth:`score`.
+
+        Returns
+        -------
+        needed : ndarray of bool of shape (n_tensors, size), or dict
+            One row per tensor (False for a tensor without the index); a
+            dict ``{index: array}`` where there are several latent indices.
+        """
+        check_is_fitted(self)
+        if self.method != "vb" or self.tied_factors:
+            raise ValueError("components_by_tensor reads the VB bound: it needs method='vb' "
+                             "and no tied_factors.")
+        if self.prior_rate == "hierarchical":
+            raise ValueError("components_by_tensor is not built for hierarchical rates (a "
+                             "component's prior terms do not vanish with it there).")
+        _, datas, likelihoods = self._observed(X, mask)
+        self._check_training_tensors(datas, mask)
+        contractor = CoupledContractor(self._coupled, datas, likelihoods,
+                                       self._weights(len(datas)))
+        found = components_by_tensor(
+            self._coupled, self._state, self._priors,
+            lambda trial: vb.objective(trial, contractor, self._priors), self.tol)
+        return next(iter(found.values())) if len(found) == 1 else found
+
+    def _check_training_tensors(self, datas, mask):
+        """Raise unless ``datas`` are the tensors the model was fitted to."""
+        given = tuple(d.fingerprint for d in datas)
+        if mask is not None and all(m is None for m in mask):
+            mask = None  # a mask per tensor, none given
+        if given != self._fingerprints and not is_training_data_without_its_mask(
+                getattr(self, "_unmasked_fingerprints", None), self._fingerprints, given, mask):
+            raise ValueError("CoupledPLTF scores the tensors it was fitted to only; refit to "
+                             "score others.")
+
     def score(self, X, y=None, mask=None):
         """The log evidence of the training tensors (``log_evidence_``; EM:
         its log joint at the mode; with ``tensor_weights`` other than 1, the
@@ -456,13 +490,7 @@ class CoupledPLTF(BaseEstimator):
         metadata routing sends it to ``score``: ``set_score_request(mask=True)``)."""
         check_is_fitted(self)
         _, datas, _ = self._observed(X, mask)
-        given = tuple(d.fingerprint for d in datas)
-        if mask is not None and all(m is None for m in mask):
-            mask = None  # a mask per tensor, none given
-        if given != self._fingerprints and not is_training_data_without_its_mask(
-                getattr(self, "_unmasked_fingerprints", None), self._fingerprints, given, mask):
-            raise ValueError("CoupledPLTF scores the tensors it was fitted to only; refit to "
-                             "score others.")
+        self._check_training_tensors(datas, mask)
         return float(getattr(self, "log_evidence_", self.lower_bound_))
 
     def __sklearn_tags__(self):

@@ -40,7 +40,7 @@ from ..engine._array_api import namespace_of
 from ._gamma import gamma_moments
 from ._states import EMState, VBState
 
-__all__ = ["squarem_cycle", "INITIAL_MAX_LENGTH"]
+__all__ = ["squarem_cycle", "INITIAL_MAX_LENGTH", "remember", "restore"]
 
 #: s_max at the start of a run (1: the first cycle is three plain steps).
 INITIAL_MAX_LENGTH = 1.0
@@ -124,6 +124,20 @@ def _finite_or(value, fallback):
     return value if bool(xp.all(good)) else xp.where(good, value, fallback)
 
 
+def remember(kernel):
+    """What a kernel with a search state (``remember()``, ``restore()``:
+    learned priors, each search starting where the last one stopped) needs
+    to go on as if the steps after this had not run; None for others."""
+    method = getattr(kernel, "remember", None)
+    return None if method is None else method()
+
+
+def restore(kernel, saved):
+    """Undo the steps since :func:`remember` returned ``saved``."""
+    if saved is not None:
+        kernel.restore(saved)
+
+
 def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     """One SQUAREM cycle of ``kernel.step`` from ``state`` (module docstring).
 
@@ -167,6 +181,7 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
             for t, dr, dv, second_t in zip(theta, r, v, theta_second)]
     # A kernel that learns its rates projects onto those learned at F(F(θ)).
     bounds = kernel.priors_at(second, priors) if hasattr(kernel, "priors_at") else priors
+    at_second = remember(kernel)  # a refused cycle goes on from F(F(θ))'s learned priors
     start = _from_coordinates(state, extrapolated, groups, bounds, fallback=second)
     new, info = kernel.step(start, contractor, priors, with_objective=True)
     new_value = float(info.objective)
@@ -175,6 +190,7 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
             max_length = min(max_length * _LENGTH_FACTOR, _LONGEST)
         return new, new_value, max_length
     max_length = max(INITIAL_MAX_LENGTH, max_length / _LENGTH_FACTOR)
+    restore(kernel, at_second)
     return second, float(kernel.objective(second, contractor, priors)), max_length
 
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._acceleration import INITIAL_MAX_LENGTH, squarem_cycle
+from ._acceleration import INITIAL_MAX_LENGTH, remember, restore, squarem_cycle
 
 __all__ = ["run_to_convergence", "distance_to_limit", "ACCELERATIONS"]
 
@@ -86,9 +86,11 @@ def _plain_step_distance(kernel, state, contractor, priors, value):
     ``state`` (objective ``value``) leave, by their gains (module
     docstring); the steps themselves are dropped."""
     values = [value]
+    saved = remember(kernel)  # a kernel that learns its priors goes on from here
     for _ in range(_CHECK_STEPS):
         state, info = kernel.step(state, contractor, priors)
         values.append(float(info.objective))
+    restore(kernel, saved)
     gains = np.diff(values)
     if not np.isfinite(values[-1]) or gains[-1] <= 0.0:
         return 0.0  # rounding (or a step the loop's own check will refuse next)

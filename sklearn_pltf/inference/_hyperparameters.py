@@ -225,7 +225,7 @@ def _sum_except(array, axis):
     return np.sum(array, axis=tuple(i for i in range(array.ndim) if i != axis))
 
 
-def learned_priors(learning, means, priors, start=None, logs=None):
+def learned_priors(learning, means, priors, start=None, logs=None, rounds=None):
     """``priors`` with every learned hyperparameter at its maximiser given
     the factors' ``means`` (and, for hierarchical rates or a learned shape,
     ``logs``: E[log Z]), and the relevances (for hierarchical rates or a
@@ -234,7 +234,7 @@ def learned_priors(learning, means, priors, start=None, logs=None):
     if not learning.learns:
         return priors, {}
     if learning.joint:
-        return _joint_priors(learning, means, logs, priors, start)
+        return _joint_priors(learning, means, logs, priors, start, rounds or _JOINT_ROUNDS)
     lam = relevances(learning, means, priors.shape, start)
     rates, normalizers = list(priors.rate), list(priors.log_normalizer)
     for alpha in priors.free:
@@ -272,8 +272,13 @@ class JointStart(NamedTuple):
 
     lam: dict
     factors: dict
-#: A learned shape stays in [1 / _SHAPE_LIMIT, _SHAPE_LIMIT].
-_SHAPE_LIMIT = 1e6
+#: Where the fit's learned hyperparameters are held (after it, for the
+#: fold-ins and the evidence), the joint maximisation runs up to this many
+#: rounds from a fresh start: the fit's own may have run in another process.
+_HOLD_ROUNDS = 5000
+#: A learned shape stays in [_SHAPE_FLOOR, _SHAPE_CEILING]: below the floor
+#: exp(ψ(C)) of q's shapes underflows and E[log Z] is no longer finite.
+_SHAPE_FLOOR, _SHAPE_CEILING = 1e-2, 1e6
 
 
 def _learns_at(learning, alpha):
@@ -370,7 +375,7 @@ class _Hyper:
 
             def gap(u):
                 return target - digamma(np.exp(u))
-        low, high = -np.log(_SHAPE_LIMIT), np.log(_SHAPE_LIMIT)
+        low, high = np.log(_SHAPE_FLOOR), np.log(_SHAPE_CEILING)
         if gap(high) >= 0:
             u = high
         elif gap(low) <= 0:
@@ -424,7 +429,7 @@ class _Hyper:
             self.shape * self.rho * self.relevance / self.mu, self.mean.shape))
 
 
-def _joint_priors(learning, means, logs, priors, start):
+def _joint_priors(learning, means, logs, priors, start, rounds):
     """The hyperparameters of every free factor at the joint maximum of the
     bound given q(Z): coordinate ascent over the relevances, the per-factor
     scales, the hierarchical rates' q(β) and hyper-rate μ, and the shapes,
@@ -437,7 +442,7 @@ def _joint_priors(learning, means, logs, priors, start):
                            priors.shape[alpha], priors.rate[alpha], start.factors.get(alpha))
              for alpha in priors.free if _learns_at(learning, alpha)}
     lam, value = dict(start.lam), -np.inf
-    for _ in range(_JOINT_ROUNDS):
+    for _ in range(rounds):
         if learning.indices:
             scaled_means = [None if alpha not in hyper else
                             means[alpha] * hyper[alpha].scale_mean() for alpha in range(len(means))]
@@ -477,10 +482,20 @@ class LearnedRatesKernel:
     learning : RateLearning
     """
 
-    def __init__(self, kernel, learning):
+    def __init__(self, kernel, learning, rounds=None):
         self.kernel = kernel
         self.learning = learning
+        self.rounds = rounds
+        self._last = (None, None, None, None)
         self._reset(shapes_learned=not learning.learn_shape)
+
+    def holding(self):
+        """This kernel at its last stage, each call maximising over the
+        hyperparameters to convergence (:data:`_HOLD_ROUNDS`): where a fit's
+        learned hyperparameters are held, for its evidence and fold-ins."""
+        held = LearnedRatesKernel(self.kernel, self.learning, rounds=_HOLD_ROUNDS)
+        held.advance()
+        return held
 
     def _reset(self, shapes_learned):
         # Learned shapes wait for a first convergence at the given ones: from
@@ -490,12 +505,14 @@ class LearnedRatesKernel:
         self._active = (self.learning if shapes_learned
                         else self.learning._replace(learn_shape=()))
         # The last state's means (held, so its identity is not reused) and
-        # what was learned there: a step's start is the last step's result.
-        self._last = (None, None, None, None)
+        # what was learned there: a step's start is the last step's result,
+        # kept across a stage (the new stage's first call only climbs from it).
+        self._last = (None, None, None, self._last[3])
 
     def init(self, *args, **kwargs):
         """The kernel's initial state (its prior rates only set its scale);
         learned shapes wait again for the first convergence."""
+        self._last = (None, None, None, None)
         self._reset(shapes_learned=not self.learning.learn_shape)
         return self.kernel.init(*args, **kwargs)
 
@@ -515,9 +532,22 @@ class LearnedRatesKernel:
         if means is state.mean and given is priors:
             return learned
         learned, lam = learned_priors(self._active, state.mean, priors, start=lam or None,
-                                      logs=state.geometric if self._active.joint else None)
+                                      logs=state.geometric if self._active.joint else None,
+                                      rounds=self.rounds)
         self._last = (state.mean, priors, learned, lam)
         return learned
+
+    def remember(self):
+        """Where the next search of the priors starts (steps tried and
+        dropped, by the stopping rule's check or a refused SQUAREM cycle,
+        must not move it: the run's path would depend on them). None where
+        the priors are found afresh at each call (no hierarchical rates or
+        shapes): nothing to keep."""
+        return self._last if self.learning.joint else None
+
+    def restore(self, saved):
+        """Go on from what :meth:`remember` returned."""
+        self._last = saved
 
     def relevances_at(self, state, priors):
         """The ARD relevances ``{index: λ}`` learned at ``state``."""

@@ -101,17 +101,6 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
     return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
 
 
-def _advanced_to_the_end(kernel):
-    """Bring a kernel with stages (``advance()``) to its last one, where it
-    learns every hyperparameter it was asked to; whether it moved (a fit in
-    another process, or one that reached ``max_iter`` first, leaves this
-    process's kernel behind)."""
-    advance, moved = getattr(kernel, "advance", None), False
-    while advance is not None and advance():
-        moved = True
-    return moved
-
-
 def _with_tied(kept, tied):
     """``kept`` with each tied index keeping its partner's components."""
     return {**kept, **{other: kept[c] for c, other in tied.items()}}
@@ -151,12 +140,17 @@ def _sliced(model, state, priors, kept):
 
 def held_priors(priors, fitted, sample_priors, alpha):
     """``priors`` (of a model with another number of samples) with the fitted
-    rates held: the fitted ones for every factor but the sample factor
-    ``alpha``, whose rates come from ``sample_priors``."""
-    rates, normalizers = list(fitted.rate), list(fitted.log_normalizer)
-    rates[alpha] = sample_priors.rate[alpha]
+    shapes and rates held: the fitted ones for every factor but the sample
+    factor ``alpha``, whose come from ``sample_priors``."""
+    shapes, rates = list(fitted.shape), list(fitted.rate)
+    normalizers = list(fitted.log_normalizer)
+    shapes[alpha], rates[alpha] = sample_priors.shape[alpha], sample_priors.rate[alpha]
     normalizers[alpha] = sample_priors.log_normalizer[alpha]
-    return GammaPriors(priors.shape, tuple(rates), tuple(normalizers))
+    entity_rates = fitted.new_entity_rate
+    if entity_rates is not None and entity_rates[alpha] is not None:
+        # every sample of a batch is an entity the fit has not seen
+        entity_rates = entity_rates[:alpha] + (rates[alpha],) + entity_rates[alpha + 1:]
+    return GammaPriors(tuple(shapes), tuple(rates), tuple(normalizers), entity_rates)
 
 
 class HeldRates(NamedTuple):
@@ -178,7 +172,11 @@ def hold_learned_rates(kernel, learning, model, state, priors, tol, contractor_f
     components the evidence does not need; then the rates learned at the
     state it goes on with, held from then on (the fold-ins, the evidence).
     The arguments are :func:`find_relevance`'s."""
-    if _advanced_to_the_end(kernel):  # a fit that stopped before learning its shapes
+    if learning.joint:
+        # Hierarchical rates or shapes: held at their maximum, found afresh
+        # (the fit's search may have run in another process), and the bound
+        # read there.
+        kernel = kernel.holding()
         bound = kernel.objective(state, contractor_for(model), priors)
     relevance = None
     if learning.indices:

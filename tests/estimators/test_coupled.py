@@ -711,7 +711,7 @@ def _shared_and_private(seed, n_rows=100):
 def _finds_shared_and_private(seed):
     X, Y = _shared_and_private(seed)
     est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 6, n_init=3, random_state=0).fit([X, Y])
-    kinds = sorted(tuple(bool(v) for v in column) for column in est.components_by_tensor_.T)
+    kinds = sorted(tuple(bool(v) for v in column) for column in est.components_by_tensor([X, Y]).T)
     return kinds == sorted([(True, True)] * 2 + [(True, False)] * 2 + [(False, True)] * 2)
 
 
@@ -719,10 +719,20 @@ def test_on_ten_data_sets_the_bound_tells_shared_from_private_on_nine():
     assert sum(_finds_shared_and_private(seed) for seed in range(10)) >= 9
 
 
+def test_components_by_tensor_reads_the_training_tensors_and_the_bound_only():
+    X, Y = _shared_and_private(0)
+    est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 6, random_state=0).fit([X, Y])
+    with pytest.raises(ValueError, match="fitted to only"):
+        est.components_by_tensor([X, Y + 1])
+    hierarchical = clone(est).set_params(prior_rate="hierarchical").fit([X, Y])
+    with pytest.raises(ValueError, match="hierarchical"):
+        hierarchical.components_by_tensor([X, Y])
+
+
 def test_a_tensor_needs_no_component_of_an_index_it_does_not_carry():
     X, Y = _draw(0, coupled=False)
     est = CoupledPLTF(INDEPENDENT, 2, random_state=0).fit([X, Y])
-    found = est.components_by_tensor_
+    found = est.components_by_tensor([X, Y])
     assert set(found) == {"r", "s"}
     assert not found["r"][1].any() and not found["s"][0].any()
     assert found["r"][0].all() and found["s"][1].all()  # each tensor needs its own two

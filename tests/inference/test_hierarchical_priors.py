@@ -174,3 +174,29 @@ def test_only_vb_learns_hierarchical_rates_and_shapes(learned):
     X, _ = make_poisson_nmf(10, 8, 2, random_state=0)
     with pytest.raises(ValueError, match="method='vb'"):
         BayesianNMF(2, method="em", **learned).fit(X)
+
+
+@pytest.mark.parametrize("learned", [dict(prior_rate="hierarchical"),
+                                     dict(prior_rate="hierarchical", prior_shape="auto", ard=True),
+                                     dict(prior_shape="auto")])
+def test_the_returned_bound_is_the_bound_at_the_held_hyperparameters(learned):
+    X, _ = make_poisson_nmf(30, 20, 4, random_state=0)
+    estimator = BayesianNMF(4, random_state=0, **learned).fit(X)
+    # Held at their maximum given the fitted q: no lower than the fit's last
+    # objective, and the bound the estimator reports (no fold-in after it).
+    last = estimator.lower_bounds_[-1]
+    assert estimator.lower_bound_ >= last - 1e-9 * abs(last)
+    assert estimator.log_evidence_ == estimator.lower_bound_
+    if "prior_rate" in learned and not learned.get("ard"):
+        # μ = (number of rows) / Σ E[β]: a new row's rate is the rows' mean rate
+        np.testing.assert_allclose(estimator._fitted_priors.new_entity_rate[0][0],
+                                   estimator.prior_rate_[0].mean(axis=0), rtol=1e-10)
+
+
+def test_partial_fit_keeps_the_shapes_learned_on_the_first_batch():
+    X, _ = make_poisson_nmf(60, 20, 3, random_state=0)
+    estimator = BayesianNMF(3, prior_shape="auto", random_state=0).partial_fit(X[:30])
+    first = estimator.prior_shape_
+    assert first != (1.0, 1.0)
+    estimator.partial_fit(X[30:])
+    assert estimator.prior_shape_ == first
