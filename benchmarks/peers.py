@@ -24,14 +24,7 @@ from sklearn.decomposition import NMF
 from sklearn.exceptions import ConvergenceWarning
 from tensorly.decomposition import non_negative_parafac
 
-
-def _status_kib(field):
-    """Read one ``kB`` field (e.g. ``VmRSS``) of ``/proc/self/status``."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
+from suite._protocol import status_kib
 
 
 def _run_with_peak(fn, args):
@@ -43,9 +36,9 @@ def _run_with_peak(fn, args):
     """
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")
-    baseline = _status_kib("VmRSS")
+    baseline = status_kib("VmRSS")
     result = fn(*args)
-    return result, (_status_kib("VmHWM") - baseline) / 1024
+    return result, (status_kib("VmHWM") - baseline) / 1024
 
 
 def measure_peak_memory(fn, *args):

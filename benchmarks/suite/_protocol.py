@@ -64,7 +64,8 @@ class Case:
     params: dict = field(default_factory=dict)
 
 
-def _status_kib(name):
+def status_kib(name):
+    """Read one ``kB`` field (e.g. ``VmRSS``) of ``/proc/self/status``."""
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith(name + ":"):
@@ -78,11 +79,11 @@ def timed(contender, data, peak=False):
     if peak:
         with open("/proc/self/clear_refs", "w") as clear_refs:  # VmHWM := VmRSS
             clear_refs.write("5")
-        baseline = _status_kib("VmRSS")
+        baseline = status_kib("VmRSS")
     start = time.perf_counter()
     output = contender.run(data)
     seconds = time.perf_counter() - start
-    peak_mib = (_status_kib("VmHWM") - baseline) / 1024 if peak else None
+    peak_mib = (status_kib("VmHWM") - baseline) / 1024 if peak else None
     return output.get("seconds", seconds), output, peak_mib
 
 

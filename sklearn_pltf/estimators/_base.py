@@ -41,7 +41,7 @@ from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
 from ..inference._predictive import predictive_at_entries
 from ..inference._relevance import hold_learned_rates
-from ._relevance import check_learning, learning_of, set_learned_attributes
+from ._relevance import check_learning, given_priors, learning_of, set_learned_attributes
 from ._fitting import FittedModel, fit_by_optimizer, optimizer_start
 from ._sampled import export_draws, fit_sampler
 from ._skeleton import BaseFactorization
@@ -193,18 +193,7 @@ class BasePoissonPLTF(BaseFactorization):
                 return value
             return {**{t: value[s] for t, s in tied.items() if s in value}, **value}
 
-        return gamma_priors(model, filled(self._given_shape), filled(self._given_rate))
-
-    @property
-    def _given_rate(self):
-        """``prior_rate``, with 1 for ``"auto"`` and ``"hierarchical"`` (where
-        VB learns the rates)."""
-        return 1.0 if isinstance(self.prior_rate, str) else self.prior_rate
-
-    @property
-    def _given_shape(self):
-        """``prior_shape``, with 1 for ``"auto"`` (where VB learns the shapes)."""
-        return 1.0 if isinstance(self.prior_shape, str) else self.prior_shape
+        return gamma_priors(model, *(filled(value) for value in given_priors(self)))
 
     def _ard_indices(self, model):
         """The latent indices of ``model`` with a relevance per value (``ard``)."""
@@ -435,7 +424,7 @@ class BasePoissonPLTF(BaseFactorization):
             bound=bound, prune=self.prune)
         if held.model is not model:
             contractor = make_contractor(held.model, data, self.likelihood)
-        set_learned_attributes(self, learning, held.relevance, held.priors)
+        set_learned_attributes(self, learning, held.relevance, held.priors, pruned=self.prune)
         return held.model, held.state, held.priors, contractor, held.bound
 
     def _sgld_settings(self):

@@ -191,7 +191,8 @@ class OnlineVBMixin:
                 contractor_for=lambda small: make_contractor(small, data, self.likelihood),
                 bound=objectives[-1])
             self._fitted_priors = held.priors
-            set_learned_attributes(self, learning, held.relevance, held.priors)
+            set_learned_attributes(self, learning, held.relevance, held.priors,
+                                   pruned=self.prune)
         self.model_ = model
         self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
         self._sample_start = _sample_start(model, self._state)

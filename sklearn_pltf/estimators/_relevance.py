@@ -16,7 +16,7 @@ import numpy as np
 from ..inference._hyperparameters import rate_learning
 
 __all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
-           "learned_kinds", "set_learned_attributes", "check_learning"]
+           "learned_kinds", "given_priors", "set_learned_attributes", "check_learning"]
 
 ARD_PARAMETERS = """\
     ard : bool, default=False
@@ -80,10 +80,15 @@ def learned_kinds(estimator):
     """``(per_factor, hierarchical, learn_shape)``: what ``estimator``'s
     ``prior_rate`` (``"auto"``, ``"hierarchical"``) and ``prior_shape``
     (``"auto"``) ask to learn."""
-    return (estimator.prior_rate == "auto" if isinstance(estimator.prior_rate, str) else False,
-            estimator.prior_rate == "hierarchical" if isinstance(estimator.prior_rate, str)
-            else False,
-            isinstance(estimator.prior_shape, str))
+    rate = estimator.prior_rate if isinstance(estimator.prior_rate, str) else None
+    return rate == "auto", rate == "hierarchical", isinstance(estimator.prior_shape, str)
+
+
+def given_priors(estimator):
+    """``(prior_shape, prior_rate)`` of ``estimator`` with 1 for what is
+    learned (a string): where the fit starts them."""
+    return tuple(1.0 if isinstance(value, str) else value
+                 for value in (estimator.prior_shape, estimator.prior_rate))
 
 
 def check_learning(estimator, learning):
@@ -106,7 +111,7 @@ def check_learning(estimator, learning):
             "bound at the learned rates; use evidence='auto' or 'vb'.")
 
 
-def set_learned_attributes(estimator, learning, relevance, priors):
+def set_learned_attributes(estimator, learning, relevance, priors, pruned=False):
     """``prior_rate_`` and, with ARD, ``relevance_`` and ``effective_rank_``
     (one array and int per ARD index; the array and int themselves where
     there is one)."""
@@ -116,7 +121,6 @@ def set_learned_attributes(estimator, learning, relevance, priors):
                                        for s in priors.shape)
     if relevance is None:
         return
-    pruned = getattr(estimator, "prune", False)
     values = {c: relevance.values[c][relevance.kept[c]] if pruned else relevance.values[c]
               for c in learning.indices}
     ranks = {c: int(relevance.kept[c].size) for c in learning.indices}

@@ -177,7 +177,8 @@ class TiedFit:
         rates = held.priors.rate if len(model.output) == 3 else drop_relation_axis(held.priors.rate)
         shapes = (held.priors.shape[0],) * 2 + tuple(held.priors.shape[2:])  # A's at both
         set_learned_attributes(est, learning, held.relevance, held.priors._replace(
-            rate=structure.to_model_order(rates), shape=structure.to_model_order(shapes)))
+            rate=structure.to_model_order(rates), shape=structure.to_model_order(shapes)),
+            pruned=est.prune)
         return held.state, held.priors, model
 
     def sample_posterior(self, data, model, priors, fixed, rng, evidence):

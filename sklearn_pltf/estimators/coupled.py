@@ -29,7 +29,8 @@ from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
 from ._fitting import fit_by_optimizer, optimizer_start
-from ._relevance import LEARNED_ATTRIBUTES, learned_kinds, set_learned_attributes
+from ._relevance import (LEARNED_ATTRIBUTES, given_priors, learned_kinds,
+                         set_learned_attributes)
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
@@ -236,8 +237,7 @@ class CoupledPLTF(BaseEstimator):
         learning = self._rate_learning(model)
         if self.method == "em" and self.prior_shape < 1:
             raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
-        priors = gamma_priors(model, 1.0 if isinstance(self.prior_shape, str) else self.prior_shape,
-                              1.0 if isinstance(self.prior_rate, str) else self.prior_rate)
+        priors = gamma_priors(model, *given_priors(self))
         weights = self._weights(len(models))
         settings = Settings(self.max_iter, self.tol, self.acceleration, self.verbose)
         if self.tied_factors:

@@ -312,13 +312,14 @@ class _Hyper:
         self.rho = 1.0
         self.relevance = np.ones([1] * mean.ndim)
         self.summed = tuple(i for i in range(mean.ndim) if i not in self.entity_axes)
+        # q(β) = Gamma(beta_shape, beta_rate) and the hyper-rate μ; without
+        # hierarchical rates β is 1. Where ARD sets the scale, μ is held at 1
+        # (else λ and μ trade scale).
+        self.beta_shape = self.beta_rate = None
+        self.mu, self.learns_mu = 1.0, bool(self.entity_axes) and not self.relevant
         if self.entity_axes:
             entity_shape = [1 if i in self.summed else n for i, n in enumerate(mean.shape)]
             self.beta_mean, self.beta_log = np.ones(entity_shape), np.zeros(entity_shape)
-            self.beta_shape = self.beta_rate = None
-            # Where ARD sets the scale, μ is held at 1 (else λ and μ trade scale).
-            self.mu = 1.0
-            self.learns_mu = not self.relevant
         else:
             self.beta_mean, self.beta_log = 1.0, 0.0
         if start is not None and np.shape(start[0]) == mean.shape:
@@ -328,8 +329,7 @@ class _Hyper:
     def saved(self):
         """What the next call starts from."""
         return (self.shape, self.rho, self.relevance, self.beta_mean, self.beta_log,
-                getattr(self, "beta_shape", None), getattr(self, "beta_rate", None),
-                getattr(self, "mu", 1.0))
+                self.beta_shape, self.beta_rate, self.mu)
 
     # ---------------------------------------------------------- coordinates
     def scale_mean(self):
@@ -499,8 +499,8 @@ class LearnedRatesKernel:
 
     def _reset(self, shapes_learned):
         # Learned shapes wait for a first convergence at the given ones: from
-        # the start's near-uniform factors their maximiser runs off (to 200
-        # on a CP mode, to 0.03 on Nations) and holds q there.
+        # the start's near-uniform factors their maximiser runs off to an
+        # extreme and holds q there (doc/hyperparameters.rst).
         self._shapes_learned = shapes_learned
         self._active = (self.learning if shapes_learned
                         else self.learning._replace(learn_shape=()))
