@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from numbers import Integral
 
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BasePoissonPLTF
 from ._online import ONLINE_CONSTRAINTS, ONLINE_PARAMETERS, OnlineVBMixin
@@ -110,8 +111,8 @@ LOOP_PARAMETERS = """\
         that of a serial run (exactly on sparse data; on dense data up to the
         last bits of BLAS products)."""
 
-#: The samplers' settings (but SGLD's ``n_blocks``), and STI's.
-DRAW_PARAMETERS = """\
+#: The samplers' chain lengths where they default to numbers (``n_warmup=500``).
+FIXED_LENGTH_PARAMETERS = """\
     n_draws : int, default=2000
         Samplers: draws kept per chain, and sweeps per clamped run of Chib's
         estimator. Chib's noise grows with the number of factor elements
@@ -120,7 +121,33 @@ DRAW_PARAMETERS = """\
     n_warmup : int, default=500
         Samplers: sweeps discarded at the start of each chain and clamped
         run; SGLD: warm-up steps at each temperature and before the draws.
-    thin : int, default=1
+"""
+
+#: The samplers' chain lengths where they default to ``"auto"``.
+AUTO_LENGTH_PARAMETERS = """\
+    n_draws : int or "auto", default="auto"
+        Samplers: draws kept per chain, and sweeps per clamped run of Chib's
+        estimator. Chib's noise grows with the number of factor elements
+        (one clamped run each), and shrinks with the draws per run (see
+        the user guide). ``"auto"``: 2000 per chain, and each clamped run
+        goes on in blocks of 2000 while its ordinate's relative Monte Carlo
+        error (batch means) is above 0.5, up to 8000 draws (4 times); an
+        ordinate still above it then warns. A number is used exactly.
+    n_warmup : int or "auto", default="auto"
+        Samplers: sweeps discarded at the start of each chain and clamped
+        run; SGLD: warm-up steps at each temperature and before the draws.
+        ``"auto"``: 500, doubled (the chains run again from the same seeds)
+        while the split R-hat of the log-likelihood over the draws is above
+        1.05, up to 2000 (4 times), so the chains run at most three times
+        (once more, at the chosen warm-up, for Chib's or STI's evidence
+        when the first run did not pass). ``n_warmup_`` holds the warm-up
+        used. A number is used exactly.
+"""
+
+#: The samplers' settings (but SGLD's ``n_blocks``), and STI's; the lengths
+#: (``%(chain_lengths)s``) as the class defaults them (:func:`fill_doc`).
+DRAW_PARAMETERS = """\
+%(chain_lengths)s    thin : int, default=1
         Samplers: keep every ``thin``-th sweep after the warm-up.
     keep_draws : bool, default=True
         Samplers: keep the draws (``draws_``, :meth:`to_inference_data`);
@@ -207,6 +234,9 @@ SHARED_ATTRIBUTES = """\
         Samplers: split R-hat of the log-likelihood over the chains' kept
         iterations (each chain cut in halves); above 1.05 the fit warns
         (``ConvergenceWarning``) that the chains have not mixed.
+    n_warmup_ : int
+        Samplers: the warm-up sweeps the chains ran (``n_warmup``, or what
+        ``"auto"`` chose).
     draws_ : tuple of ndarray or None
         Samplers with ``keep_draws=True``: per factor, draws of shape
         ``(n_init, n_draws, *factor shape)``, chains aligned to the first
@@ -229,7 +259,10 @@ SHARED_ATTRIBUTES = """\
 
 
 def fill_doc(cls):
-    """Put the shared parameter and attribute text into ``cls.__doc__``."""
+    """Put the shared parameter and attribute text into ``cls.__doc__``, the
+    chain lengths as the class's ``__init__`` defaults them."""
+    auto = inspect.signature(cls.__init__).parameters["n_warmup"].default == "auto"
+    lengths = (AUTO_LENGTH_PARAMETERS if auto else FIXED_LENGTH_PARAMETERS).rstrip("\n")
     cls.__doc__ = (cls.__doc__.replace("%(shared_parameters)s", SHARED_PARAMETERS)
                    .replace("%(loop_parameters)s", LOOP_PARAMETERS)
                    .replace("%(sampler_parameters)s", SAMPLER_PARAMETERS)
@@ -239,7 +272,8 @@ def fill_doc(cls):
                    .replace("%(online_parameters)s", ONLINE_PARAMETERS)
                    .replace("%(online_attributes)s", ONLINE_ATTRIBUTES)
                    .replace("%(cp_attributes)s", CP_ATTRIBUTES)
-                   .replace("%(shared_attributes)s", SHARED_ATTRIBUTES))
+                   .replace("%(shared_attributes)s", SHARED_ATTRIBUTES)
+                   .replace("%(chain_lengths)s", lengths))
     return cls
 
 
@@ -253,6 +287,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         **ONLINE_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
+        "n_draws": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
     }
 
     def __init__(
@@ -274,8 +310,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         verbose=0,
         verbose_interval=10,
         n_jobs=None,
-        n_draws=2000,
-        n_warmup=500,
+        n_draws="auto",
+        n_warmup="auto",
         thin=1,
         keep_draws=True,
         batch_size=10_000,

@@ -4,6 +4,7 @@ attributes a sampler fit sets, and the export of the kept draws."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 
@@ -15,10 +16,15 @@ from ..engine._kernels import TINY
 from ..engine._likelihood import get_likelihood
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference._diagnostics import RHAT_LIMIT, split_rhat
+from ..evidence._chib import clamped_draws_up_to
+from ..inference._diagnostics import RHAT_LIMIT, chain_lengths, split_rhat, warm_up_until_mixed
 from ..inference._inference_data import export_inference_data, factor_names_of
 
-__all__ = ["chain_settings", "export_draws", "fit_sampler", "warn_unless_mixed"]
+__all__ = ["DEFAULT_N_DRAWS", "DEFAULT_N_WARMUP", "chain_settings", "export_draws", "fit_sampler",
+           "warn_unless_mixed"]
+
+#: What ``n_warmup="auto"`` and ``n_draws="auto"`` start from (Poisson–Gamma samplers).
+DEFAULT_N_WARMUP, DEFAULT_N_DRAWS = 500, 2000
 
 
 def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
@@ -46,10 +52,21 @@ def _evidence_advice(evidence, priors):
     return advice
 
 
+def poisson_chain_lengths(estimator):
+    """The :class:`~sklearn_pltf.inference._diagnostics.ChainLengths` of a
+    Poisson–Gamma sampler's ``n_warmup`` and ``n_draws`` (``"auto"``: from
+    :data:`DEFAULT_N_WARMUP` and :data:`DEFAULT_N_DRAWS`)."""
+    return chain_lengths(estimator.n_warmup, estimator.n_draws, DEFAULT_N_WARMUP,
+                         DEFAULT_N_DRAWS)
+
+
 def chain_settings(estimator):
-    """What every sampler's chains take from the estimator's parameters."""
-    return dict(n_chains=estimator.n_init, n_warmup=estimator.n_warmup,
-                n_draws=estimator.n_draws, thin=estimator.thin,
+    """What every sampler's chains take from the estimator's parameters; the
+    warm-up is the one :func:`fit_sampler` is trying (``"auto"``)."""
+    lengths = poisson_chain_lengths(estimator)
+    return dict(n_chains=estimator.n_init,
+                n_warmup=getattr(estimator, "_trial_warmup", None) or lengths.n_warmup,
+                n_draws=lengths.n_draws, thin=estimator.thin,
                 keep_draws=estimator.keep_draws, n_jobs=estimator.n_jobs,
                 verbose=estimator.verbose)
 
@@ -69,13 +86,40 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
             f"method={method!r}", bytes_per_token=8,
             remedy=(f"Use method={', '.join(others[:-1])} or {others[-1]}, or scale the "
                     "counts down."))
-    if tie is None:
-        posterior = _sample_posterior(est, data, model, priors, fixed, rng, evidence)
-    else:
-        posterior = tie.sample_posterior(data, model, priors, fixed, rng, evidence)
-    est.n_iter_ = est.n_warmup + est.n_draws * est.thin
+    lengths = poisson_chain_lengths(est)
+    replay = Replay(rng, lengths.max_warmup > lengths.n_warmup)
+
+    # Gibbs and SADA chains do not depend on the evidence, so the warm-up is
+    # chosen without Chib's runs, made once at the end; SGLD's chains start
+    # where STI's ladder ends, so every attempt walks it.
+    def run(n_warmup, with_evidence=evidence == "sti"):
+        est._trial_warmup = n_warmup  # read by chain_settings
+        chosen, generator = evidence if with_evidence else None, replay()
+        try:
+            with (clamped_draws_up_to(lengths.max_draws),
+                  warnings.catch_warnings(record=True) as caught):
+                warnings.simplefilter("always")
+                if tie is None:
+                    posterior = _sample_posterior(est, data, model, priors, fixed, generator,
+                                                  chosen)
+                else:
+                    posterior = tie.sample_posterior(data, model, priors, fixed, generator,
+                                                     chosen)
+        finally:
+            del est._trial_warmup
+        return (posterior, caught), posterior.log_likelihoods
+
+    (posterior, caught), n_warmup, _ = warm_up_until_mixed(
+        run, lengths.n_warmup, lengths.max_warmup, verbose=est.verbose,
+        final=(lambda n_warmup: run(n_warmup, True)) if evidence == "chib" else None)
+    replay.done()
+    for warning in caught:  # the last attempt's only: earlier ones were superseded
+        warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                               warning.lineno)
+    est.n_warmup_ = n_warmup
+    est.n_iter_ = n_warmup + lengths.n_draws * est.thin
     est.log_likelihoods_ = posterior.log_likelihoods
-    est.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, est.n_warmup:])
+    est.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, n_warmup:])
     if est.keep_draws:
         est.draws_ = posterior.draws
     if posterior.log_evidence is not None:
@@ -86,6 +130,32 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
     if posterior.log_evidence_error is not None:
         est.log_evidence_error_ = posterior.log_evidence_error
     return posterior.state
+
+
+class Replay:
+    """Generators for the attempts of :func:`warm_up_until_mixed`: with
+    ``replays``, each a copy of ``rng`` as it is now (the same seeds for every
+    attempt, so a longer warm-up repeats the earlier sweeps), and ``done()``
+    leaves ``rng`` as the last attempt left its copy; else ``rng`` itself
+    (one run, exactly as without the loop)."""
+
+    def __init__(self, rng, replays):
+        self.rng, self.start = rng, copy.deepcopy(rng) if replays else None
+        self.last = rng
+
+    def __call__(self):
+        self.last = self.rng if self.start is None else copy.deepcopy(self.start)
+        return self.last
+
+    def done(self):
+        """Advance ``rng`` to where the last attempt's copy ended."""
+        if self.last is self.rng:
+            return
+        self.rng.bit_generator.state = self.last.bit_generator.state
+        spawned = (self.last.bit_generator.seed_seq.n_children_spawned
+                   - self.rng.bit_generator.seed_seq.n_children_spawned)
+        if spawned > 0:
+            self.rng.spawn(spawned)
 
 
 def _sample_posterior(est, data, model, priors, fixed, rng, evidence):
@@ -124,7 +194,7 @@ def export_draws(estimator, X, mask, factor_names):
     return export_inference_data(
         model, tuple(None if a in tied else d for a, d in enumerate(draws)), names,
         sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
-            est.log_likelihoods_, est.n_warmup, est.thin)},
+            est.log_likelihoods_, est.n_warmup_, est.thin)},
         coords=est._index_coords(),
         data=None if X is None else est._training_data(X, mask),
         modelled=None if tie is None else tie.modelled_entries,
