@@ -23,7 +23,7 @@ from sklearn_pltf.plotting import plot_evidence
 
 X, _ = make_poisson_cp((10, 5, 8), 3, random_state=100)
 ranks = [1, 2, 3, 4]
-n_warmup, n_draws, n_init = 100, 500, 5  # Gibbs sweeps; VB restarts
+n_warmup, n_draws, n_init = "auto", "auto", 5  # Gibbs sweeps (as diagnostics ask); VB restarts
 # sphinx_gallery_start_ignore
 # The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
 import os  # noqa: E402

@@ -32,7 +32,7 @@ X = signal + rng.normal(0.0, 0.3 * signal.std(), shape)
 
 
 ranks, n_splits = list(range(3, 9)), 3
-n_warmup, n_draws, n_iter_max = 200, 200, 2000  # GibbsNTF sweeps; TensorLy's iterations
+n_warmup, n_draws, n_iter_max = "auto", "auto", 2000  # GibbsNTF sweeps; TensorLy's iterations
 # sphinx_gallery_start_ignore
 # The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
 import os  # noqa: E402

@@ -29,8 +29,8 @@ from sklearn_pltf.plotting import plot_evidence
 
 X, _ = make_poisson_nmf(20, 15, 2, prior_rate=1.0, random_state=0)
 ranks = [1, 2, 3, 4]
-sti = dict(n_init=2, n_temperatures=30, steps_per_temperature=300, n_warmup=200)
-chib = dict(n_warmup=100, n_draws=400)
+sti = dict(n_init=2, n_temperatures=30, steps_per_temperature=300)
+chib = dict()  # the defaults: warm-up and clamped runs as long as their diagnostics ask
 # sphinx_gallery_start_ignore
 # The test suite sets SKLEARN_PLTF_QUICK_EXAMPLES to run each example at small settings.
 import os  # noqa: E402

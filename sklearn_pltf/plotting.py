@@ -91,7 +91,7 @@ def plot_trace(estimator, *, ax=None, skip_warmup=False):
             "fit it with a sampling method first."
         )
     traces = np.atleast_2d(estimator.log_likelihoods_)
-    warmup = getattr(estimator, "n_warmup", 0)
+    warmup = getattr(estimator, "n_warmup_", 0)
     start = warmup if skip_warmup else 0
     if ax is None:
         _, ax = _pyplot().subplots(figsize=(6, 3.5))

@@ -48,7 +48,8 @@ MODEL_PARAMETERS = """\
         component labels, to the posterior, with a standard error in
         ``log_evidence_error_``; ``"chib"``, Chib's estimator from sampler
         runs (``method="gibbs"`` or ``"sada"``), which costs one clamped run
-        of ``n_warmup + n_draws`` sweeps per element of the free factors (see
+        of ``n_warmup_ + n_draws`` sweeps (or more, see ``n_draws``) per
+        element of the free factors (see
         :func:`~sklearn_pltf.evidence.chib_log_evidence`); ``"sti"``,
         stochastic thermodynamic integration over SGLD runs at
         ``n_temperatures`` temperatures (``method="sgld"``; see
@@ -118,14 +119,22 @@ LOOP_PARAMETERS = """\
 
 #: The samplers' settings (but SGLD's ``n_blocks``), and STI's.
 DRAW_PARAMETERS = """\
-    n_draws : int, default=2000
+    n_draws : int or "auto", default="auto"
         Samplers: draws kept per chain, and sweeps per clamped run of Chib's
         estimator. Chib's noise grows with the number of factor elements
         (one clamped run each), and shrinks with the draws per run (see
-        the user guide).
-    n_warmup : int, default=500
+        the user guide). ``"auto"``: 2000 per chain, and each clamped run
+        goes on in blocks of 2000 while its ordinate's relative Monte Carlo
+        error (batch means) is above 0.5, up to 8000 draws (4 times); an
+        ordinate still above it then warns. A number is used exactly.
+    n_warmup : int or "auto", default="auto"
         Samplers: sweeps discarded at the start of each chain and clamped
         run; SGLD: warm-up steps at each temperature and before the draws.
+        ``"auto"``: 500, doubled (the chains run again from the same seeds)
+        while the split R-hat of the log-likelihood over the draws is above
+        1.05, up to 2000 (4 times), so the chains run at most three times;
+        Chib's clamped runs discard ``n_warmup_`` sweeps, the warm-up used.
+        A number is used exactly.
     thin : int, default=1
         Samplers: keep every ``thin``-th sweep after the warm-up.
     keep_draws : bool, default=True
@@ -213,6 +222,9 @@ SHARED_ATTRIBUTES = """\
         Samplers: split R-hat of the log-likelihood over the chains' kept
         iterations (each chain cut in halves); above 1.05 the fit warns
         (``ConvergenceWarning``) that the chains have not mixed.
+    n_warmup_ : int
+        Samplers: the warm-up sweeps the chains ran (``n_warmup``, or what
+        ``"auto"`` chose).
     draws_ : tuple of ndarray or None
         Samplers with ``keep_draws=True``: per factor, draws of shape
         ``(n_init, n_draws, *factor shape)``, chains aligned to the first
@@ -280,8 +292,8 @@ class NamedPoissonPLTF(OnlineVBMixin, BasePoissonPLTF):
         verbose=0,
         verbose_interval=10,
         n_jobs=None,
-        n_draws=2000,
-        n_warmup=500,
+        n_draws="auto",
+        n_warmup="auto",
         thin=1,
         keep_draws=True,
         batch_size=10_000,

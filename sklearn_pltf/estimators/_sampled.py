@@ -4,6 +4,8 @@ attributes a sampler fit sets, and the export of the kept draws."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import warnings
 
@@ -15,10 +17,14 @@ from ..engine._kernels import TINY
 from ..engine._likelihood import get_likelihood
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference._diagnostics import RHAT_LIMIT, split_rhat
+from ..inference._diagnostics import RHAT_LIMIT, chain_lengths, split_rhat, warm_up_until_mixed
 from ..inference._inference_data import export_inference_data, factor_names_of
 
-__all__ = ["chain_settings", "export_draws", "fit_sampler", "warn_unless_mixed"]
+__all__ = ["DEFAULT_N_DRAWS", "DEFAULT_N_WARMUP", "chain_settings", "export_draws", "fit_sampler",
+           "warn_unless_mixed"]
+
+#: What ``n_warmup="auto"`` and ``n_draws="auto"`` start from (Poisson–Gamma samplers).
+DEFAULT_N_WARMUP, DEFAULT_N_DRAWS = 500, 2000
 
 
 def warn_unless_mixed(trace, what="the log-likelihood", advice="raise n_warmup and n_draws"):
@@ -46,10 +52,27 @@ def _evidence_advice(evidence, priors):
     return advice
 
 
-def chain_settings(estimator):
-    """What every sampler's chains take from the estimator's parameters."""
-    return dict(n_chains=estimator.n_init, n_warmup=estimator.n_warmup,
-                n_draws=estimator.n_draws, thin=estimator.thin,
+def lengthen_advice(n_warmup, lengths):
+    """What to raise when chains have not mixed: past what ``"auto"`` tried."""
+    if n_warmup == "auto":
+        return (f"n_warmup='auto' tried up to {lengths.max_warmup} warm-up sweeps; set n_warmup "
+                "to more, and raise n_draws")
+    return "raise n_warmup and n_draws"
+
+
+def poisson_chain_lengths(estimator):
+    """The :class:`~sklearn_pltf.inference._diagnostics.ChainLengths` of a
+    Poisson–Gamma sampler's ``n_warmup`` and ``n_draws`` (``"auto"``: from
+    :data:`DEFAULT_N_WARMUP` and :data:`DEFAULT_N_DRAWS`)."""
+    return chain_lengths(estimator.n_warmup, estimator.n_draws, DEFAULT_N_WARMUP,
+                         DEFAULT_N_DRAWS)
+
+
+def chain_settings(estimator, n_warmup):
+    """What every sampler's chains take from the estimator's parameters, at
+    the warm-up :func:`fit_sampler` is trying."""
+    return dict(n_chains=estimator.n_init, n_warmup=n_warmup,
+                n_draws=poisson_chain_lengths(estimator).n_draws, thin=estimator.thin,
                 keep_draws=estimator.keep_draws, n_jobs=estimator.n_jobs,
                 verbose=estimator.verbose)
 
@@ -58,7 +81,10 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
     """Gibbs, SADA or SGLD for a :class:`~._base.BasePoissonPLTF`:
     ``n_init`` chains, their pooled posterior means (the state returned),
     and Chib's or STI's evidence, set as the estimator's attributes
-    (``tie``: the chains of a :class:`~._tied.TiedFit`)."""
+    (``tie``: the chains of a :class:`~._tied.TiedFit`). With
+    ``n_warmup="auto"`` the chains run again with a longer warm-up until
+    they mix (:func:`~sklearn_pltf.inference._diagnostics.warm_up_until_mixed`);
+    Chib's estimate is made once, from the chains kept."""
     est, method = estimator, estimator.method
     # The samplers that draw a uniform for every token (count) in each sweep.
     per_token = ("gibbs",) if tie is None else tie.per_token_methods
@@ -69,13 +95,32 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
             f"method={method!r}", bytes_per_token=8,
             remedy=(f"Use method={', '.join(others[:-1])} or {others[-1]}, or scale the "
                     "counts down."))
-    if tie is None:
-        posterior = _sample_posterior(est, data, model, priors, fixed, rng, evidence)
-    else:
-        posterior = tie.sample_posterior(data, model, priors, fixed, rng, evidence)
-    est.n_iter_ = est.n_warmup + est.n_draws * est.thin
+    lengths = poisson_chain_lengths(est)
+    replay = Replay(rng, lengths.max_warmup > lengths.n_warmup)
+    sample = functools.partial(_sample_posterior, est) if tie is None else tie.sample_posterior
+
+    def run(n_warmup):
+        # SGLD's chains start where STI's ladder ends, so every attempt walks it.
+        with _warnings_of_the_last(replay.replays) as caught:
+            posterior = sample(data, model, priors, fixed, replay(),
+                               "sti" if evidence == "sti" else None,
+                               chain_settings(est, n_warmup))
+        return (posterior, caught), posterior.log_likelihoods
+
+    (posterior, caught), n_warmup, _ = warm_up_until_mixed(
+        run, lengths.n_warmup, lengths.max_warmup, verbose=est.verbose)
+    replay.done()
+    # The last attempt's warnings only (earlier ones were superseded), each once.
+    shown = dict.fromkeys((str(w.message), w.category, w.filename, w.lineno) for w in caught)
+    for message, category, filename, lineno in shown:
+        warnings.warn_explicit(message, category, filename, lineno)
+    if evidence == "chib":
+        posterior = posterior.with_chib(max_draws=lengths.max_draws)
+    est.n_warmup_ = n_warmup
+    est.n_iter_ = n_warmup + lengths.n_draws * est.thin
     est.log_likelihoods_ = posterior.log_likelihoods
-    est.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, est.n_warmup:])
+    est.rhat_ = warn_unless_mixed(posterior.log_likelihoods[:, n_warmup:],
+                                  advice=lengthen_advice(est.n_warmup, lengths))
     if est.keep_draws:
         est.draws_ = posterior.draws
     if posterior.log_evidence is not None:
@@ -88,9 +133,48 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
     return posterior.state
 
 
-def _sample_posterior(est, data, model, priors, fixed, rng, evidence):
-    """The chains of ``est.method`` and their evidence, as a ``SampledPosterior``."""
-    common = chain_settings(est)
+@contextlib.contextmanager
+def _warnings_of_the_last(attempts):
+    """Record the warnings of one attempt when there may be several (they are
+    shown for the last only), else let them through: yields a list."""
+    if not attempts:
+        yield []
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
+class Replay:
+    """Generators for the attempts of :func:`warm_up_until_mixed`: with
+    ``replays``, each a copy of ``rng`` as it is now (the same seeds for every
+    attempt, so a longer warm-up repeats the earlier sweeps), and ``done()``
+    leaves ``rng`` as the last attempt left its copy; else ``rng`` itself
+    (one run, exactly as without the loop)."""
+
+    def __init__(self, rng, replays):
+        self.rng, self.start = rng, copy.deepcopy(rng) if replays else None
+        self.last, self.replays = rng, replays
+
+    def __call__(self):
+        self.last = self.rng if self.start is None else copy.deepcopy(self.start)
+        return self.last
+
+    def done(self):
+        """Advance ``rng`` to where the last attempt's copy ended."""
+        if self.last is self.rng:
+            return
+        self.rng.bit_generator.state = self.last.bit_generator.state
+        spawned = (self.last.bit_generator.seed_seq.n_children_spawned
+                   - self.rng.bit_generator.seed_seq.n_children_spawned)
+        if spawned > 0:
+            self.rng.spawn(spawned)
+
+
+def _sample_posterior(est, data, model, priors, fixed, rng, evidence, common):
+    """The chains of ``est.method`` (``common``: :func:`chain_settings`) and
+    STI's evidence, as a ``SampledPosterior``."""
+    common = dict(common)
     if data.is_distributed:  # the chains run one after another, each over the cluster
         common["n_jobs"] = 1
     if est.method == "sgld":
@@ -101,7 +185,7 @@ def _sample_posterior(est, data, model, priors, fixed, rng, evidence):
         return _mcmc.sgld_posterior(rng, make_target, model, priors.free,
                                     sti=evidence == "sti", settings=settings, **common)
     return _mcmc.sample_posterior(est.method, rng, model, data, priors, fixed,
-                                  chib=evidence == "chib", likelihood=est.likelihood, **common)
+                                  likelihood=est.likelihood, **common)
 
 
 def export_draws(estimator, X, mask, factor_names):
@@ -124,7 +208,7 @@ def export_draws(estimator, X, mask, factor_names):
     return export_inference_data(
         model, tuple(None if a in tied else d for a, d in enumerate(draws)), names,
         sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
-            est.log_likelihoods_, est.n_warmup, est.thin)},
+            est.log_likelihoods_, est.n_warmup_, est.thin)},
         coords=est._index_coords(),
         data=None if X is None else est._training_data(X, mask),
         modelled=None if tie is None else tie.modelled_entries,

@@ -29,7 +29,6 @@ from ..inference.relational.rescal_sgld import RescalTarget
 from ..inference.relational.structure import RESCAL_MODEL, tied_structure
 from ._fitting import FittedModel, fit_by_optimizer
 from ._relevance import check_learning, learned_kinds, set_learned_attributes
-from ._sampled import chain_settings
 
 __all__ = ["TiedFit", "rescal_learning"]
 
@@ -181,15 +180,15 @@ class TiedFit:
             pruned=est.prune)
         return held.state, held.priors, model
 
-    def sample_posterior(self, data, model, priors, fixed, rng, evidence):
+    def sample_posterior(self, data, model, priors, fixed, rng, evidence, common):
         """Gibbs or SADA chains with the rows of A drawn in turn
         (:mod:`sklearn_pltf.inference.relational.rescal_gibbs`) and Chib's
-        evidence, or SGLD chains
-        (:mod:`sklearn_pltf.inference.relational.rescal_sgld`) and STI's."""
+        evidence on request, or SGLD chains
+        (:mod:`sklearn_pltf.inference.relational.rescal_sgld`) and STI's
+        (``common``: :func:`~._sampled.chain_settings`)."""
         est, structure = self.estimator, self.structure
         relational, canonical_priors = self._relational(data, priors)
         r = structure.canonical.sizes["a"]
-        common = chain_settings(est)
         if est.method == "sgld":
             settings = est._sgld_settings()
             if settings["n_blocks"] is not None:
@@ -203,8 +202,7 @@ class TiedFit:
                                              tied_labels=[("a", "b")], **common)
         else:
             posterior = _mcmc.rescal_posterior(est.method, rng, structure.canonical, relational,
-                                               canonical_priors, r, chib=evidence == "chib",
-                                               **common)
+                                               canonical_priors, r, **common)
         draws = drop_relation_axis(posterior.draws) if data.ndim == 2 else posterior.draws
         return posterior._replace(state=self._to_model(posterior.state, data),
                                   draws=structure.to_model_order(draws, lead=2))

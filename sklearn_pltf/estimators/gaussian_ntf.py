@@ -3,6 +3,7 @@ noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,15 +18,19 @@ from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._cp_stats import CPStatistics
+from ..inference._diagnostics import chain_lengths, warm_up_until_mixed
 from ..engine.model import Model, cp_model_string
 from ..evidence import _posterior as _mcmc
 from ._base import cp_reconstruction
-from ._sampled import warn_unless_mixed
+from ._sampled import lengthen_advice, warn_unless_mixed
 from ._validation import check_entry_indices, validate_tensor
 from ..inference._inference_data import (export_inference_data, factor_names_of,
                                          mode_factor_names)
 from ._skeleton import BaseFactorization
 from ._tensor_export import CPResultMixin, with_cp_attributes
+
+#: What ``n_warmup="auto"`` and ``n_draws="auto"`` start from.
+DEFAULT_N_WARMUP, DEFAULT_N_DRAWS = 500, 1000
 
 #: ARD: a component counts towards ``effective_rank_`` when its share of the
 #: largest component's energy is at least this.
@@ -78,8 +83,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         integrated out in closed form) from a Gamma fit to the chain's
         factor marginals, dense data only (see
         :func:`~sklearn_pltf.evidence.gaussian_ais_log_evidence`);
-        ``"chib"``, Chib's method (one clamped Gibbs run of ``min(n_warmup,
-        n_draws) + n_draws`` sweeps per factor element, whatever the
+        ``"chib"``, Chib's method (one clamped Gibbs run of ``min(n_warmup_,
+        n_draws) + n_draws`` sweeps or more, see ``n_draws``, per factor
+        element, whatever the
         ``sampler``; for signed factors each column's sign is averaged over
         like its label, see
         :func:`~sklearn_pltf.evidence.gaussian_chib_log_evidence`); ``"auto"``,
@@ -91,10 +97,19 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         cost grows as 2^R), so ``"auto"`` is Chib's there, and ``"ais"``
         starts its path from the prior (drawn exactly), which needs far
         more temperatures on real data.
-    n_warmup : int, default=500
+    n_warmup : int or "auto", default="auto"
         Iterations discarded (HMC adapts its step size and mass over them).
-    n_draws : int, default=1000
+        ``"auto"``: 500, doubled (the chains run again from the same seeds)
+        while the split R-hat of the log-likelihood over the kept
+        iterations is above 1.05, up to 2000 (4 times), so the chains run
+        at most three times; ``n_warmup_`` holds the warm-up used. A number
+        is used exactly.
+    n_draws : int or "auto", default="auto"
         Iterations kept; also the length of each of Chib's clamped runs.
+        ``"auto"``: 1000, and each clamped run goes on in blocks of 1000
+        while its ordinate's relative Monte Carlo error (batch means) is
+        above 0.5, up to 4000 (4 times); an ordinate still above it then
+        warns. A number is used exactly.
     thin : int, default=1
         Keep every ``thin``-th iteration after warm-up.
     n_leapfrog : int, default=20
@@ -148,8 +163,11 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     draws_ : tuple of ndarray
         Per factor, the kept draws, shape (n_init, n_draws, I_n,
         n_components), chains aligned to the first. Only with ``keep_draws``.
-    log_likelihoods_ : ndarray of shape (n_init, n_warmup + n_draws * thin)
+    log_likelihoods_ : ndarray of shape (n_init, n_warmup_ + n_draws * thin)
         log p(X | A, σ²) after every iteration of each chain.
+    n_warmup_ : int
+        The warm-up iterations the chains ran (``n_warmup``, or what
+        ``"auto"`` chose).
     acceptance_rate_ : float
         Mean acceptance probability over the kept HMC iterations and the
         chains (1 for Gibbs).
@@ -193,8 +211,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         "nonnegative": ["boolean"],
         "method": [StrOptions({"gibbs", "hmc"})],
         "evidence": [StrOptions({"auto", "ais", "chib"}), None],
-        "n_warmup": [Interval(Integral, 0, None, closed="left")],
-        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "n_draws": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
         "step_size": [Interval(Real, 0, None, closed="neither")],
@@ -213,7 +231,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     }
 
     def __init__(self, n_components=2, *, nonnegative=True, method="gibbs", evidence="auto",
-                 n_warmup=500, n_draws=1000, thin=1, n_leapfrog=20, step_size=0.05,
+                 n_warmup="auto", n_draws="auto", thin=1, n_leapfrog=20, step_size=0.05,
                  target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
                  hyper_scale=1.0, ard=False, keep_draws=True, n_init=1, n_jobs=None,
@@ -302,16 +320,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             raise ValueError("evidence='ais' runs on the log-factors of non-negative factors; "
                              "with nonnegative=False use evidence='chib'.")
         self.model_ = model
-        chain = gaussian.pool_chains(Parallel(n_jobs=self.n_jobs)(
-            delayed(gaussian.run_chain)(
-                child, stats, self.n_components, priors, sampler=self.method,
-                n_warmup=self.n_warmup, n_draws=self.n_draws, thin=self.thin,
-                keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
-                target_acceptance=self.target_acceptance, verbose=self.verbose,
-                label=f"{self.method} chain {k + 1}/{self.n_init}",
-            )
-            for k, child in enumerate(chain_rng.spawn(self.n_init))
-        ))
+        lengths = chain_lengths(self.n_warmup, self.n_draws, DEFAULT_N_WARMUP, DEFAULT_N_DRAWS)
+        chain, n_warmup = self._run_chains(chain_rng, stats, priors, lengths)
         if not (np.isfinite(chain.mean_noise_variance)
                 and all(np.isfinite(f).all() for f in chain.mean_factors)):
             raise FloatingPointError(
@@ -329,7 +339,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         self.acceptance_rate_ = chain.acceptance
         self.step_size_ = chain.step_size
         self.n_iter_ = chain.log_likelihoods.shape[1]
-        self.rhat_ = warn_unless_mixed(chain.log_likelihoods[:, self.n_warmup:])
+        self.n_warmup_ = n_warmup
+        self.rhat_ = warn_unless_mixed(chain.log_likelihoods[:, n_warmup:],
+                                       advice=lengthen_advice(self.n_warmup, lengths))
         if self.keep_draws:
             self.draws_ = chain.draws
             self._noise_variance_draws = chain.noise_variance_draws
@@ -342,13 +354,39 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                       "its defaults; call it directly with more runs or temperatures.")
         elif evidence == "chib":
             estimate = gaussian_chib_log_evidence(
-                evidence_rng, stats, self.n_components, priors, n_draws=self.n_draws,
-                n_warmup=min(self.n_warmup, self.n_draws), point=chain.best, verbose=self.verbose)
+                evidence_rng, stats, self.n_components, priors, n_draws=lengths.n_draws,
+                n_warmup=min(n_warmup, lengths.n_draws), point=chain.best, verbose=self.verbose,
+                max_draws=lengths.max_draws)
             advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
         if evidence is not None:
             # A density: no bound above, so only finiteness is checked.
             self.log_evidence_ = check_log_evidence(estimate.log_evidence, advice=advice)
             self.log_evidence_error_ = estimate.standard_error
+
+    def _run_chains(self, rng, stats, priors, lengths):
+        """The pooled chains and their warm-up: ``n_init`` chains, run again
+        with a longer warm-up until they mix (``n_warmup="auto"``,
+        :func:`~sklearn_pltf.inference._diagnostics.warm_up_until_mixed`)."""
+        children = rng.spawn(self.n_init)
+
+        def run(n_warmup):
+            # The same seeds at every warm-up: a longer Gibbs warm-up repeats the
+            # shorter one's sweeps (HMC adapts over the warm-up, so its chain differs).
+            chain = gaussian.pool_chains(Parallel(n_jobs=self.n_jobs)(
+                delayed(gaussian.run_chain)(
+                    child, stats, self.n_components, priors, sampler=self.method,
+                    n_warmup=n_warmup, n_draws=lengths.n_draws, thin=self.thin,
+                    keep_draws=self.keep_draws, step_size=self.step_size,
+                    n_leapfrog=self.n_leapfrog, target_acceptance=self.target_acceptance,
+                    verbose=self.verbose, label=f"{self.method} chain {k + 1}/{self.n_init}",
+                )
+                for k, child in enumerate(copy.deepcopy(children))
+            ))
+            return chain, chain.log_likelihoods
+
+        chain, n_warmup, _ = warm_up_until_mixed(run, lengths.n_warmup, lengths.max_warmup,
+                                                 verbose=self.verbose)
+        return chain, n_warmup
 
     # ------------------------------------------------------------ transform
     def transform(self, X, mask=None):
@@ -444,7 +482,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         return export_inference_data(
             model, draws, factor_names_of(model, factor_names, self._default_factor_names()),
             sample_stats={"total_log_likelihood": _mcmc.kept_sweeps(
-                self.log_likelihoods_, self.n_warmup, self.thin)},
+                self.log_likelihoods_, self.n_warmup_, self.thin)},
             coords=self._index_coords(),
             data=None if X is None else self._training_data(X, mask),
             factors_at=lambda chain, draw: [d[chain, draw] for d in draws],

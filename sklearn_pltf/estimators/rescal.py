@@ -64,8 +64,8 @@ class BayesianRESCAL(BasePoissonPLTF):
         minibatches of the non-zeros, for data too large for Gibbs sweeps.
     evidence : {"auto", "vb", "chib", "sti"} or None, default="auto"
         ``"auto"``: the variational bound for VB, Chib's estimate for Gibbs
-        and SADA (one clamped run of ``n_warmup + n_draws`` sweeps per
-        element of A, and one for G), STI for SGLD; EM has none. ``None``
+        and SADA (one clamped run of ``n_warmup_ + n_draws`` sweeps, or more
+        with ``n_draws="auto"``, per element of A, and one for G), STI for SGLD; EM has none. ``None``
         skips it.
     prior_shape, prior_rate : float, array-like or dict, default=1.0
         Gamma(shape, rate) prior of every element of A and G: a scalar, an
@@ -200,8 +200,8 @@ class BayesianRESCAL(BasePoissonPLTF):
         verbose=0,
         verbose_interval=10,
         n_jobs=None,
-        n_draws=2000,
-        n_warmup=500,
+        n_draws="auto",
+        n_warmup="auto",
         thin=1,
         keep_draws=True,
         batch_size=10_000,

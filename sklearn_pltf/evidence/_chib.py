@@ -10,8 +10,10 @@ For any point Z* of the factors,
 
 The chain rule runs over blocks smaller than a factor: every element of every
 free factor on its own (``blocks="elements"``, the default), except a row
-(a slice along the factor's first observed axis) where latent indices are
-first met, or every row (``blocks="rows"``).
+(a slice along the factor's first observed axis, or for a factor with none,
+such as the mixing matrix between a held dictionary and a free factor, along
+its first axis that a held factor or an earlier block carries) where latent
+indices are first met, or every row (``blocks="rows"``).
 Each block's ordinate is a Rao–Blackwellised average over a *clamped* Gibbs
 run, in which every earlier block stays at Z* and everything else (the
 allocation S included) is sampled:
@@ -58,9 +60,63 @@ import numpy as np
 from ..engine._progress import progress_or_none
 from ..inference import gibbs
 from ..inference._gamma import log_gamma_density
-from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
+from ._log_mean import ORDINATE_ERROR_LIMIT, log_mean_exp, warn_if_ordinates_unreliable
 
-__all__ = ["ChibEstimate", "chib_log_evidence"]
+__all__ = ["ChibEstimate", "chib_log_evidence", "draws_until_precise"]
+
+
+def max_draws_or_default(max_draws, n_draws):
+    """The most draws a clamped run keeps: ``max_draws``, never fewer than
+    ``n_draws`` (None: ``n_draws`` exactly)."""
+    return n_draws if max_draws is None else max(int(max_draws), n_draws)
+
+
+def draws_until_precise(advance, ordinates, n_draws, max_draws):
+    """Run a clamped run's kept draws in blocks until its ordinates are precise.
+
+    The rule for every clamped run of Chib's estimators (Chib 1995): after
+    ``n_draws`` kept draws, while any of the run's ordinates has a relative
+    Monte Carlo error (batch means, :func:`~._log_mean.log_mean_exp`) above
+    :data:`~._log_mean.ORDINATE_ERROR_LIMIT`, the run goes on by another
+    ``n_draws`` (the last block cut to fit), until ``max_draws`` draws are
+    kept. An ordinate still above the limit then makes the estimate warn
+    (:func:`~._log_mean.warn_if_ordinates_unreliable`).
+
+    Parameters
+    ----------
+    advance : callable
+        ``advance(n)`` runs ``n`` more kept sweeps of the run.
+    ordinates : callable
+        ``ordinates()`` gives ``[(log ordinate, relative error), ...]`` over
+        every draw kept so far.
+    n_draws, max_draws : int
+        The first block and the most draws kept.
+
+    Returns
+    -------
+    estimates : list of (float, float)
+        ``ordinates()`` at the end.
+    n_kept : int
+        The draws kept.
+    """
+    advance(n_draws)
+    kept, estimates = n_draws, ordinates()
+    while kept < max_draws and not all(error <= ORDINATE_ERROR_LIMIT for _, error in estimates):
+        more = min(n_draws, max_draws - kept)
+        advance(more)
+        kept, estimates = kept + more, ordinates()
+    return estimates, kept
+
+
+def report_extended(verbose, kept, n_draws):
+    """With ``verbose``, a line saying how many clamped runs went past
+    ``n_draws`` kept draws (``kept``: each run's), and how far."""
+    kept = np.asarray(kept)
+    longer = int(np.count_nonzero(kept > n_draws))
+    if verbose and longer:
+        print(f"Chib's clamped runs: {longer} of {kept.size} ran past {n_draws} draws (relative "
+              f"error of an ordinate above {ORDINATE_ERROR_LIMIT}), the longest to "
+              f"{int(kept.max())}.", flush=True)
 
 
 class ChibEstimate(NamedTuple):
@@ -81,7 +137,7 @@ class ChibEstimate(NamedTuple):
 
 def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs.block_sweep,
                       n_draws=5000, n_warmup=500, max_label_permutations=720, point=None,
-                      blocks="elements", verbose=0):
+                      blocks="elements", verbose=0, max_draws=None):
     """Chib's estimate of log p(X) for a Poisson–Gamma PLTF model.
 
     Parameters
@@ -115,12 +171,18 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
         averaged (module docstring: why).
     verbose : int, default=0
         At 1 or more, progress lines over the clamped runs with the time left.
+    max_draws : int, default=None
+        Each clamped run keeps ``n_draws`` draws, then goes on in blocks of
+        ``n_draws`` while an ordinate's relative Monte Carlo error is above
+        0.5, up to ``max_draws`` (:func:`draws_until_precise`). None:
+        ``n_draws`` exactly.
 
     Returns
     -------
     ChibEstimate
     """
     given = dict(given or {})
+    max_draws = max_draws_or_default(max_draws, n_draws)
     free = priors.free
     if point is None:
         point = gibbs.run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
@@ -129,17 +191,20 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
     log_prior = gibbs.log_prior(point, priors)
     log_likelihood = gibbs.log_likelihood(gibbs.GibbsState(point), contractor)
     clamped = {a: np.zeros(point[a].shape, dtype=bool) for a in free}
-    ordinates, variances = [], []
+    ordinates, variances, kept = [], [], []
     chain_rule = list(_blocks(model, point, free, blocks == "elements"))
     progress = progress_or_none(verbose, "Chib's clamped runs", len(chain_rule), unit="blocks")
     for alpha, block in chain_rule:
-        ordinate, error = _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped,
-                                        sweep, n_draws, n_warmup, max_label_permutations)
+        (ordinate, error), n_kept = _log_ordinate(
+            rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws, n_warmup,
+            max_label_permutations, max_draws)
         ordinates.append(ordinate)
         variances.append(error**2)
+        kept.append(n_kept)
         clamped[alpha][block] = True
         if progress is not None:
             progress()
+    report_extended(verbose, kept, n_draws)
     warn_if_ordinates_unreliable(np.sqrt(variances), "lengthen the clamped runs (n_draws)")
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
@@ -148,9 +213,11 @@ def chib_log_evidence(rng, model, contractor, priors, given=None, *, sweep=gibbs
 
 def _blocks(model, point, free, elementwise=False):
     """The blocks of the chain rule, in order: each free factor cut along its
-    first observed axis (one slice per index value; the whole factor if it
-    has no observed axis). Small blocks keep each ordinate's average over
-    few densities, where one over a whole factor is dominated by rare draws.
+    first observed axis (one slice per index value); a factor with no
+    observed axis along its first axis whose index a held factor or an
+    earlier block carries (its labels are told apart already), else whole.
+    Small blocks keep each ordinate's average over few densities, where one
+    over a whole factor is dominated by rare draws.
 
     ``elementwise`` splits every such block into its elements, except a
     factor's first block while it carries a latent index that no earlier
@@ -162,6 +229,8 @@ def _blocks(model, point, free, elementwise=False):
     for alpha in free:
         own = model.factors[alpha]
         axes = [own.index(c) for c in own if c in model.output]
+        if not axes:  # e.g. a mixing matrix between a held dictionary and a free factor
+            axes = [own.index(c) for c in own if c in pinned]
         slices = [(slice(None),) * len(own)]
         if axes:
             slices = [
@@ -181,30 +250,41 @@ def _blocks(model, point, free, elementwise=False):
 
 
 def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws,
-                  n_warmup, max_label_permutations):
+                  n_warmup, max_label_permutations, max_draws=None):
     """log p̂(Z*_α[block] | X, the clamped elements at Z*) and its standard
     error, from a Gibbs run in
     which the ``clamped`` elements stay at Z* and every other element is drawn
     (elements of a factor are independent given S and the other factors, so
-    drawing a whole factor and restoring its clamped elements is exact)."""
+    drawing a whole factor and restoring its clamped elements is exact); it
+    keeps ``n_draws`` draws, or more up to ``max_draws``
+    (:func:`draws_until_precise`). Returns the pair and the draws kept."""
     sampled = tuple(a for a in priors.free if not clamped[a].all())
     points, log_group_size = _label_permutations(model, priors, point, alpha, block, clamped,
                                                  max_label_permutations)
     points = np.stack(points)  # (permutations, *block shape)
     factors = list(point)  # start in Z*'s labelling
     per_draw = []
-    for t in range(n_warmup + n_draws):
-        # Each conditional comes with the allocation (S, or its margin) that
-        # the sweep drew given the current factors: with them, a draw from
-        # the posterior given the clamped elements.
-        for a, shape, rate in sweep(rng, factors, contractor, priors, sampled):
-            if a == alpha and t >= n_warmup:
-                per_draw.append(_log_summed_density(points, shape[block], rate[block]))
-            new = rng.standard_gamma(shape) / rate
-            new[clamped[a]] = point[a][clamped[a]]
-            factors[a] = new
-    log_mean, error = log_mean_exp(per_draw)
-    return log_mean - log_group_size, error
+
+    def advance(n_sweeps, keep=True):
+        for _ in range(n_sweeps):
+            # Each conditional comes with the allocation (S, or its margin)
+            # that the sweep drew given the current factors: with them, a
+            # draw from the posterior given the clamped elements.
+            for a, shape, rate in sweep(rng, factors, contractor, priors, sampled):
+                if a == alpha and keep:
+                    per_draw.append(_log_summed_density(points, shape[block], rate[block]))
+                new = rng.standard_gamma(shape) / rate
+                new[clamped[a]] = point[a][clamped[a]]
+                factors[a] = new
+
+    def ordinates():
+        log_mean, error = log_mean_exp(per_draw)
+        return [(log_mean - log_group_size, error)]
+
+    advance(n_warmup, keep=False)
+    estimates, kept = draws_until_precise(advance, ordinates, n_draws,
+                                          max_draws_or_default(max_draws, n_draws))
+    return estimates[0], kept
 
 
 def _log_summed_density(points, shape, rate):

@@ -60,6 +60,7 @@ from scipy.special import logsumexp
 
 from ..engine._progress import progress_or_none
 from ..inference import gaussian
+from ._chib import draws_until_precise, max_draws_or_default, report_extended
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
 __all__ = ["GaussianChibEstimate", "gaussian_chib_log_evidence"]
@@ -78,7 +79,7 @@ class GaussianChibEstimate(NamedTuple):
 
 
 def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warmup=200,
-                               point=None, blocks="elements", verbose=0):
+                               point=None, blocks="elements", verbose=0, max_draws=None):
     """Chib's estimate of log p(X) for Gaussian NTF of rank ``rank``.
 
     Parameters
@@ -97,6 +98,11 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         (far cheaper, but biased upwards above the data's rank).
     verbose : int, default=0
         At 1 or more, progress lines over the clamped runs with the time left.
+    max_draws : int, default=None
+        Each clamped run goes on past ``n_draws`` in blocks of ``n_draws``
+        while its ordinate's relative Monte Carlo error is above 0.5, up to
+        ``max_draws`` draws (:func:`~._chib.draws_until_precise`); None:
+        ``n_draws`` exactly.
 
     Returns
     -------
@@ -110,12 +116,15 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     log_prior = (gaussian.log_factors_prior(factors, priors)
                  + gaussian.log_noise_prior(point.noise_variance, priors))
 
-    ordinates, variances = [], []
+    max_draws = max_draws_or_default(max_draws, n_draws)
+    ordinates, variances, kept = [], [], []
 
-    def record(per_draw):
-        log_mean, error = log_mean_exp(per_draw)
+    def run(clamped, clamp_noise, visit, per_draw):
+        (log_mean, error), n_kept = _clamped_run(rng, point, stats, priors, clamped, clamp_noise,
+                                                 visit, per_draw, n_warmup, n_draws, max_draws)
         ordinates.append(log_mean)
         variances.append(error**2)
+        kept.append(n_kept)
 
     # σ² first, nothing clamped.
     values = []
@@ -124,8 +133,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         if n == "noise":
             values.append(gaussian.log_inverse_gamma_density(point.noise_variance, *conditional))
 
-    _clamped_run(rng, point, stats, priors, {}, False, n_warmup, n_draws, noise_visit)
-    record(values)
+    run({}, False, noise_visit, lambda: values)
 
     clamped = {}
     chain_rule = list(_blocks(stats.shape, rank, blocks))
@@ -144,7 +152,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         values = []
 
         def visit(m, s, location=None, scale=None, n=n, r=r, slots=slots, element=element,
-                  signs=signs):
+                  signs=signs, values=values):
             if m != n or s not in slots:
                 return
             # A whole column (under each slot's conditional), or one element.
@@ -153,10 +161,12 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
                                                             scale[at], priors)) for sign in signs]
             values.append(logsumexp(per_sign) - math.log(len(signs)))
 
-        _clamped_run(rng, point, stats, priors, clamped, True, n_warmup, n_draws, visit)
-        # One value per slot per kept sweep: average over the slots, then the sweeps.
-        per_draw = np.asarray(values, dtype=np.float64).reshape(n_draws, len(slots))
-        record(logsumexp(per_draw, axis=1) - math.log(len(slots)))
+        def per_draw(values=values, slots=slots):
+            # One value per slot per kept sweep: average over the slots.
+            per_slot = np.asarray(values, dtype=np.float64).reshape(-1, len(slots))
+            return logsumexp(per_slot, axis=1) - math.log(len(slots))
+
+        run(clamped, True, visit, per_draw)
         if element is None:
             clamped[(n, r)] = True
         else:
@@ -165,6 +175,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
             clamped[(n, r)] = True if keep.all() else keep
         if progress is not None:
             progress()
+    report_extended(verbose, kept, n_draws)
     warn_if_ordinates_unreliable(np.sqrt(variances), "lengthen the clamped runs (n_draws)")
     log_evidence = log_likelihood + log_prior - sum(ordinates)
     return GaussianChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
@@ -190,13 +201,24 @@ def _blocks(shape, rank, blocks):
                 yield n, r, i
 
 
-def _clamped_run(rng, point, stats, priors, clamped, clamp_noise, n_warmup, n_draws, visit):
+def _clamped_run(rng, point, stats, priors, clamped, clamp_noise, visit, per_draw, n_warmup,
+                 n_draws, max_draws):
     """Gibbs from θ* with the ``clamped`` columns or elements (as
     :func:`~sklearn_pltf.inference.gaussian.gibbs_sweep` takes them) and σ²
     (if ``clamp_noise``) kept at θ*; ``visit`` sees every conditional of the
-    ``n_draws`` sweeps after the warm-up."""
+    sweeps after the warm-up, and ``per_draw()`` gives the log densities of
+    every draw kept so far. Returns the ordinate and its relative error, and
+    the draws kept (:func:`~._chib.draws_until_precise`)."""
     state = point
-    for t in range(n_warmup + n_draws):
-        state, _ = gaussian.gibbs_sweep(rng, state, stats, priors, clamped=clamped,
-                                        clamp_noise=clamp_noise,
-                                        visit=visit if t >= n_warmup else None)
+
+    def advance(n_sweeps, keep=True):
+        nonlocal state
+        for _ in range(n_sweeps):
+            state, _ = gaussian.gibbs_sweep(rng, state, stats, priors, clamped=clamped,
+                                            clamp_noise=clamp_noise,
+                                            visit=visit if keep else None)
+
+    advance(n_warmup, keep=False)
+    (estimate,), n_kept = draws_until_precise(advance, lambda: [log_mean_exp(per_draw())],
+                                              n_draws, max_draws)
+    return estimate, n_kept

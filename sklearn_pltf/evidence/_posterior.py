@@ -6,8 +6,9 @@ one posterior, and its evidence (Chib's or STI's) — what an estimator with
 
 from __future__ import annotations
 
+import functools
 import warnings
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -29,13 +30,24 @@ SAMPLERS = (*gibbs.SWEEPS, "sgld")
 class SampledPosterior(NamedTuple):
     """What a sampler fit keeps: ``state`` holds the posterior means and
     geometric means exp E[log Z] (the fields a fold-in reads of held
-    factors); ``draws`` per factor (n_chains, n_draws, ...) or None."""
+    factors); ``draws`` per factor (n_chains, n_draws, ...) or None;
+    ``chib``, for Gibbs and SADA chains, Chib's estimate at their best draw
+    on request (``chib(max_draws=...)`` returns a ``ChibEstimate``; its
+    clamped runs are far longer than the chains, so a caller that tries
+    several warm-ups asks once, for the chains it keeps)."""
 
     state: vb.VBState
     draws: tuple
     log_likelihoods: np.ndarray
     log_evidence: float | None
     log_evidence_error: float | None = None
+    chib: Callable | None = None
+
+    def with_chib(self, **settings):
+        """This posterior with Chib's estimate as its evidence."""
+        estimate = self.chib(**settings)
+        return self._replace(log_evidence=estimate.log_evidence,
+                             log_evidence_error=estimate.standard_error)
 
 
 def _chain(sweep, rng, model, data, likelihood, priors, given, n_warmup, n_draws, thin,
@@ -47,12 +59,13 @@ def _chain(sweep, rng, model, data, likelihood, priors, given, n_warmup, n_draws
 
 
 def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_warmup, n_draws,
-                     thin, keep_draws, chib, n_jobs, verbose=0, likelihood="poisson"):
+                     thin, keep_draws, n_jobs, verbose=0, likelihood="poisson"):
     """Run ``n_chains`` chains of ``method`` ("gibbs" or "sada") in parallel,
-    align their labels, pool their summaries and, with ``chib``, estimate
-    log p(X) by Chib's method at the best draw of all chains (its clamped runs
-    take ``n_warmup`` + ``n_draws`` sweeps each). ``verbose`` reports the
-    progress of each chain and of Chib's clamped runs."""
+    align their labels and pool their summaries; the posterior's ``chib``
+    estimates log p(X) by Chib's method at the best draw of all chains (its
+    clamped runs take ``n_warmup`` + ``n_draws`` sweeps each, or more up to
+    ``max_draws``). ``verbose`` reports the progress of each chain and of
+    Chib's clamped runs."""
     sweep = gibbs.SWEEPS[method]
     children = rng.spawn(n_chains + 1)
     chains = Parallel(n_jobs=n_jobs)(
@@ -62,16 +75,16 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
     )
     chains = align_labels(chains, model, priors.free)
     state, draws = _pooled(chains, model)
-    log_evidence = log_evidence_error = None
-    if chib:
-        best = max(chains, key=lambda c: c.best_log_joint).best
-        estimate = chib_log_evidence(
-            children[-1], model, make_contractor(model, data, likelihood), priors, given, sweep=sweep,
-            n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
-        )
-        log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
+    best = max(chains, key=lambda c: c.best_log_joint).best
+
+    def chib(**settings):
+        return chib_log_evidence(
+            children[-1], model, make_contractor(model, data, likelihood), priors, given,
+            sweep=sweep, n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
+            **settings)
+
     trace = np.stack([c.log_likelihoods for c in chains])
-    return SampledPosterior(state, draws, trace, log_evidence, log_evidence_error)
+    return SampledPosterior(state, draws, trace, None, chib=chib)
 
 
 def _rescal_chain(method, rng, data, priors, n_components, n_warmup, n_draws, thin, keep_draws,
@@ -95,12 +108,12 @@ def _with_tied_summaries(chain, tied):
 
 
 def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains, n_warmup,
-                     n_draws, thin, keep_draws, chib, n_jobs, verbose=0):
+                     n_draws, thin, keep_draws, n_jobs, verbose=0):
     """As :func:`sample_posterior` for the RESCAL model (its entity factor at
     positions 0 and 1): ``n_chains`` chains of
     :mod:`~sklearn_pltf.inference.relational.rescal_gibbs` on ``data`` (a
     ``RelationalData``; ``priors`` with G as (R, R, K)), their cluster labels
-    aligned (A's columns and both axes of G together), and with ``chib``
+    aligned (A's columns and both axes of G together), and its ``chib``
     the estimate of :func:`rescal_chib_log_evidence` at the best draw. G
     keeps its relation axis (of length one for one relation)."""
     children = rng.spawn(n_chains + 1)
@@ -112,13 +125,10 @@ def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains
     best = max(chains, key=lambda c: c.best_log_joint).best
     chains = align_labels(chains, model, (0, 1, 2), tied=[("a", "b")])
     state, draws = _pooled(chains, model)
-    log_evidence = log_evidence_error = None
-    if chib:
-        estimate = rescal_chib_log_evidence(children[-1], data, priors, best, method=method,
-                                            n_draws=n_draws, n_warmup=n_warmup, verbose=verbose)
-        log_evidence, log_evidence_error = estimate.log_evidence, estimate.standard_error
+    chib = functools.partial(rescal_chib_log_evidence, children[-1], data, priors, best,
+                             method=method, n_draws=n_draws, n_warmup=n_warmup, verbose=verbose)
     trace = np.stack([c.log_likelihoods for c in chains])
-    return SampledPosterior(state, draws, trace, log_evidence, log_evidence_error)
+    return SampledPosterior(state, draws, trace, None, chib=chib)
 
 
 def _pooled(chains, model):

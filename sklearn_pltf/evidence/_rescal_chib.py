@@ -33,14 +33,16 @@ import numpy as np
 from ..engine._progress import progress_or_none
 from ..inference.relational import _relational, rescal_gibbs
 from ..inference._gamma import log_gamma_density
-from ._chib import ChibEstimate, _log_summed_density
+from ._chib import (ChibEstimate, _log_summed_density, draws_until_precise, max_draws_or_default,
+                    report_extended)
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
 __all__ = ["rescal_chib_log_evidence"]
 
 
 def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draws=2000,
-                             n_warmup=500, max_label_permutations=720, verbose=0):
+                             n_warmup=500, max_label_permutations=720, verbose=0,
+                             max_draws=None):
     """Chib's estimate of log p(X) for the Poisson–Gamma RESCAL model.
 
     Parameters
@@ -63,6 +65,12 @@ def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draw
         it, the identity alone (the chain is then assumed not to switch labels).
     verbose : int
         At 1 or more, progress lines over the clamped runs with the time left.
+    max_draws : int, default=None
+        Each clamped run goes on past ``n_draws`` in blocks of ``n_draws``
+        while one of its ordinates has a relative Monte Carlo error above
+        0.5, up to ``max_draws`` draws
+        (:func:`~sklearn_pltf.evidence._chib.draws_until_precise`); None:
+        ``n_draws`` exactly.
 
     Returns
     -------
@@ -80,14 +88,44 @@ def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draw
     first_row = entity[0][np.array(labels)]  # (permutations, R)
     blocks = [None] + [(i, a) for i in range(1, n) for a in range(r)] + ["core"]
     progress = progress_or_none(verbose, "Chib's clamped runs", len(blocks), unit="blocks")
-    ordinates, errors = [], []
+    max_draws = max_draws_or_default(max_draws, n_draws)
+    ordinates, errors, kept = [], [], []
     for block in blocks:
         clamped = (entity_mask, entity, core_mask, core)
-        state = rescal_gibbs.RescalGibbsState(point)
-        per_draw = []
-        for t in range(n_warmup + n_draws):
+        per_block, n_kept = _clamped_run(rng, data, priors, point, method, clamped, block,
+                                         first_row, n_warmup, n_draws, max_draws)
+        for ordinate, error in per_block:
+            ordinates.append(ordinate - (log_group_size if block is None else 0.0))
+            errors.append(error)
+        kept.append(n_kept)
+        if block is None:
+            entity_mask[0] = True
+        elif block != "core":
+            entity_mask[block] = True
+        if progress is not None:
+            progress()
+    report_extended(verbose, kept, n_draws)
+    warn_if_ordinates_unreliable(errors, "lengthen the clamped runs (n_draws)")
+    log_evidence = log_likelihood + log_prior - sum(ordinates)
+    return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
+                        tuple(ordinates), point, float(np.sqrt(np.sum(np.square(errors)))))
+
+
+def _clamped_run(rng, data, priors, point, method, clamped, block, first_row, n_warmup, n_draws,
+                 max_draws):
+    """One clamped run from the point: the log ordinates of ``block`` (None:
+    the first row of A, averaged over ``first_row``'s label permutations;
+    ``"core"``: one per relation; else one element of A) with their relative
+    errors, and the draws kept (:func:`~._chib.draws_until_precise`)."""
+    entity, core = point[0], point[2]
+    state = rescal_gibbs.RescalGibbsState(point)
+    per_draw = []
+
+    def advance(n_sweeps, keep=True):
+        nonlocal state
+        for _ in range(n_sweeps):
             state, conditional = rescal_gibbs.sweep(rng, state, data, priors, method, clamped)
-            if t < n_warmup:
+            if not keep:
                 continue
             if block is None:
                 per_draw.append(_log_summed_density(first_row, conditional.entity_shape[0],
@@ -98,21 +136,13 @@ def rescal_chib_log_evidence(rng, data, priors, point, *, method="gibbs", n_draw
             else:
                 per_draw.append(log_gamma_density(entity[block], conditional.entity_shape[block],
                                                   conditional.entity_rate[block]))
-        per_block = np.array(per_draw).reshape(n_draws, -1).T  # relations' ordinates for G
-        for values in per_block:
-            ordinate, error = log_mean_exp(values)
-            ordinates.append(ordinate - (log_group_size if block is None else 0.0))
-            errors.append(error)
-        if block is None:
-            entity_mask[0] = True
-        elif block != "core":
-            entity_mask[block] = True
-        if progress is not None:
-            progress()
-    warn_if_ordinates_unreliable(errors, "lengthen the clamped runs (n_draws)")
-    log_evidence = log_likelihood + log_prior - sum(ordinates)
-    return ChibEstimate(float(log_evidence), float(log_likelihood), float(log_prior),
-                        tuple(ordinates), point, float(np.sqrt(np.sum(np.square(errors)))))
+
+    def ordinates():
+        per_ordinate = np.array(per_draw).reshape(len(per_draw), -1).T  # relations' for G
+        return [log_mean_exp(values) for values in per_ordinate]
+
+    advance(n_warmup, keep=False)
+    return draws_until_precise(advance, ordinates, n_draws, max_draws)
 
 
 def _label_permutations(r, limit):

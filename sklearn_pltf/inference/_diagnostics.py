@@ -2,15 +2,48 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-__all__ = ["RHAT_LIMIT", "split_rhat"]
+__all__ = ["RHAT_LIMIT", "WARMUP_BUDGET", "DRAWS_BUDGET", "ChainLengths", "chain_lengths",
+           "split_rhat", "warm_up_until_mixed"]
 
 #: Split R-hat above this says the chains have not mixed (Vehtari et al. 2021
 #: recommend 1.01 for their rank-normalised version, which needs many more
 #: draws than a user's quick fit; the classic statistic at 1.05 flags chains
 #: that disagree, not the noise of short ones).
 RHAT_LIMIT = 1.05
+
+#: With ``n_warmup="auto"`` the warm-up doubles until the chains mix, up to
+#: this multiple of its default length.
+WARMUP_BUDGET = 4
+
+#: With ``n_draws="auto"`` each of Chib's clamped runs goes on until its
+#: ordinates are precise enough, up to this multiple of the default draws.
+DRAWS_BUDGET = 4
+
+
+class ChainLengths(NamedTuple):
+    """The lengths a sampler fit starts from and the most it may grow them to
+    (equal when the user set them)."""
+
+    n_warmup: int
+    max_warmup: int
+    n_draws: int
+    max_draws: int
+
+
+def chain_lengths(n_warmup, n_draws, default_warmup, default_draws):
+    """A sampler's :class:`ChainLengths` from its ``n_warmup`` and ``n_draws``
+    parameters: a number is used exactly; ``"auto"`` starts from the default
+    and may grow to :data:`WARMUP_BUDGET` (warm-up) or :data:`DRAWS_BUDGET`
+    (Chib's clamped runs) times it."""
+    warmup = (default_warmup, WARMUP_BUDGET * default_warmup) if n_warmup == "auto" else (
+        n_warmup, n_warmup)
+    draws = (default_draws, DRAWS_BUDGET * default_draws) if n_draws == "auto" else (
+        n_draws, n_draws)
+    return ChainLengths(*warmup, *draws)
 
 
 def split_rhat(trace):
@@ -39,3 +72,49 @@ def split_rhat(trace):
     if within == 0:
         return 1.0 if between == 0 else float("inf")
     return float(np.sqrt(((n - 1) / n * within + between / n) / within))
+
+
+def warm_up_until_mixed(run, n_warmup, max_warmup, *, verbose=0):
+    """Run the chains with the warm-up doubled until they have mixed.
+
+    The rule: the chains run ``n_warmup`` sweeps and then their draws; if the
+    split R-hat of their log-likelihood over the sweeps after the warm-up
+    (:func:`split_rhat`; Gelman et al., *BDA3* §11.4, the unranked form of
+    Vehtari et al. 2021) is above :data:`RHAT_LIMIT`, they run again from the
+    same seeds with twice the warm-up, until it is at most the limit or the
+    warm-up has reached ``max_warmup``. A rerun of Gibbs or SADA chains from
+    the same seeds repeats the earlier run's sweeps first, so each attempt
+    extends the previous one's warm-up by a block as long as it (SGLD and
+    HMC adapt their steps over the warm-up: theirs is a new chain).
+
+    Parameters
+    ----------
+    run : callable
+        ``run(n_warmup) -> (result, trace)``, ``trace`` of shape
+        (n_chains, n_warmup + n_draws * thin), warm-up included.
+    n_warmup, max_warmup : int
+        The first warm-up and the most it grows to (equal: one run).
+    verbose : int, default=0
+        At 1 or more, a line for each attempt that does not pass.
+
+    Returns
+    -------
+    result : object
+        That of the last run.
+    n_warmup : int
+        The warm-up of the last run.
+    rhat : float
+        The split R-hat of its trace after the warm-up.
+    """
+    while True:
+        result, trace = run(n_warmup)
+        rhat = split_rhat(trace[:, n_warmup:])
+        if not rhat > RHAT_LIMIT or n_warmup >= max_warmup:
+            break
+        longer = min(max(2 * n_warmup, 1), max_warmup)
+        if verbose:
+            print(f"Warm-up: split R-hat of the log-likelihood {rhat:.3g} after {n_warmup} "
+                  f"warm-up sweeps (above {RHAT_LIMIT}); running again with {longer}.",
+                  flush=True)
+        n_warmup = longer
+    return result, n_warmup, rhat

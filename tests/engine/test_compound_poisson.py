@@ -119,9 +119,9 @@ def test_every_sampled_evidence_meets_the_exact_evidence(method, evidence, exact
     about 16,000 runs)."""
     exact = exact_tiny
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a short chain's diagnostics
+        warnings.simplefilter("ignore")  # a short chain's diagnostics: one run of set length
         est = BayesianNMF(1, likelihood="compound_poisson", method=method, evidence=evidence,
-                          n_draws=300, random_state=0).fit(TINY_REALS)
+                          n_warmup=500, n_draws=300, random_state=0).fit(TINY_REALS)
     assert abs(est.log_evidence_ - exact) < 4 * est.log_evidence_error_
 
 
@@ -189,9 +189,9 @@ def test_rescal_fits_real_valued_relations(method):
     core = rng.gamma(1.0, 1.0, (2, 2, 2))
     jumps = rng.poisson(np.einsum("ia,jb,abk->ijk", A, A, core))
     X = np.where(jumps > 0, rng.gamma(np.maximum(jumps, 1), 1.0), 0.0)
-    kwargs = {"gibbs": dict(n_draws=200), "em": dict(prior_shape=1.0)}.get(method, {})
+    kwargs = {"gibbs": dict(n_warmup=500, n_draws=200), "em": dict(prior_shape=1.0)}.get(method, {})
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a short chain's diagnostics
+        warnings.simplefilter("ignore")  # a short chain's diagnostics: one run of set length
         est = BayesianRESCAL(2, likelihood="compound_poisson", method=method, random_state=0,
                              **kwargs).fit(X)
     assert np.isfinite(est.score(X))

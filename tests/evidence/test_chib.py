@@ -133,3 +133,64 @@ def test_estimators_report_chibs_standard_error():
     est = BayesianNMF(2, method="gibbs", evidence="chib", n_warmup=50, n_draws=200,
                       random_state=0).fit(X)
     assert 0 < est.log_evidence_error_ < 0.5
+
+
+def test_draws_until_precise_goes_on_in_blocks_up_to_its_budget():
+    from sklearn_pltf.evidence._chib import draws_until_precise
+
+    runs = []
+
+    def errors_fall_as(first_passing):
+        def ordinates():
+            return [(0.0, 0.4 if sum(runs) >= first_passing else 0.9)]
+        return ordinates
+
+    estimates, kept = draws_until_precise(runs.append, errors_fall_as(250), 100, 1000)
+    assert runs == [100, 100, 100] and kept == 300 and estimates == [(0.0, 0.4)]
+    runs.clear()
+    estimates, kept = draws_until_precise(runs.append, errors_fall_as(10**6), 100, 250)
+    assert runs == [100, 100, 50] and kept == 250 and estimates == [(0.0, 0.9)]
+    runs.clear()
+    assert draws_until_precise(runs.append, errors_fall_as(0), 100, 100)[1] == 100
+
+
+def test_clamped_runs_lengthen_until_no_ordinate_warns(capsys):
+    """Three draws per clamped run warn (test above); allowed to go on up to
+    600, the runs lengthen until every ordinate is precise (a relative error
+    of 0.5 at most, which is not yet 0.25 nats: the estimate lies within
+    three of its standard errors of the exact evidence). Without
+    ``max_draws`` the runs keep ``n_draws`` exactly (the same numbers)."""
+    import warnings
+
+    X = TINY_MATRICES[0].astype(float)
+    exact = exact_log_evidence(X, 1)
+    model = Model.parse("ik,kj->ij").bind(X.shape, {"k": 1})
+    priors = gamma_priors(model, 1.0, 1.0)
+    contractor = make_contractor(model, as_observed_tensor(X))
+
+    def estimate(**kwargs):
+        return chib_log_evidence(np.random.default_rng(0), model, contractor, priors,
+                                 n_warmup=50, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        longer = estimate(n_draws=3, max_draws=600, verbose=1)
+    assert "ran past 3 draws" in capsys.readouterr().out
+    assert abs(longer.log_evidence - exact) < 3 * longer.standard_error
+    with pytest.warns(RuntimeWarning, match="relative Monte Carlo"):
+        short = estimate(n_draws=3)
+    assert short.log_evidence == estimate(n_draws=3, max_draws=3).log_evidence
+
+
+def test_a_mixing_matrix_under_a_held_dictionary_is_cut_into_rows():
+    """'fi,ik,kt->ft' with D(f, i) held: E(i, k) has no observed axis, but D
+    carries i, so E's first row (all of k, where the labels are averaged)
+    is one block and its other elements one each, then every element of G."""
+    from sklearn_pltf.evidence._chib import _blocks
+
+    model = Model.parse("fi,ik,kt->ft").bind((4, 5), {"i": 3, "k": 2}, {0: (4, 3)})
+    point = [np.ones((4, 3)), np.ones((3, 2)), np.ones((2, 5))]
+    blocks = list(_blocks(model, point, (1, 2), elementwise=True))
+    assert blocks[0] == (1, (0, slice(None)))
+    assert blocks[1:5] == [(1, (1, 0)), (1, (1, 1)), (1, (2, 0)), (1, (2, 1))]
+    assert len(blocks) == 5 + 2 * 5 and all(alpha == 2 for alpha, _ in blocks[5:])
