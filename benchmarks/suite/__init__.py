@@ -2,4 +2,4 @@
 with ``TITLE``, ``ABOUT`` and ``cases(quick)``; ``benchmarks/run.py`` runs
 them and ``benchmarks/make_page.py`` writes the page from their results."""
 
-FAMILIES = ("nmf", "cp", "oslo", "compound", "scaling")
+FAMILIES = ("nmf", "cp", "oslo", "compound", "scaling", "large")

@@ -62,6 +62,10 @@ class Case:
     size: float | None = None  # for a family's figure of time against size
     notes: str = ""
     params: dict = field(default_factory=dict)
+    #: Data for the warm-up runs when the case's own is too large to fit
+    #: twice (imports and compiled kernels are what a warm-up primes; arrays
+    #: of this size are mapped afresh at every call, warm or not).
+    warmup_setup: Callable | None = None
 
 
 def status_kib(name):
@@ -90,22 +94,24 @@ def timed(contender, data, peak=False):
 def run_case(case, log=print):
     """Warm-up, then ``case.repeats`` alternated rounds; the case's record."""
     data = case.setup()
+    warmup_data = data if case.warmup_setup is None else case.warmup_setup()
     records = {c.name: {"name": c.name, "ours": c.ours, "seconds": [], "warmup_seconds": None,
                         "peak_mib": None, "quality": {}, "info": {}} for c in case.contenders}
     for contender in case.contenders:
-        seconds, _, _ = timed(contender, data)
+        seconds, _, _ = timed(contender, warmup_data)
         records[contender.name]["warmup_seconds"] = seconds
+    del warmup_data
     for round_ in range(case.repeats):
         for contender in case.contenders:
             record = records[contender.name]
             seconds, output, peak_mib = timed(contender, data, peak=round_ == 0)
             record["seconds"].append(seconds)
+            log(f"  {case.name} | {contender.name}: {seconds:.4g} s {output.get('info', {})}")
             if round_ == 0:
                 record["peak_mib"] = peak_mib
                 record["info"] = output.get("info", {})
                 if case.quality is not None:
                     record["quality"] = case.quality(data, output["result"])
-            log(f"  {case.name} | {contender.name}: {seconds:.4g} s")
     return {"name": case.name, "measure": case.measure, "repeats": case.repeats,
             "size": case.size, "notes": case.notes, "params": case.params,
             "contenders": list(records.values())}

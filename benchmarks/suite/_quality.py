@@ -38,13 +38,29 @@ def cp_loglik_per_entry(X, factors, weights=None):
     return float(np.sum(xlogy(values, xhat) - gammaln(values + 1.0)) - total) / n_entries
 
 
+#: Rows of a dense matrix at a time, so a large one's X̂ is never whole.
+BLOCK_ROWS = 1000
+
+
+def _dense_blocks(X, W, H):
+    """``(x, x̂)`` over blocks of rows of the dense matrix ``X``, X̂ = W H."""
+    W, H = np.asarray(W, dtype=float), np.asarray(H, dtype=float)
+    for start in range(0, X.shape[0], BLOCK_ROWS):
+        rows = slice(start, start + BLOCK_ROWS)
+        yield np.asarray(X[rows], dtype=float), np.maximum(W[rows] @ H, FLOOR)
+
+
 def nmf_loglik_per_entry(X, W, H):
     """Poisson log-likelihood per entry of the matrix ``X`` at X̂ = W H."""
-    return cp_loglik_per_entry(X, [W, np.asarray(H).T])
+    if sp.issparse(X) or hasattr(X, "coords"):
+        return cp_loglik_per_entry(X, [W, np.asarray(H).T])
+    total = sum(float(np.sum(xlogy(x, xhat) - xhat - gammaln(x + 1.0)))
+                for x, xhat in _dense_blocks(X, W, H))
+    return total / float(np.prod(X.shape))
 
 
 def nmf_generalised_kl(X, W, H):
     """Σ x log(x / x̂) − x + x̂ over every entry of ``X``, X̂ = W H (dense)."""
     values = X.toarray() if sp.issparse(X) else np.asarray(X)
-    xhat = np.maximum(np.asarray(W) @ np.asarray(H), FLOOR)
-    return float(np.sum(xlogy(values, values / xhat)) - values.sum() + xhat.sum())
+    return sum(float(np.sum(xlogy(x, x / xhat) - x + xhat))
+               for x, xhat in _dense_blocks(values, W, H))
