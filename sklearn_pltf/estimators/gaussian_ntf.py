@@ -163,8 +163,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     draws_ : tuple of ndarray
         Per factor, the kept draws, shape (n_init, n_draws, I_n,
         n_components), chains aligned to the first. Only with ``keep_draws``.
-    log_likelihoods_ : ndarray of shape (n_init, n_warmup_ + n_draws * thin)
-        log p(X | A, σ²) after every iteration of each chain.
+    log_likelihoods_ : ndarray of shape (n_init, n_iterations)
+        log p(X | A, σ²) after every iteration of each chain
+        (``n_warmup_ + n_draws * thin`` of them).
     n_warmup_ : int
         The warm-up iterations the chains ran (``n_warmup``, or what
         ``"auto"`` chose).
