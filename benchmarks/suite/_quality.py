@@ -64,3 +64,16 @@ def nmf_generalised_kl(X, W, H):
     values = X.toarray() if sp.issparse(X) else np.asarray(X)
     return sum(float(np.sum(xlogy(x, x / xhat) - x + xhat))
                for x, xhat in _dense_blocks(values, W, H))
+
+
+#: The measures :func:`nmf_quality` can report, by the name the page reads.
+NMF_MEASURES = {"generalised_kl": nmf_generalised_kl, "loglik_per_entry": nmf_loglik_per_entry}
+
+
+def nmf_quality(*names):
+    """A case's ``quality(X, result)`` for NMF fits, ours (an estimator) or a
+    peer's (``(W, H)``): the :data:`NMF_MEASURES` named, in that order."""
+    def quality(X, result):
+        W, H = result.factors_ if hasattr(result, "factors_") else result
+        return {name: NMF_MEASURES[name](X, W, H) for name in names}
+    return quality

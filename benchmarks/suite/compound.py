@@ -8,13 +8,15 @@ import scipy.sparse as sp
 
 from ._contenders import ours_whole_fit, sklearn_kl_nmf
 from ._protocol import Case
-from ._quality import nmf_generalised_kl
+from ._quality import nmf_quality
 
 TITLE = "Compound Poisson (non-negative reals) against scikit-learn"
 ABOUT = ("Values that are sums of a Poisson(W H) number of exponential jumps of mean 1 "
          "(exact zeros where no jump): `BayesianNMF(likelihood='compound_poisson')` at its "
          "defaults against scikit-learn's KL NMF at its defaults; quality: the generalised "
          "KL divergence Σ x log(x / x̂) − x + x̂ of each fit's mean (lower is better).")
+
+_QUALITY = nmf_quality("generalised_kl")
 
 
 def _values(shape, rank, density, seed=0):
@@ -24,10 +26,6 @@ def _values(shape, rank, density, seed=0):
     jumps = rng.poisson(density * (W @ H) / rank)
     return np.where(jumps > 0, rng.gamma(np.maximum(jumps, 1), 1.0), 0.0)
 
-
-def _quality(X, result):
-    W, H = result.factors_ if hasattr(result, "factors_") else result
-    return {"generalised_kl": nmf_generalised_kl(X, W, H)}
 
 
 def cases(quick):
@@ -39,9 +37,9 @@ def cases(quick):
     return [
         Case(f"dense {dense[0]} x {dense[1]}, rank {rank}", lambda: _values(dense, rank, 1.0),
              [ours_whole_fit(BayesianNMF, rank, likelihood="compound_poisson"),
-              sklearn_kl_nmf(rank)], quality=_quality, repeats=1 if quick else 3),
+              sklearn_kl_nmf(rank)], quality=_QUALITY, repeats=1 if quick else 3),
         Case(f"sparse {sparse[0]} x {sparse[1]} (0.5% non-zero), rank {rank}",
              lambda: sp.csr_matrix(_values(sparse, rank, 0.005)),
              [ours_whole_fit(BayesianNMF, rank, likelihood="compound_poisson"),
-              sklearn_kl_nmf(rank)], quality=_quality, repeats=1 if quick else 2),
+              sklearn_kl_nmf(rank)], quality=_QUALITY, repeats=1 if quick else 2),
     ]

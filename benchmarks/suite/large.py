@@ -6,7 +6,7 @@ from __future__ import annotations
 import workloads
 from ._contenders import ours_whole_fit, sklearn_kl_nmf
 from ._protocol import Case
-from ._quality import nmf_generalised_kl, nmf_loglik_per_entry
+from ._quality import nmf_quality
 
 TITLE = "Poisson NMF at 2·10^8 entries against scikit-learn"
 ABOUT = ("BayesianNMF at its defaults against scikit-learn's `NMF(beta_loss='kullback-leibler', "
@@ -15,11 +15,7 @@ ABOUT = ("BayesianNMF at its defaults against scikit-learn's `NMF(beta_loss='kul
          "set this size is mapped afresh at every call). Quality: the generalised KL "
          "divergence and the Poisson log-likelihood per entry at each fit's mean W H.")
 
-
-def _quality(X, result):
-    W, H = result.factors_ if hasattr(result, "factors_") else result
-    return {"generalised_kl": nmf_generalised_kl(X, W, H),
-            "loglik_per_entry": nmf_loglik_per_entry(X, W, H)}
+_QUALITY = nmf_quality("generalised_kl", "loglik_per_entry")
 
 
 def cases(quick):
@@ -31,6 +27,6 @@ def cases(quick):
         Case(f"dense {shape[0]} x {shape[1]}, rank {rank}",
              lambda: workloads.dense_poisson_nmf(*shape, rank=rank),
              [ours_whole_fit(BayesianNMF, rank), sklearn_kl_nmf(rank)],
-             quality=_quality, repeats=1,
+             quality=_QUALITY, repeats=1,
              warmup_setup=lambda: workloads.dense_poisson_nmf(*warmup, rank=rank)),
     ]

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 import workloads
 from ._contenders import ours_per_sweep, ours_whole_fit, sklearn_kl_nmf
 from ._protocol import Case
-from ._quality import nmf_loglik_per_entry
+from ._quality import nmf_quality
 
 TITLE = "Poisson NMF against scikit-learn"
 ABOUT = ("BayesianNMF (VB, its defaults: SQUAREM cycles of three sweeps to `tol=0.1` nats, "
@@ -17,10 +17,7 @@ ABOUT = ("BayesianNMF (VB, its defaults: SQUAREM cycles of three sweeps to `tol=
          "update of every factor (ours: plain VB with the bound) against one "
          "scikit-learn iteration.")
 
-
-def _quality(X, result):
-    W, H = result.factors_ if hasattr(result, "factors_") else result
-    return {"loglik_per_entry": nmf_loglik_per_entry(X, W, H)}
+_QUALITY = nmf_quality("loglik_per_entry")
 
 
 def _sparse(quick):
@@ -40,10 +37,10 @@ def cases(quick):
     return [
         Case(dense_name, lambda: workloads.dense_poisson_nmf(*dense, rank=rank),
              [ours_whole_fit(BayesianNMF, rank), sklearn_kl_nmf(rank)],
-             quality=_quality, repeats=1 if quick else 3),
+             quality=_QUALITY, repeats=1 if quick else 3),
         Case(sparse_name, lambda: _sparse(quick),
              [ours_whole_fit(BayesianNMF, rank), sklearn_kl_nmf(rank)],
-             quality=_quality, repeats=1 if quick else 3),
+             quality=_QUALITY, repeats=1 if quick else 3),
         Case(dense_name, lambda: workloads.dense_poisson_nmf(*dense, rank=rank),
              [ours_per_sweep(BayesianNMF, rank, n_sweeps),
               sklearn_kl_nmf(rank, max_iter=n_sweeps)],
