@@ -68,11 +68,11 @@ def poisson_chain_lengths(estimator):
                          DEFAULT_N_DRAWS)
 
 
-def chain_settings(estimator, n_warmup):
+def chain_settings(estimator, n_warmup, n_draws):
     """What every sampler's chains take from the estimator's parameters, at
-    the warm-up :func:`fit_sampler` is trying."""
-    return dict(n_chains=estimator.n_init, n_warmup=n_warmup,
-                n_draws=poisson_chain_lengths(estimator).n_draws, thin=estimator.thin,
+    the lengths :func:`fit_sampler` is trying."""
+    return dict(n_chains=estimator.n_init, n_warmup=n_warmup, n_draws=n_draws,
+                thin=estimator.thin,
                 keep_draws=estimator.keep_draws, n_jobs=estimator.n_jobs,
                 verbose=estimator.verbose)
 
@@ -104,7 +104,7 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
         with _warnings_of_the_last(replay.replays) as caught:
             posterior = sample(data, model, priors, fixed, replay(),
                                "sti" if evidence == "sti" else None,
-                               chain_settings(est, n_warmup))
+                               chain_settings(est, n_warmup, lengths.n_draws))
         return (posterior, caught), posterior.log_likelihoods
 
     (posterior, caught), n_warmup, _ = warm_up_until_mixed(

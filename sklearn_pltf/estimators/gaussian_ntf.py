@@ -3,7 +3,6 @@ noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
 
 from __future__ import annotations
 
-import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,7 +21,7 @@ from ..inference._diagnostics import chain_lengths, warm_up_until_mixed
 from ..engine.model import Model, cp_model_string
 from ..evidence import _posterior as _mcmc
 from ._base import cp_reconstruction
-from ._sampled import lengthen_advice, warn_unless_mixed
+from ._sampled import Replay, lengthen_advice, warn_unless_mixed
 from ._validation import check_entry_indices, validate_tensor
 from ..inference._inference_data import (export_inference_data, factor_names_of,
                                          mode_factor_names)
@@ -368,7 +367,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         """The pooled chains and their warm-up: ``n_init`` chains, run again
         with a longer warm-up until they mix (``n_warmup="auto"``,
         :func:`~sklearn_pltf.inference._diagnostics.warm_up_until_mixed`)."""
-        children = rng.spawn(self.n_init)
+        replay = Replay(rng, lengths.max_warmup > lengths.n_warmup)
 
         def run(n_warmup):
             # The same seeds at every warm-up: a longer Gibbs warm-up repeats the
@@ -381,12 +380,13 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                     n_leapfrog=self.n_leapfrog, target_acceptance=self.target_acceptance,
                     verbose=self.verbose, label=f"{self.method} chain {k + 1}/{self.n_init}",
                 )
-                for k, child in enumerate(copy.deepcopy(children))
+                for k, child in enumerate(replay().spawn(self.n_init))
             ))
             return chain, chain.log_likelihoods
 
         chain, n_warmup, _ = warm_up_until_mixed(run, lengths.n_warmup, lengths.max_warmup,
                                                  verbose=self.verbose)
+        replay.done()
         return chain, n_warmup
 
     # ------------------------------------------------------------ transform

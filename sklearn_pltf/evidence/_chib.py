@@ -250,7 +250,7 @@ def _blocks(model, point, free, elementwise=False):
 
 
 def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, sweep, n_draws,
-                  n_warmup, max_label_permutations, max_draws=None):
+                  n_warmup, max_label_permutations, max_draws):
     """log p̂(Z*_α[block] | X, the clamped elements at Z*) and its standard
     error, from a Gibbs run in
     which the ``clamped`` elements stay at Z* and every other element is drawn
@@ -283,7 +283,7 @@ def _log_ordinate(rng, model, contractor, priors, point, alpha, block, clamped, 
 
     advance(n_warmup, keep=False)
     estimates, kept = draws_until_precise(advance, ordinates, n_draws,
-                                          max_draws_or_default(max_draws, n_draws))
+                                          max_draws)
     return estimates[0], kept
 
 
