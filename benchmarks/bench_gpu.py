@@ -21,7 +21,9 @@ It sets ``SCIPY_ARRAY_API=1`` before scipy is imported, as scikit-learn's
 - ``cpu-iteration``: the NumPy engine's step on the same NMF problem on this
   machine's cores (``--skip-cpu`` leaves it out);
 - ``fit``: a whole ``BayesianNMF(50).fit`` at the defaults (SQUAREM, the
-  bound to ``tol``, the final fold-in), its iterations and bound.
+  bound to ``tol``, the final fold-in) in float64 and in float32, its
+  iterations and bound; ``--profile FILE`` writes PyTorch's profile of the
+  float64 fit (operators by device time) to FILE.
 """
 
 from __future__ import annotations
@@ -50,8 +52,15 @@ from sklearn_pltf.inference._common import gamma_priors, priors_for  # noqa: E40
 from sklearn_pltf.engine.model import Model  # noqa: E402
 
 
+_OUTPUT = []  # files the lines also go to (``--output``)
+
+
 def _line(**fields):
-    print(json.dumps(fields), flush=True)
+    text = json.dumps(fields)
+    print(text, flush=True)
+    for path in _OUTPUT:
+        with open(path, "a") as handle:
+            handle.write(text + "\n")
 
 
 def _sync(device):
@@ -206,17 +215,21 @@ def _time_cp(side, rank, device, dtype, repeats, n_steps):
                                "ir,jr,kr->ijk", {"r": rank}, device, repeats, n_steps)
 
 
+def sizes(small):
+    """The NMF problem's shape and rank, and the CP problem's side and rank."""
+    return ((2000, 1000), 20, 60, 5) if small else ((20000, 10000), 50, 300, 20)
+
+
 def time_iterations(device, repeats, small, n_steps=10):
-    """The ``iteration`` lines; returns the NMF shape and rank, and the
-    package's float64 NMF step (with its bound) in seconds."""
-    rows, columns, rank = (2000, 1000, 20) if small else (20000, 10000, 50)
-    side, cp_rank = (60, 5) if small else (300, 20)
+    """The ``iteration`` lines; returns the package's float64 NMF step (with
+    its bound) in seconds."""
+    (rows, columns), rank, side, cp_rank = sizes(small)
     nmf_float64 = None
     for dtype in (torch.float64, torch.float32):
         seconds = _time_nmf(rows, columns, rank, device, dtype, repeats, n_steps)
         nmf_float64 = seconds if dtype == torch.float64 else nmf_float64
         _time_cp(side, cp_rank, device, dtype, repeats, n_steps)
-    return (rows, columns, rank), nmf_float64
+    return nmf_float64
 
 
 def time_cpu_iteration(shape, rank):
@@ -239,19 +252,44 @@ def time_cpu_iteration(shape, rank):
     return seconds
 
 
-def time_whole_fit(device, shape, rank):
+def time_whole_fit(device, shape, rank, profile=None):
+    """Whole ``BayesianNMF(rank).fit`` at the defaults, in float64 and float32
+    (the float32 bound's relative difference from the float64 one printed);
+    with ``profile``, the float64 fit again under PyTorch's profiler, its
+    operators by device time written to that file."""
     X = _poisson_data([(shape[0], rank), (rank, shape[1])], "ik,kj->ij", device, torch.float64)
-    with sklearn.config_context(array_api_dispatch=True):
-        with warnings.catch_warnings():  # the warm-up stops before convergence on purpose
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            BayesianNMF(rank, random_state=1, max_iter=3).fit(X[:200])  # another shape
-        _sync(device)
-        start = time.perf_counter()
-        fitted = BayesianNMF(rank, random_state=0).fit(X)
-        _sync(device)
-    seconds = time.perf_counter() - start
-    _line(kind="fit", problem=f"BayesianNMF({rank}).fit on {shape[0]}x{shape[1]}", seconds=seconds,
-          n_iter=fitted.n_iter_, converged=bool(fitted.converged_), bound=fitted.lower_bound_)
+    bounds = {}
+    for dtype in (torch.float64, torch.float32):
+        given = X.to(dtype)
+        with sklearn.config_context(array_api_dispatch=True):
+            with warnings.catch_warnings():  # the warm-up stops before convergence on purpose
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                BayesianNMF(rank, random_state=1, max_iter=3).fit(given[:200])  # another shape
+            _sync(device)
+            start = time.perf_counter()
+            fitted = BayesianNMF(rank, random_state=0).fit(given)
+            _sync(device)
+        seconds = time.perf_counter() - start
+        bounds[dtype] = fitted.lower_bound_
+        _line(kind="fit", problem=f"BayesianNMF({rank}).fit on {shape[0]}x{shape[1]}",
+              dtype=str(dtype), seconds=seconds, n_iter=fitted.n_iter_,
+              converged=bool(fitted.converged_), bound=fitted.lower_bound_,
+              relative_to_float64=abs(fitted.lower_bound_ - bounds[torch.float64])
+              / abs(bounds[torch.float64]))
+        del given, fitted
+    if profile is not None:
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as profiler
+
+        activities = [ProfilerActivity.CPU] + (
+            [ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        with sklearn.config_context(array_api_dispatch=True), profiler(activities=activities) as run:
+            BayesianNMF(rank, random_state=0).fit(X)
+            _sync(device)
+        sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
+        with open(profile, "w") as handle:
+            handle.write(run.key_averages().table(sort_by=sort, row_limit=40) + "\n")
+            handle.write(run.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
 def main():
@@ -260,17 +298,27 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="small sizes, for a quick run")
     parser.add_argument("--skip-cpu", action="store_true", help="leave out the NumPy engine's step")
+    parser.add_argument("--output", help="also append the JSON lines to this file")
+    parser.add_argument("--profile", help="profile the whole float64 fit into this file")
+    parser.add_argument("--parts", nargs="+", default=["check", "iteration", "fit"],
+                        choices=["check", "iteration", "fit"], help="what to run (default: all)")
     args = parser.parse_args()
+    if args.output:
+        _OUTPUT.append(args.output)
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     _line(kind="machine", device=name, torch=torch.__version__, cpu_count=os.cpu_count())
-    check_against_numpy(device)
-    shape_rank, on_device = time_iterations(device, args.repeats, args.small)
-    if not args.skip_cpu:
-        cpu = time_cpu_iteration(shape_rank[:2], shape_rank[2])
-        _line(kind="speed-up", problem="nmf float64, step with bound",
-              cpu_over_device=cpu / on_device)
-    time_whole_fit(device, shape_rank[:2], shape_rank[2])
+    shape_rank = sizes(args.small)[:2]
+    if "check" in args.parts:
+        check_against_numpy(device)
+    if "iteration" in args.parts:
+        on_device = time_iterations(device, args.repeats, args.small)
+        if not args.skip_cpu:
+            cpu = time_cpu_iteration(*shape_rank)
+            _line(kind="speed-up", problem="nmf float64, step with bound",
+                  cpu_over_device=cpu / on_device)
+    if "fit" in args.parts:
+        time_whole_fit(device, *shape_rank, args.profile)
 
 
 if __name__ == "__main__":

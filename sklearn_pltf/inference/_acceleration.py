@@ -34,9 +34,11 @@ entity factor) are one set of coordinates.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..engine._array_api import namespace_of
+from ..engine._array_api import namespace_of, to_numpy
 from ._gamma import gamma_moments
 from ._states import EMState, VBState
 
@@ -118,10 +120,10 @@ def _prior(parameters, positions):
 
 def _finite_or(value, fallback):
     """``value`` where positive and finite, else ``fallback`` (an extrapolation
-    through a zero, or beyond the floats)."""
+    through a zero, or beyond the floats). A selection on the device: asking
+    the host whether every element is good would wait for the device."""
     xp = namespace_of(value)
-    good = xp.isfinite(value) & (value > 0)
-    return value if bool(xp.all(good)) else xp.where(good, value, fallback)
+    return xp.where(xp.isfinite(value) & (value > 0), value, fallback)
 
 
 def remember(kernel):
@@ -171,7 +173,7 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     with np.errstate(invalid="ignore"):  # EM's zeros: -inf - (-inf)
         r = [b - a for a, b in zip(theta, theta_first)]
         v = [c - 2 * b + a for a, b, c in zip(theta, theta_first, theta_second)]
-    r_norm, v_norm = _norm(r), _norm(v)
+    r_norm, v_norm = _norms(r, v)
     length = -r_norm / v_norm if v_norm > 0 and np.isfinite(v_norm) else -1.0
     length = float(np.clip(length, -max_length, -1.0))
     with np.errstate(invalid="ignore", over="ignore"):
@@ -194,15 +196,23 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     return second, float(kernel.objective(second, contractor, priors)), max_length
 
 
-def _norm(parts):
-    """The Euclidean norm over every coordinate, skipping those that are not
-    finite (a factor element at zero under EM has log -inf there)."""
-    total = 0.0
-    for part in parts:
-        if not isinstance(part, np.ndarray):
-            xp = namespace_of(part)
-            total += float(xp.sum(xp.square(xp.where(xp.isfinite(part), part, 0.0))))
-            continue
-        finite = np.isfinite(part)
-        total += float(np.sum(np.square(part[finite] if not finite.all() else part)))
-    return np.sqrt(total)
+def _norms(*groups):
+    """The Euclidean norm of each group of arrays over all their coordinates,
+    skipping those that are not finite (a factor element at zero under EM has
+    log -inf there). Arrays on a device send their sums of squares to the
+    host together, in one transfer: each transfer waits for the device."""
+    sums = [_sum_of_squares(part) for parts in groups for part in parts]
+    if sums and not isinstance(sums[0], np.generic):
+        sums = to_numpy(namespace_of(sums[0]).stack(sums))
+    values = iter(float(total) for total in sums)
+    return [math.sqrt(sum(next(values) for _ in parts)) for parts in groups]
+
+
+def _sum_of_squares(part):
+    """Σ part² over the finite elements: a NumPy scalar, or a 0-d array of
+    ``part``'s namespace, left on its device."""
+    if not isinstance(part, np.ndarray):
+        xp = namespace_of(part)
+        return xp.sum(xp.square(xp.where(xp.isfinite(part), part, 0.0)))
+    finite = np.isfinite(part)
+    return np.sum(np.square(part[finite] if not finite.all() else part))
