@@ -239,6 +239,7 @@ class ArrayAPIContractor:
             return self._sum_of_products(self._x, self.xp.log(xhat))
         return self._sum_of_products(self._x, xhat + self.xp.log(-self.xp.expm1(-xhat)))
 
-    @property
+    @functools.cached_property
     def log_base_measure(self):
+        """The factor-free part of log p(X | Z), computed once."""
         return self.likelihood.log_base_measure(self.data)

@@ -345,9 +345,10 @@ class DenseContractor:
             return product, kept, used
         return weights, m.output, None
 
-    @property
+    @functools.cached_property
     def log_base_measure(self):
-        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
+        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data),
+        computed once: the bound reads it at every evaluation."""
         return self.likelihood.log_base_measure(self.data)
 
     def _ratio(self, factors):
@@ -731,9 +732,10 @@ class SparseContractor:
         held = [self.data, self._nonzeros] + ([] if self._missing is None else [self._missing])
         return object.__sizeof__(self) + array_bytes(*(vars(part) for part in held))
 
-    @property
+    @functools.cached_property
     def log_base_measure(self):
-        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
+        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data),
+        computed once: the bound reads it at every evaluation."""
         return self.likelihood.log_base_measure(self.data)
 
     def ratio_delta(self, alpha, factors):

@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, SMALL_Z, TINY, compound_count_mean,
+from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, MIDDLE_BLOCK, SERIES_LIMIT, SMALL_Z,
+                       TINY, compound_count_mean, middle_count_mean, middle_entries,
                        small_compound_series)
 from ._threads import parallel_kernel
 
@@ -50,19 +51,31 @@ def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
         out[i] = x[i] / xhat[i]
 
 
-@parallel_kernel
+@parallel_kernel(fastmath={"contract"})  # fused multiply-adds in Horner's rule
 def compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
     """E[N | X, X̂] / X̂ of the compound Poisson likelihood at every entry of
     the flat ``x`` and ``xhat`` (0 at zeros), into ``out``."""
-    # Every entry by the fixed polynomials (branch-free: vector lanes), then
-    # the few with z above SMALL_Z again by the general function.
+    # Every entry by the fixed polynomials (branch-free: vector lanes), then,
+    # block by block, the z above SMALL_Z again: those below SERIES_LIMIT
+    # gathered and taken together by the Chebyshev interpolant, the rest
+    # (Hankel's expansion) one by one.
     for i in numba.prange(x.size):
         s0, s1 = small_compound_series(min(jump_rate * x[i] * xhat[i], SMALL_Z))
         out[i] = s0 / s1 / xhat[i] * (x[i] != 0.0)
-    for i in numba.prange(x.size):
-        z = jump_rate * x[i] * xhat[i]
-        if z > SMALL_Z:
-            out[i] = compound_count_mean(z) / xhat[i]
+    for block in numba.prange((x.size + MIDDLE_BLOCK - 1) // MIDDLE_BLOCK):
+        start = block * MIDDLE_BLOCK
+        stop = min(start + MIDDLE_BLOCK, x.size)
+        index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
+        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
+        for k in range(m):
+            z[k] = middle_count_mean(z[k])
+        for k in range(m):
+            out[index[k]] = z[k] / xhat[index[k]]
+        if above:
+            for i in range(start, stop):
+                value = jump_rate * x[i] * xhat[i]
+                if value >= SERIES_LIMIT:
+                    out[i] = compound_count_mean(value) / xhat[i]
 
 
 @parallel_kernel

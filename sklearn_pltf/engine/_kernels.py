@@ -32,7 +32,8 @@ from ._threads import parallel_kernel  # first: how the parallel kernels' thread
 __all__ = [
     "entry_xhat", "entry_delta", "entry_allocate", "pair_xhat", "pair_delta", "row_blocks",
     "entry_weight", "compound_count_mean", "compound_log_sum", "small_compound_series",
-    "SMALL_Z",
+    "middle_count_mean", "middle_log_sum", "middle_entries", "MIDDLE_BLOCK",
+    "SMALL_Z", "SERIES_LIMIT",
 ]
 
 # X̂ below this (only reachable when a factor underflows to exactly zero under
@@ -76,16 +77,18 @@ WEIGHT, POISSON_RATIO, BERNOULLI_RATIO, COMPOUND_RATIO = 0, 1, 2, 3
 
 # The compound Poisson kernels sum the power series S₀, S₁ as fixed
 # polynomials below z = 8 (the next term under 1e-24 of the sum: no
-# data-dependent loop, so loops over entries run in vector lanes), term by
-# term below z = 100, and by Hankel's asymptotic expansion of the Bessel
-# functions above (at 2√z = 20 its smallest term, about e^{-2u} = e^{-40}, is
-# below the last bit). Coefficients are tabulated: no divisions.
+# data-dependent loop, so loops over entries run in vector lanes); between 8
+# and 100 they read Chebyshev interpolants in t = √z of what is left of E[N]
+# and log S once their growth is taken out (:func:`_middle_residual`); above
+# 100, Hankel's asymptotic expansion of the Bessel functions (at 2√z = 20 its
+# smallest term, about e^{-2u} = e^{-40}, is below the last bit).
+# Coefficients are tabulated: no divisions.
 SMALL_Z = 8.0
 _SMALL_DEGREE = 22
 _SMALL_S0 = np.array([1.0 / math.factorial(k) ** 2 for k in range(_SMALL_DEGREE + 1)])
 _SMALL_S1 = np.array([1.0 / (math.factorial(k) * math.factorial(k + 1))
                       for k in range(_SMALL_DEGREE + 1)])
-_SERIES_LIMIT = 100.0
+SERIES_LIMIT = 100.0
 _SERIES_TERMS = 96
 _ASYMPTOTIC_TERMS = 40
 _INVERSE_SQUARES = 1.0 / np.arange(1, _SERIES_TERMS + 1, dtype=np.float64) ** 2
@@ -107,10 +110,10 @@ def small_compound_series(z):  # pragma: no cover - compiled
     return s0, s1
 
 
-@numba.njit(cache=True, nogil=True)
-def _compound_series(z):  # pragma: no cover - compiled
+def _compound_series(z):
     """S₀ = Σ_k z^k / k!² and S₁ = Σ_k z^k / (k! (k + 1)!), for z below
-    ``_SERIES_LIMIT``."""
+    ``SERIES_LIMIT``, term by term: the reference the Chebyshev tables are
+    made from (Python, at import)."""
     term, s0, s1 = 1.0, 1.0, 1.0
     for k in range(_SERIES_TERMS):
         term *= z * _INVERSE_SQUARES[k]
@@ -124,7 +127,7 @@ def _compound_series(z):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def _hankel_sums(u):  # pragma: no cover - compiled
     """P₀, P₁ with I_ν(u) = e^u P_ν(u) / √(2πu) (Hankel's expansion, A&S
-    9.7.1), for u = 2√z ≥ 2√``_SERIES_LIMIT``, summed until the terms are
+    9.7.1), for u = 2√z ≥ 2√``SERIES_LIMIT``, summed until the terms are
     below the last bit."""
     inverse = 1.0 / u
     p0, p1, t0, t1 = 1.0, 1.0, 1.0, 1.0
@@ -138,21 +141,113 @@ def _hankel_sums(u):  # pragma: no cover - compiled
     return p0, p1
 
 
+def _chebyshev_table(residual):
+    """Coefficients c₀ … c_d of the degree-``_MIDDLE_DEGREE`` Chebyshev
+    interpolant of ``residual(t)`` on t ∈ [√``SMALL_Z``, √``SERIES_LIMIT``]
+    (at the Chebyshev points of the first kind), for :func:`_middle_residual`."""
+    low, high = math.sqrt(SMALL_Z), math.sqrt(SERIES_LIMIT)
+
+    def on_points(s):
+        return np.array([residual(0.5 * (high + low) + 0.5 * (high - low) * v) for v in s])
+
+    return np.polynomial.chebyshev.chebinterpolate(on_points, _MIDDLE_DEGREE)
+
+
+def _mean_residual(t):
+    """E[N] − t at z = t², by the power series."""
+    s0, s1 = _compound_series(t * t)
+    return s0 / s1 - t
+
+
+def _log_residual(t):
+    """log S(z) − (2t + ½ log z − ½ log(4πt)) at z = t², by the power series:
+    log P₁(2t) of Hankel's expansion, which tends to 0 as t grows."""
+    z = t * t
+    return (math.log(z) + math.log(_compound_series(z)[1])
+            - (2.0 * t + 0.5 * math.log(z) - 0.5 * math.log(4.0 * math.pi * t)))
+
+
+# Degree 28 puts both interpolants within 3e-15 relative of the series (and
+# of scipy's Bessel functions) over the whole range.
+_MIDDLE_DEGREE = 28
+_MIDDLE_CENTRE = 0.5 * (math.sqrt(SERIES_LIMIT) + math.sqrt(SMALL_Z))
+_MIDDLE_INVERSE_HALF_WIDTH = 2.0 / (math.sqrt(SERIES_LIMIT) - math.sqrt(SMALL_Z))
+_MIDDLE_MEAN = _chebyshev_table(_mean_residual)
+_MIDDLE_LOG = _chebyshev_table(_log_residual)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _middle_residual(coefficients, t):  # pragma: no cover - compiled
+    """Σ_k c_k T_k(s), s = t mapped from [√``SMALL_Z``, √``SERIES_LIMIT``]
+    onto [−1, 1], by Clenshaw's recurrence: a fixed number of steps, so
+    loops over entries run in vector lanes."""
+    two_s = 2.0 * (t - _MIDDLE_CENTRE) * _MIDDLE_INVERSE_HALF_WIDTH
+    b1, b2 = 0.0, 0.0
+    for k in range(_MIDDLE_DEGREE, 0, -1):
+        b0 = two_s * b1 - b2 + coefficients[k]  # a temporary, not a tuple swap: vector lanes
+        b2 = b1
+        b1 = b0
+    return 0.5 * two_s * b1 - b2 + coefficients[0]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def middle_count_mean(z):  # pragma: no cover - compiled
+    """E[N] by its Chebyshev interpolant, z clamped into its range: no
+    branch, so a loop over a block of entries runs in vector lanes."""
+    t = math.sqrt(min(max(z, SMALL_Z), SERIES_LIMIT))
+    return t + _middle_residual(_MIDDLE_MEAN, t)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def middle_log_sum(z):  # pragma: no cover - compiled
+    """log S(z) by its Chebyshev interpolant, z clamped into its range."""
+    z = min(max(z, SMALL_Z), SERIES_LIMIT)
+    t = math.sqrt(z)
+    return (2.0 * t + 0.5 * math.log(z) - 0.5 * math.log(4.0 * math.pi * t)
+            + _middle_residual(_MIDDLE_LOG, t))
+
+
+#: Entries per block of the passes over the z above ``SMALL_Z``
+#: (:func:`middle_entries`); a fixed size, so nothing depends on the threads.
+MIDDLE_BLOCK = 512
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def middle_entries(x, xhat, jump_rate, start, stop, index, z):  # pragma: no cover - compiled
+    """Gather the entries ``start:stop`` whose z = rate · x · X̂ lies in the
+    interpolants' range: their positions into ``index[:m]`` and their z into
+    ``z[:m]`` (both at least ``stop - start`` long). Returns m and the count
+    of z at or above ``SERIES_LIMIT``.
+
+    Without a branch (every entry is written, the count moves on for those
+    kept) the gather costs the same whatever the data; the interpolants then
+    run over ``z[:m]`` in vector lanes, where entry by entry, between other
+    entries, their recurrence would run serially."""
+    m, above = 0, 0
+    for i in range(start, stop):
+        value = jump_rate * x[i] * xhat[i]
+        index[m] = i
+        z[m] = value
+        m += (value > SMALL_Z) & (value < SERIES_LIMIT)
+        above += value >= SERIES_LIMIT
+    return m, above
+
+
 @numba.njit(cache=True, nogil=True)
 def compound_count_mean(z):  # pragma: no cover - compiled
     """E[N] for P(N) ∝ z^N / (N! (N − 1)!), N ≥ 1: the latent count of a
     non-zero value of the compound Poisson likelihood (``_likelihood``).
 
-    E[N] = √z I₀(2√z) / I₁(2√z) = S₀(z) / S₁(z) by the power series
-    (:func:`small_compound_series`, :func:`_compound_series`) below
-    ``_SERIES_LIMIT``, by Hankel's expansion above it.
+    E[N] = √z I₀(2√z) / I₁(2√z) = S₀(z) / S₁(z): by the power series below
+    ``SMALL_Z`` (:func:`small_compound_series`), √z plus its Chebyshev
+    residual (:func:`middle_count_mean`) below ``SERIES_LIMIT``, by Hankel's
+    expansion above it.
     """
     if z <= SMALL_Z:
         s0, s1 = small_compound_series(z)
         return s0 / s1
-    if z < _SERIES_LIMIT:
-        s0, s1 = _compound_series(z)
-        return s0 / s1
+    if z < SERIES_LIMIT:
+        return middle_count_mean(z)
     p0, p1 = _hankel_sums(2.0 * math.sqrt(z))
     return math.sqrt(z) * p0 / p1
 
@@ -160,11 +255,14 @@ def compound_count_mean(z):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def compound_log_sum(z):  # pragma: no cover - compiled
     """log S(z), S(z) = Σ_{N ≥ 1} z^N / (N! (N − 1)!) = z S₁(z) = √z I₁(2√z):
-    the normaliser of the jump count's distribution (z > 0)."""
+    the normaliser of the jump count's distribution (z > 0). Above
+    ``SMALL_Z`` it is 2√z + ½ log z − ½ log(4π√z) + log P₁(2√z), log P₁ by its
+    Chebyshev interpolant below ``SERIES_LIMIT`` (:func:`middle_log_sum`) and
+    by Hankel's expansion above."""
     if z <= SMALL_Z:
         return math.log(z) + math.log(small_compound_series(z)[1])
-    if z < _SERIES_LIMIT:
-        return math.log(z) + math.log(_compound_series(z)[1])
+    if z < SERIES_LIMIT:
+        return middle_log_sum(z)
     u = 2.0 * math.sqrt(z)
     return 0.5 * math.log(z) + u - 0.5 * math.log(2.0 * math.pi * u) + math.log(_hankel_sums(u)[1])
 

@@ -58,8 +58,9 @@ from scipy.special import gammaln, xlogy
 
 from . import _array_api
 from ._elementwise import compound_ratio
-from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, POISSON_RATIO, SMALL_Z, TINY,
-                       compound_log_sum, small_compound_series)
+from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, MIDDLE_BLOCK, POISSON_RATIO,
+                       SERIES_LIMIT, SMALL_Z, TINY, compound_log_sum, middle_entries,
+                       middle_log_sum, small_compound_series)
 
 __all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood",
            "CompoundPoisson"]
@@ -361,17 +362,28 @@ def _compound_log_terms(x, xhat, jump_rate, out):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def _small_normalisers(x, xhat, jump_rate, out):  # pragma: no cover - compiled
     """out = S(z) = z S₁(z) where 0 < z ≤ SMALL_Z, 1 elsewhere (log 0);
-    returns Σ log S(z) over the entries with z above it."""
+    returns Σ log S(z) over the entries with z above it, block by block as
+    :func:`~sklearn_pltf.engine._elementwise.compound_ratio` takes them."""
     for i in range(x.size):
         z = min(jump_rate * x[i] * xhat[i], SMALL_Z)
         normaliser = z * small_compound_series(z)[1]
         out[i] = normaliser if x[i] != 0.0 else 1.0
     large = 0.0
-    for i in range(x.size):
-        z = jump_rate * x[i] * xhat[i]
-        if z > SMALL_Z:
-            out[i] = 1.0
-            large += compound_log_sum(z)
+    index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
+    for start in range(0, x.size, MIDDLE_BLOCK):
+        stop = min(start + MIDDLE_BLOCK, x.size)
+        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
+        for k in range(m):
+            z[k] = middle_log_sum(z[k])
+        for k in range(m):
+            out[index[k]] = 1.0
+            large += z[k]
+        if above:
+            for i in range(start, stop):
+                value = jump_rate * x[i] * xhat[i]
+                if value >= SERIES_LIMIT:
+                    out[i] = 1.0
+                    large += compound_log_sum(value)
     return large
 
 

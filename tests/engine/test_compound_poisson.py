@@ -13,7 +13,10 @@ from scipy.special import gammaln, i0e, i1e, logsumexp
 from sklearn.base import clone
 
 from sklearn_pltf import BayesianNMF, BayesianRESCAL, CompoundPoisson, CoupledPLTF, PoissonCP
-from sklearn_pltf.engine._kernels import compound_count_mean, compound_log_sum
+from sklearn_pltf.engine._elementwise import compound_ratio
+from sklearn_pltf.engine._kernels import (SERIES_LIMIT, SMALL_Z, compound_count_mean,
+                                          compound_log_sum)
+from sklearn_pltf.engine._likelihood import _small_normalisers
 from sklearn_pltf.evidence import exact_log_evidence
 
 
@@ -25,11 +28,14 @@ def _draw(seed, shape=(30, 20), rank=3, jump_mean=0.5):
     return np.where(jumps > 0, rng.gamma(np.maximum(jumps, 1), jump_mean), 0.0)
 
 
-def test_the_jump_count_mean_and_normaliser_are_the_bessel_functions_on_both_branches():
+def test_the_jump_count_mean_and_normaliser_are_the_bessel_functions_on_every_branch():
     """E[N] = √z I₀(2√z) / I₁(2√z) and log S(z) = log(√z I₁(2√z)): the power
-    series below z = 400 and the asymptotic expansion above it agree with
-    scipy's Bessel functions to a few rounding errors."""
-    z = np.concatenate([np.logspace(-300, -8, 30), np.logspace(-8, 12, 4001), [399.999, 400.0]])
+    series below z = 8, the Chebyshev interpolants up to 100 and the
+    asymptotic expansion above agree with scipy's Bessel functions to a few
+    rounding errors, at the branches' edges too."""
+    edges = [SMALL_Z, np.nextafter(SMALL_Z, np.inf), np.nextafter(SERIES_LIMIT, 0), SERIES_LIMIT]
+    z = np.concatenate([np.logspace(-300, -8, 30), np.logspace(-8, 12, 4001), edges,
+                        np.linspace(SMALL_Z, SERIES_LIMIT, 2001)])
     root = 2.0 * np.sqrt(z)
     expected = np.sqrt(z) * i0e(root) / i1e(root)
     got = np.array([compound_count_mean(v) for v in z])
@@ -37,6 +43,30 @@ def test_the_jump_count_mean_and_normaliser_are_the_bessel_functions_on_both_bra
     log_sum = 0.5 * np.log(z) + np.log(i1e(root)) + root
     got = np.array([compound_log_sum(v) for v in z])
     np.testing.assert_allclose(got, log_sum, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("scale", [0.5, 5.0, 60.0])
+def test_the_whole_tensor_passes_equal_the_entry_by_entry_functions(scale):
+    """The dense kernels (every entry's polynomial, then the larger z gathered
+    block by block for the interpolant, the largest one by one) give each
+    entry what the entry-by-entry functions give, whatever mix of branches a
+    block holds; zeros of X give 0."""
+    rng = np.random.default_rng(int(scale))
+    n = 5000  # about ten blocks, and a partial one
+    x = np.where(rng.random(n) < 0.3, 0.0, rng.gamma(1.0, scale, n))
+    xhat = rng.gamma(2.0, scale / 2, n)
+    ratio = np.empty(n)
+    compound_ratio(x, xhat, 0.8, ratio)
+    z = 0.8 * x * xhat
+    expected = np.array([compound_count_mean(v) / h if v > 0 else 0.0 for v, h in zip(z, xhat)])
+    # The dense kernel fuses multiply-adds (Horner, Clenshaw): a few roundings apart.
+    np.testing.assert_allclose(ratio, expected, rtol=2e-15, atol=0)
+    normalisers = np.empty(n)
+    large = _small_normalisers(x, xhat, 0.8, normalisers)
+    total = large + np.sum(np.log(normalisers))
+    reference = sum(compound_log_sum(v) for v in z[x > 0])
+    assert total == pytest.approx(reference, rel=1e-14)
+    assert np.all(normalisers[z > SMALL_Z] == 1.0)
 
 
 @pytest.mark.parametrize("rate, jump_mean", [(0.3, 1.0), (2.0, 0.7), (15.0, 2.5)])

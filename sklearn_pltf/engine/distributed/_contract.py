@@ -20,6 +20,8 @@ through the blocks' non-zeros and missing entries.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import replace
 
 import numpy as np
@@ -83,9 +85,10 @@ class DistributedContractor:
             ("contractor", model, likelihood.name, likelihood.jump_rate), _build,
             [(block_model(model, block), likelihood) for block in data.blocks])
 
-    @property
+    @functools.cached_property
     def log_base_measure(self):
-        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data)."""
+        """The factor-free part of log p(X | Z) (−Σ log X! for Poisson data),
+        computed once: the bound reads it at every evaluation."""
         return self.likelihood.log_base_measure(self.data)
 
     def block_slices(self, position):
