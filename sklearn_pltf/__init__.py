@@ -1,5 +1,7 @@
 """Bayesian matrix and tensor factorization as scikit-learn estimators."""
 
+# First: the thread settings that OpenMP and OpenBLAS read when they load.
+from .engine import _threads  # noqa: F401  isort: skip
 from .estimators import (
     PLTF,
     AllocationSMC,

@@ -12,6 +12,13 @@ first parallel kernel launch; so it is set here, at import, unless the user
 set it. Set ``OMP_WAIT_POLICY=ACTIVE`` before importing the package to keep
 spinning threads (a little faster on a machine with nothing else to do).
 
+OpenBLAS's own threads spin the same way after each matrix product, by
+default for 2^28 cycles (about 0.1 s: longer than a sweep), and so take the
+cores the compiled kernels between the products need. ``OPENBLAS_THREAD_TIMEOUT=4``
+makes them sleep after 2^4 cycles; OpenBLAS reads it once, when it loads
+with numpy, so the package sets it here only if numpy is not loaded yet, and
+never over the user's own value.
+
 Forking. GNU OpenMP cannot run parallel regions in a child made by
 ``os.fork()`` once the parent has started its threads (``multiprocessing``'s
 default start method on Linux, pre-fork servers, joblib's multiprocessing
@@ -28,13 +35,17 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import types
 
-import numba
+# Before numba, which loads numpy, whose OpenBLAS reads its settings then.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if "numpy" not in sys.modules:  # else OpenBLAS has read its settings already
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numba  # noqa: E402
 
 __all__ = ["parallel_kernel"]
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: Set in a child forked after the parent started GNU OpenMP's threads.
 _serial_only = False
