@@ -15,7 +15,7 @@ import functools
 
 import opt_einsum
 
-from ._array_api import like, namespace_of
+from ._array_api import float64_sum, like, namespace_of
 
 __all__ = ["ArrayAPIContractor", "contract", "array_full_xhat"]
 
@@ -182,10 +182,14 @@ class ArrayAPIContractor:
         return float(contract(",".join(indices) + "->", *reduced))
 
     def _sum_of_products(self, a, b):
-        """Σ a·b over whole tensors as one dot product, the product never
-        stored (``matmul`` of the flattened arrays)."""
+        """Σ a·b over whole tensors: in float64, one dot product, the product
+        never stored (``matmul`` of the flattened arrays); in a lower
+        precision the products summed in float64 (a dot product would sum
+        them in the data's precision: :func:`float64_sum`)."""
         xp = self.xp
-        return float(xp.matmul(xp.reshape(a, (-1,)), xp.reshape(b, (-1,))))
+        if a.dtype == xp.float64 and b.dtype == xp.float64:
+            return float(xp.matmul(xp.reshape(a, (-1,)), xp.reshape(b, (-1,))))
+        return float64_sum(a * b)
 
     def _delta(self, alpha, factors, weights=None):
         """Δ_α(weights) for ``weights`` of the data's shape; Δ_α(1), the
@@ -231,7 +235,9 @@ class ArrayAPIContractor:
             return self._sum_of_products(self._mask, self.xhat(factors))
         m = self.model
         subscripts = ",".join(self._subs(f) for f in m.factors) + "->"
-        return float(contract(subscripts, *self._factors(factors)))
+        # Σ X̂ from the factors, in float64 whatever the data's precision.
+        return float(contract(subscripts, *[self.xp.astype(f, self.xp.float64)
+                                            for f in self._factors(factors)]))
 
     def data_loglik(self, factors):
         xhat = self.xhat(factors)

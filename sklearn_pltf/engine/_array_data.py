@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._array_api import as_namespace, device_of, gammaln
+from ._array_api import as_namespace, device_of, float64_sum, gammaln
 from ._data import TensorExtent
 
 __all__ = ["ArrayAPITensor", "as_array_api_tensor"]
@@ -52,12 +52,12 @@ class ArrayAPITensor(TensorExtent):
     @cached_property
     def total(self):
         """Sum of the observed values."""
-        return float(self.xp.sum(self.dense))
+        return float64_sum(self.dense)
 
     @cached_property
     def log_factorial_total(self):
         """Σ log Γ(X + 1) over the observed entries (0 at the missing ones, held at 0)."""
-        return float(self.xp.sum(gammaln(self.dense + 1.0)))
+        return float64_sum(gammaln(self.dense + 1.0))
 
     @cached_property
     def is_integer(self):
@@ -70,7 +70,7 @@ class ArrayAPITensor(TensorExtent):
         nonzero = self.dense != 0
         terms = function(xp.where(nonzero, self.dense, xp.ones_like(self.dense)))
         terms = xp.astype(terms, self.dtype) if terms.dtype == xp.bool else terms
-        return float(xp.sum(xp.where(nonzero, terms, xp.zeros_like(terms))))
+        return float64_sum(xp.where(nonzero, terms, xp.zeros_like(terms)))
 
     @cached_property
     def fingerprint(self):

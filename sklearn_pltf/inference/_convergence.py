@@ -40,15 +40,28 @@ The trial steps are then dropped, so a run's path does not depend on
 check. No rule read from the trajectory sees a
 plateau the plain steps cannot tell from convergence (a saddle left only
 much later): restarts (``n_init``) guard against those.
+
+**Rounding.** Gains within the rounding of the objective are not progress,
+and count as none: within 4 ε |B| / √N, the random walk of its N terms'
+roundings (:func:`objective_resolution`), or within twice the largest
+decrease among the gains the rule reads, since exact coordinate ascent and
+SQUAREM's safeguarded cycles never decrease the objective and a decrease is
+rounding made visible. A float32 fit's bound (its terms over the data
+rounded in float32, every sum in float64) moves up and down at its fixed
+point, and the rule, reading that as gains that never shrink, would
+otherwise never stop. In float64 both are far below any ``tol``. With
+``tol=0`` there is no such allowance: the run stops only where the
+objective repeats exactly.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine._array_api import namespace_of
 from ._acceleration import INITIAL_MAX_LENGTH, remember, restore, squarem_cycle
 
-__all__ = ["run_to_convergence", "distance_to_limit", "ACCELERATIONS"]
+__all__ = ["run_to_convergence", "distance_to_limit", "rounding_allowance", "ACCELERATIONS"]
 
 #: The accelerations a fit can ask for (None: plain coordinate ascent).
 ACCELERATIONS = ("squarem",)
@@ -61,18 +74,61 @@ _N_BLOCKS = 3
 _SLOWEST_RATE = 1.0 - 1e-3
 #: Plain steps that confirm an accelerated run's stop.
 _CHECK_STEPS = 3
+#: Gains within this many standard deviations of the objective's rounding
+#: are rounding.
+_ROUNDING_DEVIATIONS = 4
 
 
-def distance_to_limit(objectives):
+def objective_resolution(state, value, n_terms=1):
+    """The rounding of an objective of size ``value`` summed over ``n_terms``
+    terms, each rounded in ``state``'s precision (ε of its first floating
+    array; of float64 where it holds none): ``_ROUNDING_DEVIATIONS`` times
+    the random walk of their roundings, 4 ε |value| / √n_terms."""
+    eps = np.finfo(np.float64).eps
+    for field in state:
+        arrays = [a for a in (field if isinstance(field, tuple) else (field,))
+                  if hasattr(a, "dtype") and hasattr(a, "shape")]
+        if arrays and namespace_of(arrays[0]).isdtype(arrays[0].dtype, "real floating"):
+            eps = float(namespace_of(arrays[0]).finfo(arrays[0].dtype).eps)
+            break
+    return _ROUNDING_DEVIATIONS * eps * abs(value) / np.sqrt(max(n_terms, 1))
+
+
+def rounding_allowance(state, objectives, contractor, tol):
+    """The gain below which the objective's moves are rounding (module
+    docstring): the larger of :func:`objective_resolution` and twice
+    :func:`largest_decrease`; none for ``tol=0``, which asks for an exact
+    repeat."""
+    if tol == 0:
+        return 0.0
+    return max(objective_resolution(state, objectives[-1], _n_terms_of(contractor)),
+               2.0 * largest_decrease(objectives))
+
+
+def largest_decrease(objectives):
+    """The largest fall of the objective over the gains the rule reads (0
+    where it only rose): rounding, where the iteration cannot decrease it."""
+    gains = np.diff(objectives[-(_BLOCK * _N_BLOCKS + 1):])
+    return float(max(0.0, -gains.min())) if gains.size else 0.0
+
+
+def _n_terms_of(contractor):
+    """How many data terms the objective sums (its observed entries; 1 where
+    the contractor does not say, the largest rounding)."""
+    return getattr(getattr(contractor, "data", None), "n_observed", 1)
+
+
+def distance_to_limit(objectives, resolution=0.0):
     """The estimated gap between the last objective and the limit of the
-    sequence, in the objective's units (module docstring); ``inf`` until
-    ``_N_BLOCKS`` blocks of gains are known, 0 once the objective repeats
-    exactly."""
+    sequence, in the objective's units (module docstring), gains within
+    ``resolution`` counting as none; ``inf`` until ``_N_BLOCKS`` blocks of
+    gains are known, 0 once the objective repeats exactly."""
     gains = np.abs(np.diff(objectives[-(_BLOCK * _N_BLOCKS + 1):]))
     if gains.size and gains[-1] == 0.0:
         return 0.0
     if gains.size < _BLOCK * _N_BLOCKS:
         return np.inf
+    gains[gains <= resolution] = 0.0
     blocks = gains[::-1].reshape(_N_BLOCKS, _BLOCK).sum(axis=1)  # newest first
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = float(np.max(blocks[:-1] / blocks[1:]))
@@ -81,10 +137,11 @@ def distance_to_limit(objectives):
     return float(blocks[0] * max(1.0, rate / (1.0 - rate)))
 
 
-def _plain_step_distance(kernel, state, contractor, priors, value):
+def _plain_step_distance(kernel, state, contractor, priors, value, resolution):
     """The distance to the limit that :data:`_CHECK_STEPS` plain steps from
     ``state`` (objective ``value``) leave, by their gains (module
-    docstring); the steps themselves are dropped."""
+    docstring; those within ``resolution`` count as none); the steps
+    themselves are dropped."""
     values = [value]
     saved = remember(kernel)  # a kernel that learns its priors goes on from here
     for _ in range(_CHECK_STEPS):
@@ -92,7 +149,7 @@ def _plain_step_distance(kernel, state, contractor, priors, value):
         values.append(float(info.objective))
     restore(kernel, saved)
     gains = np.diff(values)
-    if not np.isfinite(values[-1]) or gains[-1] <= 0.0:
+    if not np.isfinite(values[-1]) or gains[-1] <= resolution:
         return 0.0  # rounding (or a step the loop's own check will refuse next)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = float(np.max(gains[1:] / gains[:-1]))
@@ -153,12 +210,13 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
             )
         if report is not None:
             report(iteration, objectives)
-        if distance_to_limit(objectives) <= tol:
+        resolution = rounding_allowance(state, objectives, contractor, tol)
+        if distance_to_limit(objectives, resolution) <= tol:
             if acceleration is not None:
                 if iteration < next_check:
                     continue
                 if _plain_step_distance(kernel, state, contractor, priors,
-                                        objectives[-1]) > tol:
+                                        objectives[-1], resolution) > tol:
                     next_check = iteration + _BLOCK
                     continue
             if not _advanced(kernel):

@@ -33,7 +33,7 @@ from typing import Callable, NamedTuple
 
 from joblib import Parallel, delayed
 
-from ._convergence import distance_to_limit, run_to_convergence
+from ._convergence import distance_to_limit, rounding_allowance, run_to_convergence
 
 __all__ = ["OptimizerProblem", "OptimizerResult", "Settings", "optimize"]
 
@@ -160,9 +160,10 @@ def optimize(problem, rngs, settings, *, n_jobs=1):
             for restart, (_, objectives, _) in enumerate(results):
                 summary(restart, n_init, objectives)
     state, objectives, converged = max(results, key=lambda result: result[1][-1])
+    resolution = rounding_allowance(state, objectives, problem.contractor, settings.tol)
     message = None if converged else (
         f"Best of {n_init} initialisation(s) did not converge in {settings.max_iter} "
         f"iterations (its bound's estimated distance to its limit is "
-        f"{distance_to_limit(objectives):.3g} nats, tol={settings.tol:g}); increase "
+        f"{distance_to_limit(objectives, resolution):.3g} nats, tol={settings.tol:g}); increase "
         "max_iter, relax tol or check the data.")
     return OptimizerResult(state, objectives, converged, message)

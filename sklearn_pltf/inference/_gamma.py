@@ -146,9 +146,17 @@ def gamma_bound_term(prior_shape, prior_rate, shape, scale, psi, log_normalizer)
     """
     if not isinstance(shape, np.ndarray):
         xp = _array_api.namespace_of(shape)
+        if shape.dtype != xp.float64:
+            # In float64: the terms are large and cancel (log Γ(C) against
+            # C ψ(C)), so each one's float32 rounding would add up to more
+            # than the bound's changes near convergence.
+            prior_shape, prior_rate, shape, scale = (
+                xp.astype(v, xp.float64) if hasattr(v, "dtype") else v
+                for v in (prior_shape, prior_rate, shape, scale))
+            psi = _array_api.digamma(shape)
         terms = ((prior_shape - shape) * psi + prior_shape * xp.log(scale)
                  - prior_rate * shape * scale + shape + _array_api.gammaln(shape))
-        return float(xp.sum(terms)) + log_normalizer
+        return _array_api.float64_sum(terms) + log_normalizer
     arrays = [np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
               for v in (prior_shape, prior_rate, shape, scale, psi)]
     with _threads_for(arrays[0].size):

@@ -178,6 +178,20 @@ def test_float32_stays_float32(counts):
     assert fitted.lower_bound_ == pytest.approx(on_numpy.lower_bound_, rel=1e-4)
 
 
+def test_a_float32_fit_stops_at_the_float64_bound():
+    """float32's bound (its data terms rounded in float32, every sum and the
+    factors' terms in float64) moves by its rounding near the fixed point;
+    the stopping rule reads that as no gain and stops within ``tol`` plus
+    that rounding (4 ε₃₂ |B| / √N) of the float64 fit's bound."""
+    rng = np.random.default_rng(1)
+    X = rng.poisson(rng.gamma(1.0, 1.0, (300, 5)) @ rng.gamma(1.0, 1.0, (5, 200))).astype(float)
+    fitted = BayesianNMF(5, random_state=0).fit(strict(X.astype(np.float32)))
+    on_numpy = BayesianNMF(5, random_state=0).fit(X)
+    assert fitted.converged_ and fitted.n_iter_ < fitted.max_iter
+    rounding = 4 * np.finfo(np.float32).eps * abs(on_numpy.lower_bound_) / np.sqrt(X.size)
+    assert abs(fitted.lower_bound_ - on_numpy.lower_bound_) <= fitted.tol + rounding
+
+
 def test_integer_input_is_fitted_in_float64(counts):
     fitted = BayesianNMF(3, random_state=0).fit(xp.asarray(counts.astype(np.int64)))
     assert fitted.factors_[0].dtype == xp.float64

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sklearn_pltf import BayesianNMF, PoissonCP
-from sklearn_pltf.inference._convergence import distance_to_limit
+from sklearn_pltf.inference._convergence import distance_to_limit, objective_resolution
 
 
 def test_distance_is_unknown_until_three_blocks_and_zero_at_a_repeat():
@@ -24,6 +24,22 @@ def test_distance_covers_a_linear_tail(rate):
     estimate = distance_to_limit(list(objectives))
     assert estimate >= left * (1 - 1e-9)
     assert estimate <= max(left, gains[-8:].sum()) * 1.01
+
+
+def test_gains_within_the_rounding_count_as_none():
+    """A float32 bound at its fixed point moves up and down by its rounding:
+    gains within ``resolution`` are no progress, larger ones still count;
+    the rounding of N terms grows as √N, not N."""
+    rng = np.random.default_rng(0)
+    noise = list(-1e6 + rng.uniform(-0.05, 0.05, 30))
+    assert distance_to_limit(noise) > 0.1  # above the default tol: never stops
+    assert distance_to_limit(noise, resolution=0.2) == 0.0
+    climbing = list(np.arange(30.0))  # one nat a step: beyond any rounding of 0.2
+    assert distance_to_limit(climbing, resolution=0.2) == distance_to_limit(climbing)
+    state = (np.ones(3, dtype=np.float32),)
+    assert objective_resolution(state, -1e6, 10**6) == pytest.approx(
+        4 * np.finfo(np.float32).eps * 1e6 / 1e3)
+    assert objective_resolution((np.ones(3),), -1e6, 10**6) < 1e-12  # float64
 
 
 def test_gains_that_do_not_shrink_count_as_a_slow_tail():
