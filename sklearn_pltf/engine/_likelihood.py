@@ -369,15 +369,15 @@ def _small_normalisers(x, xhat, jump_rate, out):  # pragma: no cover - compiled
         normaliser = z * small_compound_series(z)[1]
         out[i] = normaliser if x[i] != 0.0 else 1.0
     large = 0.0
-    index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
+    index, gathered = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
     for start in range(0, x.size, MIDDLE_BLOCK):
         stop = min(start + MIDDLE_BLOCK, x.size)
-        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
+        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, gathered)
         for k in range(m):
-            z[k] = middle_log_sum(z[k])
+            gathered[k] = middle_log_sum(gathered[k])
         for k in range(m):
             out[index[k]] = 1.0
-            large += z[k]
+            large += gathered[k]
         if above:
             for i in range(start, stop):
                 value = jump_rate * x[i] * xhat[i]

@@ -46,7 +46,8 @@ and count as none: within 4 ε |B| / √N, the random walk of its N terms'
 roundings (:func:`objective_resolution`), or within twice the largest
 decrease among the gains the rule reads, since exact coordinate ascent and
 SQUAREM's safeguarded cycles never decrease the objective and a decrease is
-rounding made visible. A float32 fit's bound (its terms over the data
+rounding made visible (up to 4 ε |B|, every term rounded the same way: a
+larger fall is not rounding and widens nothing). A float32 fit's bound (its terms over the data
 rounded in float32, every sum in float64) moves up and down at its fixed
 point, and the rule, reading that as gains that never shrink, would
 otherwise never stop. In float64 both are far below any ``tol``. With
@@ -79,30 +80,34 @@ _CHECK_STEPS = 3
 _ROUNDING_DEVIATIONS = 4
 
 
-def objective_resolution(state, value, n_terms=1):
-    """The rounding of an objective of size ``value`` summed over ``n_terms``
-    terms, each rounded in ``state``'s precision (ε of its first floating
-    array; of float64 where it holds none): ``_ROUNDING_DEVIATIONS`` times
-    the random walk of their roundings, 4 ε |value| / √n_terms."""
-    eps = np.finfo(np.float64).eps
+def _precision(state):
+    """ε of ``state``'s first floating array (of float64 where it holds none)."""
     for field in state:
         arrays = [a for a in (field if isinstance(field, tuple) else (field,))
                   if hasattr(a, "dtype") and hasattr(a, "shape")]
         if arrays and namespace_of(arrays[0]).isdtype(arrays[0].dtype, "real floating"):
-            eps = float(namespace_of(arrays[0]).finfo(arrays[0].dtype).eps)
-            break
-    return _ROUNDING_DEVIATIONS * eps * abs(value) / np.sqrt(max(n_terms, 1))
+            return float(namespace_of(arrays[0]).finfo(arrays[0].dtype).eps)
+    return float(np.finfo(np.float64).eps)
+
+
+def objective_resolution(state, value, n_terms=1):
+    """The rounding of an objective of size ``value`` summed over ``n_terms``
+    terms, each rounded in ``state``'s precision: ``_ROUNDING_DEVIATIONS``
+    times the random walk of their roundings, 4 ε |value| / √n_terms."""
+    return _ROUNDING_DEVIATIONS * _precision(state) * abs(value) / np.sqrt(max(n_terms, 1))
 
 
 def rounding_allowance(state, objectives, contractor, tol):
     """The gain below which the objective's moves are rounding (module
     docstring): the larger of :func:`objective_resolution` and twice
-    :func:`largest_decrease`; none for ``tol=0``, which asks for an exact
-    repeat."""
+    :func:`largest_decrease`, a decrease counting only up to 4 ε |B| (every
+    term rounded the same way; a larger fall is not rounding); none for
+    ``tol=0``, which asks for an exact repeat."""
     if tol == 0:
         return 0.0
+    coherent = _ROUNDING_DEVIATIONS * _precision(state) * abs(objectives[-1])
     return max(objective_resolution(state, objectives[-1], _n_terms_of(contractor)),
-               2.0 * largest_decrease(objectives))
+               min(2.0 * largest_decrease(objectives), coherent))
 
 
 def largest_decrease(objectives):

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from sklearn_pltf import BayesianNMF, PoissonCP
-from sklearn_pltf.inference._convergence import distance_to_limit, objective_resolution
+from sklearn_pltf.inference._convergence import (distance_to_limit, objective_resolution,
+                                                 rounding_allowance)
 
 
 def test_distance_is_unknown_until_three_blocks_and_zero_at_a_repeat():
@@ -40,6 +41,12 @@ def test_gains_within_the_rounding_count_as_none():
     assert objective_resolution(state, -1e6, 10**6) == pytest.approx(
         4 * np.finfo(np.float32).eps * 1e6 / 1e3)
     assert objective_resolution((np.ones(3),), -1e6, 10**6) < 1e-12  # float64
+    # A fall larger than every term's rounding in one direction is no rounding.
+    falling = [-1e6, -1e6 + 5.0, -1e6 + 1.0]
+    assert rounding_allowance(state, falling, None, tol=0.1) == pytest.approx(
+        4 * np.finfo(np.float32).eps * 1e6)
+    assert rounding_allowance((np.ones(3),), falling, None, tol=0.1) < 1e-8
+    assert rounding_allowance(state, falling, None, tol=0) == 0.0
 
 
 def test_gains_that_do_not_shrink_count_as_a_slow_tail():
