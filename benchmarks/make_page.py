@@ -179,12 +179,10 @@ def gpu_section(path):
              "PyTorch implementation of the same updates (median of 3 after a warm-up):", "",
              "| problem | dtype | plain PyTorch | ours, update | ratio | ours, with bound | ratio |",
              "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["kind"] == "iteration":
-            lines.append(f"| {r['problem']} | {r['dtype'].replace('torch.', '')} | "
-                         f"{_fmt_time(r['plain_torch_s'])} | {_fmt_time(r['package_update_s'])} | "
-                         f"{r['ratio_update']:.2f} | {_fmt_time(r['package_with_bound_s'])} | "
-                         f"{r['ratio_with_bound']:.2f} |")
+    lines += _table_rows(rows, "iteration", lambda r: [
+        r["problem"], r["dtype"].replace("torch.", ""), _fmt_time(r["plain_torch_s"]),
+        _fmt_time(r["package_update_s"]), f"{r['ratio_update']:.2f}",
+        _fmt_time(r["package_with_bound_s"]), f"{r['ratio_with_bound']:.2f}"])
     for r in rows:
         if r["kind"] == "cpu-iteration":
             lines += ["", f"The NumPy engine's step on the same {r['problem']} on the machine's "
@@ -193,13 +191,16 @@ def gpu_section(path):
                   "(SQUAREM to `tol=0.1` nats, then the final fold-in):", "",
               "| run | code | dtype | seconds | cycles | bound | float32 vs float64 |",
               "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["kind"] == "fit":
-            lines.append(f"| {r['run']} | {r['code']} | {r['dtype'].replace('torch.', '')} | "
-                         f"{_fmt_time(r['seconds'])} | {r['n_iter']} | {r['bound']:.10g} | "
-                         f"{r['relative_to_float64']:.1e} |")
+    lines += _table_rows(rows, "fit", lambda r: [
+        str(r["run"]), r["code"], r["dtype"].replace("torch.", ""), _fmt_time(r["seconds"]),
+        str(r["n_iter"]), f"{r['bound']:.10g}", f"{r['relative_to_float64']:.1e}"])
     lines += [""] + [r["text"] for r in rows if r["kind"] == "note"]
     return lines + ["", f"Results: `benchmarks/results/{GPU_RESULTS}`."]
+
+
+def _table_rows(rows, kind, cells):
+    """One markdown table row per record of ``kind``, its cells by ``cells``."""
+    return ["| " + " | ".join(cells(r)) + " |" for r in rows if r["kind"] == kind]
 
 
 def figures(results_dir=RESULTS):
