@@ -125,8 +125,9 @@ def moveaxis(array, source, destination):
 def float64_sum(array):
     """Σ over every element of an array of any namespace, as a Python float,
     accumulated in float64 whatever the array's precision: a float32 sum
-    over 10⁸ terms of the bound keeps only about 7 digits of a number of
-    order 10⁸, tens of nats, above the stopping rule's ``tol``."""
+    keeps float32's digits of a total that grows with the data, and on a
+    large tensor its last one is worth more than the stopping rule's
+    ``tol``."""
     if isinstance(array, np.ndarray):
         return float(np.sum(array, dtype=np.float64))
     xp = namespace_of(array)

@@ -236,7 +236,7 @@ class ArrayAPIContractor:
         m = self.model
         subscripts = ",".join(self._subs(f) for f in m.factors) + "->"
         # Σ X̂ from the factors, in float64 whatever the data's precision.
-        return float(contract(subscripts, *[self.xp.astype(f, self.xp.float64)
+        return float(contract(subscripts, *[self.xp.astype(f, self.xp.float64, copy=False)
                                             for f in self._factors(factors)]))
 
     def data_loglik(self, factors):

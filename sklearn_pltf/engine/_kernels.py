@@ -167,8 +167,9 @@ def _log_residual(t):
             - (2.0 * t + 0.5 * math.log(z) - 0.5 * math.log(4.0 * math.pi * t)))
 
 
-# Degree 28 puts both interpolants within 3e-15 relative of the series (and
-# of scipy's Bessel functions) over the whole range.
+# The degree at which both interpolants reach the series' own accuracy over
+# the whole range (doc/validation.rst, "Converged fits and the compound
+# Poisson likelihood").
 _MIDDLE_DEGREE = 28
 _MIDDLE_CENTRE = 0.5 * (math.sqrt(SERIES_LIMIT) + math.sqrt(SMALL_Z))
 _MIDDLE_INVERSE_HALF_WIDTH = 2.0 / (math.sqrt(SERIES_LIMIT) - math.sqrt(SMALL_Z))

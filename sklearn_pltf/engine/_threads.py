@@ -13,7 +13,7 @@ set it. Set ``OMP_WAIT_POLICY=ACTIVE`` before importing the package to keep
 spinning threads (a little faster on a machine with nothing else to do).
 
 OpenBLAS's own threads spin the same way after each matrix product, by
-default for 2^28 cycles (about 0.1 s: longer than a sweep), and so take the
+default for 2^28 cycles (longer than a sweep), and so take the
 cores the compiled kernels between the products need. ``OPENBLAS_THREAD_TIMEOUT=4``
 makes them sleep after 2^4 cycles; OpenBLAS reads it once, when it loads
 with numpy, so the package sets it here only if numpy is not loaded yet, and
