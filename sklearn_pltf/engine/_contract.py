@@ -43,7 +43,7 @@ from ._array_api import like
 from ._array_contract import ArrayAPIContractor, array_full_xhat
 from ._data import array_bytes
 from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, log_terms_sum,
-                           memory_axes, memory_order_view)
+                           memory_axes, memory_order_view, poisson_ratio_and_log_sum)
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -213,6 +213,13 @@ class _Planner:
         return float(self.contract_presummed(list(factors), list(model.factors), ""))
 
 
+def _same_arrays(kept, factors):
+    """Whether ``kept`` holds the very arrays of ``factors`` (inference
+    never modifies a factor array in place, so the same arrays mean the same
+    X̂ and ratio)."""
+    return len(kept) == len(factors) and all(a is b for a, b in zip(kept, factors))
+
+
 def _sum_of_products(a, b):
     """Σ a·b by numpy's pairwise summation, not BLAS ``dot``: BLAS splits the sum
     over its threads, so its result depends on the thread count (and differs
@@ -247,6 +254,7 @@ class DenseContractor:
         self._mask = None if data.mask is None else data.mask.astype(np.float64)
         self._last = ((), None)
         self._scratch = None
+        self._ratio_of = ()  # the factors whose ratio the work array holds
         self._xhat_buffer = None
         self._laid_out = False
 
@@ -258,7 +266,7 @@ class DenseContractor:
         X̂ (the bound's X̂ serves the next step's first update).
         """
         last_factors, last_xhat = self._last
-        if len(last_factors) == len(factors) and all(a is b for a, b in zip(last_factors, factors)):
+        if _same_arrays(last_factors, factors):
             return last_xhat
         if self._planner.last_index_split is not None:
             # In C order, like X, into one buffer: only the last X̂ is kept,
@@ -352,9 +360,14 @@ class DenseContractor:
         return self.likelihood.log_base_measure(self.data)
 
     def _ratio(self, factors):
-        """E[N] / X̂ at every entry, in the work array."""
+        """E[N] / X̂ at every entry, in the work array (already there when
+        the bound was last taken at the same factors, :meth:`data_loglik`)."""
+        if _same_arrays(self._ratio_of, factors):
+            return self._scratch
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        return count_ratio_into(self._x, xhat, self._scratch, self.likelihood)
+        ratio = count_ratio_into(self._x, xhat, self._scratch, self.likelihood)
+        self._ratio_of = tuple(factors)
+        return ratio
 
     def ratio_delta(self, alpha, factors):
         return self.ratio_deltas((alpha,), factors)[alpha]
@@ -376,7 +389,14 @@ class DenseContractor:
 
     def data_loglik(self, factors):
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        return log_terms_sum(self._x, xhat, self.likelihood)
+        if self.likelihood.kernel_mode != _kernels.POISSON_RATIO:
+            return log_terms_sum(self._x, xhat, self.likelihood)
+        # The bound's X̂ is the next step's (VB's geometric means, EM's
+        # factors): its ratio is taken in the same pass, and X̂'s array
+        # holds the log terms after it.
+        total = poisson_ratio_and_log_sum(self._x, xhat, self._scratch)
+        self._last, self._ratio_of = ((), None), tuple(factors)
+        return total
 
     @property
     def nonzeros(self):

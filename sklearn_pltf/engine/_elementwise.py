@@ -9,7 +9,10 @@
   every VB and EM update;
 - :func:`log_terms_sum`: Σ over the non-zeros of their log-likelihood term
   besides −X̂ (``X log X̂``, or ``log(e^{X̂} − 1)`` at a one), the data term
-  of the bound, the likelihood's own terms on chunks spread over threads.
+  of the bound, the likelihood's own terms on chunks spread over threads;
+- :func:`poisson_ratio_and_log_sum`: for Poisson data, the ratio and
+  Σ X log X̂ in one pass, X̂'s array used for the terms (the bound's X̂ is
+  the next step's: one read of X and X̂ serves both).
 
 They read their arrays in memory order (:func:`memory_order_view`), so the
 arrays of one call must share a layout: X̂ comes from the contraction in
@@ -30,13 +33,14 @@ import numpy as np
 from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, MIDDLE_BLOCK, SERIES_LIMIT, SMALL_Z,
                        TINY, compound_count_mean, middle_count_mean, middle_entries,
                        small_compound_series)
+from ._log import log_positive
 from ._threads import parallel_kernel
 
 # Entries per chunk of the log-likelihood sum (2 MB of float64 a chunk).
 _CHUNK = 1 << 18
 
-__all__ = ["floor_in_place", "count_ratio_into", "compound_ratio", "log_terms_sum", "memory_axes",
-           "memory_order_view", "in_layout_of"]
+__all__ = ["floor_in_place", "count_ratio_into", "compound_ratio", "log_terms_sum",
+           "poisson_ratio_and_log_sum", "memory_axes", "memory_order_view", "in_layout_of"]
 
 
 @parallel_kernel
@@ -49,6 +53,14 @@ def _floor(values):  # pragma: no cover - compiled
 def _poisson_ratio(x, xhat, out):  # pragma: no cover - compiled
     for i in numba.prange(x.size):
         out[i] = x[i] / xhat[i]
+
+
+@parallel_kernel(fastmath={"contract"})  # as log_positive is compiled
+def _poisson_ratio_and_log_terms(x, xhat, out):  # pragma: no cover - compiled
+    for i in numba.prange(x.size):
+        value = xhat[i]
+        out[i] = x[i] / value
+        xhat[i] = x[i] * log_positive(value)
 
 
 @parallel_kernel(fastmath={"contract"})  # fused multiply-adds in Horner's rule
@@ -153,3 +165,17 @@ def count_ratio_into(x, xhat, out, likelihood):
     else:
         _poisson_ratio(x, xhat, out_flat)
     return out
+
+
+def poisson_ratio_and_log_sum(x, xhat, out):
+    """Write X / X̂ of every entry into ``out`` and return Σ X log X̂, for
+    Poisson data, in one pass; ``xhat`` (floored, :func:`floor_in_place`)
+    is overwritten with the terms X log X̂. ``x``, ``xhat`` and ``out``
+    share one layout.
+
+    The terms are summed by numpy's pairwise sum, in memory order, so the
+    sum does not depend on the thread count.
+    """
+    xhat_flat = memory_order_view(xhat)
+    _poisson_ratio_and_log_terms(memory_order_view(x), xhat_flat, memory_order_view(out))
+    return float(np.sum(xhat_flat))

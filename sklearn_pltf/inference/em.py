@@ -95,7 +95,10 @@ def step(state, contractor, priors, with_objective=True):
 def log_joint(state, contractor, priors):
     """log p(X, Z) at the current factors (module docstring)."""
     factors = state.factors
-    value = contractor.data_loglik(factors) - contractor.masked_total(factors) + contractor.log_base_measure
+    # masked_total first: a dense contractor's X̂ of these factors serves it,
+    # and data_loglik then uses that array for its terms.
+    value = -contractor.masked_total(factors) + contractor.data_loglik(factors)
+    value += contractor.log_base_measure
     for alpha in priors.free:
         a, r, z = priors.shape[alpha], priors.rate[alpha], factors[alpha]
         value += (_array_api.float64_sum(_array_api.xlogy(a - 1.0, z) - r * z)
