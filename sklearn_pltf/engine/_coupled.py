@@ -18,17 +18,27 @@ theirs. A tensor of weight :math:`w_t` enters every sum times
 updates and bound for that tempered model. :class:`CoupledContractor` offers the contractor interface over the
 union of the factors, so VB, EM, SQUAREM and the convergence loop run on a
 coupled model unchanged; each factor keeps one Gamma prior and one q.
+
+The samplers (block Gibbs and SADA, :mod:`sklearn_pltf.inference.gibbs`) run
+on it unchanged too, at weight 1: the tensors' observed non-zeros are one
+list of entries (:class:`CoupledEntries`), each allocating its counts over
+its own model's latent configurations. Given the allocations the tensors'
+augmented likelihoods multiply, so a shared factor's Gamma conditional adds
+every tensor's allocation sum to its shape and Δ(M) to its rate: the block
+Gibbs sampler of one model (Şimşekli & Cemgil 2012) over the union.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
+
+import numpy as np
 
 from ._contract import make_contractor
+from ._data import ObservedTensor
 from .model import Model, check_latent_sizes
 
-__all__ = ["CoupledModel", "CoupledContractor", "bind_models"]
+__all__ = ["CoupledModel", "CoupledData", "CoupledEntries", "CoupledContractor", "bind_models"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,112 @@ class CoupledModel:
         return tuple(a for a in range(self.n_factors) if len(self.holders(a)) > 1)
 
 
+class CoupledData:
+    """The observed tensors of a coupled model seen as one: what the
+    initial scale (``n_observed``, ``total``) and the samplers' checks read."""
+
+    def __init__(self, datas):
+        self.parts = tuple(datas)
+
+    @property
+    def n_observed(self):
+        return sum(d.n_observed for d in self.parts)
+
+    @property
+    def total(self):
+        return sum(d.total for d in self.parts)
+
+    def require_integer(self, who="This sampler", remedy="use a variational method"):
+        """Raise unless every tensor's observed values are integer counts."""
+        for data in self.parts:
+            data.require_integer(who, remedy)
+
+    # Every tensor's tokens are held at once: the check of their total.
+    require_tokens_in_memory = ObservedTensor.require_tokens_in_memory
+
+
+class CoupledLikelihood:
+    """The tensors' likelihoods as one over :class:`CoupledEntries`: the
+    latent counts the samplers draw, each tensor's by its own likelihood."""
+
+    def __init__(self, likelihoods, sizes):
+        self.parts, self._bounds = tuple(likelihoods), np.cumsum((0,) + tuple(sizes))
+
+    @property
+    def counts_observed(self):
+        return all(lik.counts_observed for lik in self.parts)
+
+    def draw_counts(self, rng, x, xhat):
+        """Each tensor's latent counts given its entries' values and X̂, in
+        the tensors' order (``x`` and ``xhat`` as :class:`CoupledEntries`
+        lists them)."""
+        edges = self._bounds
+        return np.concatenate([
+            lik.draw_counts(rng, x[edges[t]:edges[t + 1]], xhat[edges[t]:edges[t + 1]])
+            for t, lik in enumerate(self.parts)])
+
+
+class CoupledEntries:
+    """The observed non-zeros of every tensor as one list (each tensor's
+    :class:`~sklearn_pltf.engine._contract.EntryList` in turn), with the
+    allocation sums the samplers read over the union of the factors: a
+    factor's sum adds those of every tensor that holds it. Latent counts
+    and uniforms follow the same order, tensor after tensor."""
+
+    def __init__(self, model, parts):
+        self.model, self.parts = model, tuple(parts)
+
+    @property
+    def values(self):
+        return np.concatenate([entries.values for entries in self.parts])
+
+    @property
+    def n_tokens(self):
+        return sum(entries.n_tokens for entries in self.parts)
+
+    def xhat(self, factors):
+        return np.concatenate([entries.xhat(self._local(t, factors))
+                               for t, entries in enumerate(self.parts)])
+
+    def _local(self, t, factors):
+        return [factors[a] for a in self.model.positions[t]]
+
+    def _split(self, counts):
+        """Each tensor's latent counts and the number of its tokens."""
+        if counts is None:
+            return [(None, entries.n_tokens) for entries in self.parts]
+        edges = np.cumsum([0] + [entries.n_entries for entries in self.parts])
+        pieces = [counts[edges[t]:edges[t + 1]] for t in range(len(self.parts))]
+        return [(piece, int(piece.sum())) for piece in pieces]
+
+    def allocation_sums(self, alphas, factors, uniforms, counts=None):
+        """``{α: Σ_{v̄_α} S}`` (as ``EntryList.allocation_sums``): each
+        tensor allocates its tokens from its own run of ``uniforms``, and the
+        sums onto a factor held by several tensors are added."""
+        sums, start = {}, 0
+        for t, (entries, (piece, n_tokens)) in enumerate(zip(self.parts, self._split(counts))):
+            positions = self.model.positions[t]
+            mine = [a for a in alphas if a in positions]
+            if mine:
+                local = entries.allocation_sums(
+                    [positions.index(a) for a in mine], self._local(t, factors),
+                    uniforms[start:start + n_tokens], piece)
+                for a in mine:
+                    value = local[positions.index(a)]
+                    sums[a] = value if a not in sums else sums[a] + value
+            start += n_tokens
+        return sums
+
+    def marginal_allocation_sum(self, alpha, factors, rng, counts=None):
+        """Σ_{v̄_α} S through factor α's margin (as
+        ``EntryList.marginal_allocation_sum``), added over the tensors that
+        hold α."""
+        split = self._split(counts)
+        return sum(self.parts[t].marginal_allocation_sum(p, self._local(t, factors), rng,
+                                                         split[t][0])
+                   for t, p in self.model.holders(alpha))
+
+
 class CoupledContractor:
     """The contractions of a :class:`CoupledModel`: each tensor's own
     contractor, their Δ, totals and log terms summed, each times its
@@ -138,9 +254,24 @@ class CoupledContractor:
                       for m, d, lik in zip(model.models, datas, likelihoods)]
         self.weights = tuple(1.0 for _ in self.parts) if weights is None else tuple(
             float(w) for w in weights)
-        # What the initial scale reads (inference._common.data_scale).
-        self.data = SimpleNamespace(n_observed=sum(d.n_observed for d in datas),
-                                    total=sum(d.total for d in datas))
+        self.data = CoupledData(datas)
+
+    @property
+    def nonzeros(self):
+        """Every tensor's observed non-zeros as one :class:`CoupledEntries`
+        (for the samplers, which need every weight to be 1)."""
+        if any(w != 1.0 for w in self.weights):
+            raise ValueError("The samplers draw counts from the model itself; tensor weights "
+                             "other than 1 temper it: leave tensor_weights=None.")
+        if not hasattr(self, "_nonzeros"):
+            self._nonzeros = CoupledEntries(self.model, [part.nonzeros for part in self.parts])
+        return self._nonzeros
+
+    @property
+    def likelihood(self):
+        """The tensors' likelihoods over :attr:`nonzeros` (:class:`CoupledLikelihood`)."""
+        return CoupledLikelihood([part.likelihood for part in self.parts],
+                                 [entries.n_entries for entries in self.nonzeros.parts])
 
     def _local(self, t, factors):
         return [factors[a] for a in self.model.positions[t]]

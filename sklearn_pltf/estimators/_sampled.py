@@ -81,7 +81,9 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
     """Gibbs, SADA or SGLD for a :class:`~._base.BasePoissonPLTF`:
     ``n_init`` chains, their pooled posterior means (the state returned),
     and Chib's or STI's evidence, set as the estimator's attributes
-    (``tie``: the chains of a :class:`~._tied.TiedFit`). With
+    (``tie``: a model with chains of its own, :class:`~._tied.TiedFit` or
+    a coupled fit: its ``sample_posterior``, ``per_token_methods`` and
+    ``check_log_evidence``). With
     ``n_warmup="auto"`` the chains run again with a longer warm-up until
     they mix (:func:`~sklearn_pltf.inference._diagnostics.warm_up_until_mixed`);
     Chib's estimate is made once, from the chains kept."""
@@ -124,9 +126,9 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
     if est.keep_draws:
         est.draws_ = posterior.draws
     if posterior.log_evidence is not None:
-        est.log_evidence_ = check_poisson_log_evidence(
-            posterior.log_evidence, data if tie is None else tie.modelled_data(data),
-            standard_error=posterior.log_evidence_error or 0.0,
+        checked = check_poisson_log_evidence if tie is None else tie.check_log_evidence
+        est.log_evidence_ = checked(
+            posterior.log_evidence, data, standard_error=posterior.log_evidence_error or 0.0,
             advice=_evidence_advice(evidence, priors), likelihood=est.likelihood)
     if posterior.log_evidence_error is not None:
         est.log_evidence_error_ = posterior.log_evidence_error
@@ -184,8 +186,9 @@ def _sample_posterior(est, data, model, priors, fixed, rng, evidence, common):
                                         settings["n_blocks"])
         return _mcmc.sgld_posterior(rng, make_target, model, priors.free,
                                     sti=evidence == "sti", settings=settings, **common)
-    return _mcmc.sample_posterior(est.method, rng, model, data, priors, fixed,
-                                  likelihood=est.likelihood, **common)
+    return _mcmc.sample_posterior(est.method, rng, model,
+                                  _mcmc.contractor_of(model, data, est.likelihood), priors,
+                                  fixed, **common)
 
 
 def export_draws(estimator, X, mask, factor_names):

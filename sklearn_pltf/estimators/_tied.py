@@ -218,6 +218,11 @@ class TiedFit:
         the evidence is of."""
         return relational_data(with_relation_axis(data), self.estimator.likelihood).observed
 
+    def check_log_evidence(self, value, data, **checks):
+        """:func:`check_poisson_log_evidence` of the data the evidence is of
+        (:meth:`modelled_data`)."""
+        return check_poisson_log_evidence(value, self.modelled_data(data), **checks)
+
     # -------------------------------------------------------- after the fit
     def require_training_data(self, data, what):
         """A ValueError unless ``data`` are the training data: a tied fit's

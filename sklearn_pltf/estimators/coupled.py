@@ -14,12 +14,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..engine._array_api import array_api_refusal
-from ..engine._coupled import CoupledContractor, CoupledModel, bind_models
+from ..engine._coupled import CoupledContractor, CoupledData, CoupledModel, bind_models
 from ..engine._data import as_observed_tensor, is_dask_array
 from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..engine._random import as_generator
+from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
-from ..inference import em, vb
+from ..inference import em, gibbs, vb
 from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
@@ -31,6 +32,7 @@ from ..inference.relational import coupled as rescal_coupled
 from ._fitting import fit_by_optimizer, optimizer_start
 from ._relevance import (LEARNED_ATTRIBUTES, given_priors, learned_kinds,
                          set_learned_attributes)
+from ._sampled import fit_sampler
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
@@ -40,6 +42,31 @@ from ..inference.relational.structure import tied_structure
 __all__ = ["CoupledPLTF"]
 
 _KERNELS = {"vb": vb, "em": em}
+# What one method's fit sets and another's does not: a refit clears them.
+_METHOD_ATTRIBUTES = ("log_evidence_", "log_evidence_error_", "lower_bound_", "lower_bounds_",
+                      "converged_", "draws_", "log_likelihoods_", "rhat_", "n_warmup_")
+
+
+class _CoupledChains:
+    """What :func:`~._sampled.fit_sampler` asks of a coupled model's chains:
+    the chains over every tensor (:class:`~sklearn_pltf.engine._coupled.CoupledContractor`,
+    built in each chain's worker) and the evidence's check against the
+    tensors' saturated log-likelihoods."""
+
+    per_token_methods = ("gibbs",)
+
+    def __init__(self, method, likelihoods):
+        self.method, self.likelihoods = method, likelihoods
+
+    def sample_posterior(self, data, model, priors, fixed, rng, evidence, common):
+        contractor_for = functools.partial(CoupledContractor, model, data.parts, self.likelihoods)
+        return _mcmc.sample_posterior(self.method, rng, model, contractor_for, priors, fixed,
+                                      **common)
+
+    def check_log_evidence(self, value, data, *, standard_error, advice, likelihood):
+        bound = sum(saturated_log_likelihood(d, lik) for d, lik in zip(data.parts, self.likelihoods))
+        return check_log_evidence(value, standard_error=standard_error, upper_bound=bound,
+                                  advice=advice)
 
 
 def _one_per_tensor(value, name, n_tensors, what, *, or_none=False,
@@ -88,9 +115,19 @@ class CoupledPLTF(BaseEstimator):
         relations (the Bernoulli–Poisson link), ``"compound_poisson"`` or
         ``CompoundPoisson(jump_mean=s)`` for non-negative real values
         (attributes measured on a scale; :class:`~sklearn_pltf.CompoundPoisson`).
-    method : {"vb", "em"}, default="vb"
-        Variational Bayes (posterior means and the evidence bound) or EM
-        (the posterior mode; needs ``prior_shape >= 1``).
+    method : {"vb", "em", "gibbs", "sada"}, default="vb"
+        Variational Bayes (posterior means and the evidence bound), EM
+        (the posterior mode; needs ``prior_shape >= 1``), or a sampler of
+        the posterior: block Gibbs or SADA (as for :class:`~sklearn_pltf.PLTF`;
+        a shared factor is drawn from every tensor's counts), whose
+        evidence is Chib's estimate (``evidence``). The samplers take
+        numeric priors, every tensor weight 1 and no ``tied_factors``.
+    evidence : {"auto", "vb", "chib"} or None, default="auto"
+        What ``log_evidence_`` holds: the variational bound (``"vb"``, with
+        VB) or Chib's estimate from the chains (``"chib"``, with Gibbs or
+        SADA: clamped runs per factor element, the cost of a few fits more;
+        user guide). ``"auto"`` picks the one of the method; None computes
+        none (EM has none).
     prior_shape, prior_rate : float, default=1.0
         The Gamma prior of every factor element. Learned by the evidence
         with VB, as for :class:`~sklearn_pltf.PLTF`: ``prior_rate="auto"``
@@ -111,7 +148,8 @@ class CoupledPLTF(BaseEstimator):
     acceleration : {"squarem"} or None, default="squarem"
         SQUAREM acceleration of the sweeps, or plain coordinate ascent.
     n_init : int, default=1
-        Restarts from random starts; the highest final bound is kept.
+        Restarts from random starts; the highest final bound is kept. For
+        the samplers: independent chains, pooled after aligning their labels.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1: each restart's start and end; 2: also every 10th iteration's objective.
@@ -127,6 +165,18 @@ class CoupledPLTF(BaseEstimator):
         from its relations and its attributes (RESCAL's row sweep with the
         other tensors' terms added), VB's first restart starts around EM's
         posterior mode, and the diagonal x(i, i, k) is not modelled.
+    n_jobs : int or None, default=None
+        The samplers' chains run in parallel (joblib).
+    n_draws, n_warmup : int or "auto", default="auto"
+        The samplers' kept sweeps per chain and warm-up sweeps, as for
+        :class:`~sklearn_pltf.PLTF` (``"auto"``: the warm-up grows until the
+        chains mix, and each of Chib's clamped runs until its ordinates are
+        precise).
+    thin : int, default=1
+        Keep every ``thin``-th sweep of a chain.
+    keep_draws : bool, default=True
+        Keep the samplers' draws (``draws_``; predictions then average over
+        them).
     tensor_weights : sequence of float or None, default=None
         A positive weight per tensor (None: all 1): tensor t's likelihood is
         raised to the power w_t, so a shared factor weighs its messages by
@@ -151,13 +201,19 @@ class CoupledPLTF(BaseEstimator):
         (with ``tied_factors``, A at both of its positions).
     log_evidence_ : float
         The converged variational bound on log p(all tensors) (VB, every
-        tensor weight 1).
+        tensor weight 1), or Chib's estimate of it (Gibbs, SADA).
+    log_evidence_error_ : float
+        Chib's estimate's Monte Carlo standard error.
+    draws_, log_likelihoods_, rhat_, n_warmup_
+        The samplers' draws (in the order of ``factor_indices_``), traces,
+        split R-hat and warm-up, as for :class:`~sklearn_pltf.PLTF`.
     prior_rate_, prior_shape_, relevance_, effective_rank_
         With learned priors, as for :class:`~sklearn_pltf.PLTF` (in the order
         of ``factor_indices_``).
     lower_bound_, lower_bounds_, n_iter_, converged_
         The final objective, its trace, the sweeps run and whether the
-        stopping rule was met, for the best restart.
+        stopping rule was met, for the best restart (VB and EM; the
+        samplers set ``n_iter_``, their sweeps per chain).
 
     Examples
     --------
@@ -176,7 +232,8 @@ class CoupledPLTF(BaseEstimator):
         "models": ["array-like"],
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
         "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson, list, tuple],
-        "method": [StrOptions(set(_KERNELS))],
+        "method": [StrOptions(set(_KERNELS) | set(gibbs.SWEEPS))],
+        "evidence": [StrOptions({"auto", "vb", "chib"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "prior_rate": [Interval(Real, 0, None, closed="neither"),
                        StrOptions({"auto", "hierarchical"})],
@@ -188,12 +245,18 @@ class CoupledPLTF(BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "tied_factors": [dict, None],
+        "n_jobs": [Integral, None],
+        "n_draws": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "keep_draws": ["boolean"],
         "tensor_weights": ["array-like", None],
     }
 
     def __init__(self, models, n_components=2, *, likelihood="poisson", method="vb",
-                 prior_shape=1.0, prior_rate=1.0, ard=False, max_iter=1000, tol=0.1,
-                 acceleration="squarem", n_init=1, random_state=None, verbose=0,
+                 evidence="auto", prior_shape=1.0, prior_rate=1.0, ard=False, max_iter=1000,
+                 tol=0.1, acceleration="squarem", n_init=1, random_state=None, verbose=0,
+                 n_jobs=None, n_draws="auto", n_warmup="auto", thin=1, keep_draws=True,
                  tied_factors=None, tensor_weights=None):
         self.models = models
         self.n_components = n_components
@@ -201,6 +264,12 @@ class CoupledPLTF(BaseEstimator):
         self.tensor_weights = tensor_weights
         self.likelihood = likelihood
         self.method = method
+        self.evidence = evidence
+        self.n_jobs = n_jobs
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.thin = thin
+        self.keep_draws = keep_draws
         self.prior_shape = prior_shape
         self.prior_rate = prior_rate
         self.ard = ard
@@ -235,10 +304,40 @@ class CoupledPLTF(BaseEstimator):
         models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
         learning = self._rate_learning(model)
+        evidence = self._evidence_method()
         if self.method == "em" and self.prior_shape < 1:
             raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
         priors = gamma_priors(model, *given_priors(self))
         weights = self._weights(len(models))
+        generator = as_generator(self.random_state)
+        for stale in _METHOD_ATTRIBUTES + LEARNED_ATTRIBUTES:  # a refit may set others
+            self.__dict__.pop(stale, None)
+        if self.method in gibbs.SWEEPS:
+            state = self._fit_sampler(model, datas, likelihoods, priors, weights, generator,
+                                      evidence)
+        else:
+            state, priors = self._fit_optimizer(models, model, datas, likelihoods, priors,
+                                                weights, learning, generator, evidence)
+        self._priors = priors
+        self.models_, self._coupled = tuple(models), model
+        self._likelihoods = tuple(likelihoods)
+        self.factor_indices_ = model.factors
+        self.shared_factors_ = tuple(model.factors[a] for a in model.sharing())
+        self.factors_ = tuple(np.array(m) for m in state.mean)
+        self._state = state
+        self._fingerprints = tuple(d.fingerprint for d in datas)
+        self._unmasked_fingerprints = unmasked_fingerprint(  # score(X) without the masks
+            self._fingerprints, mask,
+            lambda: tuple(d.fingerprint for d in self._observed(X, None)[1]))
+        # Seeds predict_entries' draws: its own stream, spawned last.
+        self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
+        return self
+
+    def _fit_optimizer(self, models, model, datas, likelihoods, priors, weights, learning,
+                       generator, evidence):
+        """VB or EM restarts (:func:`~._fitting.fit_by_optimizer`), the learned
+        priors held, and the bound as the evidence: sets the optimiser's
+        attributes and returns ``(state, priors)``."""
         settings = Settings(self.max_iter, self.tol, self.acceleration, self.verbose)
         if self.tied_factors:
             kernel = rescal_coupled.KERNELS[self.method]
@@ -252,13 +351,9 @@ class CoupledPLTF(BaseEstimator):
                       else LearnedRatesKernel(_KERNELS[self.method], learning))
             contractor = CoupledContractor(model, datas, likelihoods, weights)
             start = functools.partial(optimizer_start, kernel, model, priors, {}, None)  # at random
-        generator = as_generator(self.random_state)
         state, objectives, converged, _ = fit_by_optimizer(
             OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
             settings)
-        for stale in ("log_evidence_",) + LEARNED_ATTRIBUTES:
-            # EM, or a fit that learns nothing, sets none of these
-            self.__dict__.pop(stale, None)
         bound = float(objectives[-1])
         if learning is not None:
             held = hold_learned_rates(
@@ -267,28 +362,41 @@ class CoupledPLTF(BaseEstimator):
                 bound=bound)
             set_learned_attributes(self, learning, held.relevance, held.priors)
             state, bound, priors = held.state, float(held.bound), held.priors
-        self._priors = priors
-        self.models_, self._coupled = tuple(models), model
-        self._likelihoods = tuple(likelihoods)
-        self.factor_indices_ = model.factors
-        self.shared_factors_ = tuple(model.factors[a] for a in model.sharing())
-        self.factors_ = tuple(np.array(m) for m in state.mean)
-        self._state = state
         self.lower_bounds_ = np.asarray(objectives)
         self.lower_bound_ = bound
         self.n_iter_, self.converged_ = len(objectives), converged
-        if self.method == "vb" and all(w == 1.0 for w in weights):
+        if evidence == "vb" and all(w == 1.0 for w in weights):
             modelled = list(datas)
             if self.tied_factors:  # the diagonal of the relations is not modelled
                 modelled[0] = contractor.relational.observed
             self.log_evidence_ = self._checked_evidence(modelled, likelihoods)
-        self._fingerprints = tuple(d.fingerprint for d in datas)
-        self._unmasked_fingerprints = unmasked_fingerprint(  # score(X) without the masks
-            self._fingerprints, mask,
-            lambda: tuple(d.fingerprint for d in self._observed(X, None)[1]))
-        # Seeds predict_entries' draws: its own stream, spawned last.
-        self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
-        return self
+        return state, priors
+
+    def _fit_sampler(self, model, datas, likelihoods, priors, weights, generator, evidence):
+        """Gibbs or SADA chains on every tensor at once, and Chib's evidence
+        (:func:`~._sampled.fit_sampler`, which sets the samplers'
+        attributes); returns the pooled posterior state."""
+        if self.tied_factors:
+            raise ValueError(f"method={self.method!r} in CoupledPLTF is built without "
+                             "tied_factors; use method='vb' or 'em' there.")
+        if any(w != 1.0 for w in weights):
+            raise ValueError(f"method={self.method!r} samples the model itself; tensor_weights "
+                             "other than 1 temper it, which only VB and EM fit.")
+        return fit_sampler(self, CoupledData(datas), model, priors, {}, generator, evidence,
+                           tie=_CoupledChains(self.method, tuple(likelihoods)))
+
+    def _evidence_method(self):
+        """The evidence ``evidence`` asks for, checked against ``method``."""
+        sampler = self.method in gibbs.SWEEPS
+        if self.evidence == "auto":
+            return "chib" if sampler else "vb" if self.method == "vb" else None
+        if self.evidence == "vb" and self.method != "vb":
+            raise ValueError("evidence='vb' is the variational bound: it needs method='vb', "
+                             f"got {self.method!r}.")
+        if self.evidence == "chib" and not sampler:
+            raise ValueError("evidence='chib' is estimated from Gibbs runs: it needs "
+                             f"method='gibbs' or 'sada', got {self.method!r}.")
+        return self.evidence
 
     def _rate_learning(self, model):
         """What the fit learns of the priors
@@ -432,8 +540,11 @@ class CoupledPLTF(BaseEstimator):
         positions = self._coupled.positions[tensor]
         local = type(self._state)(*(None if field is None else tuple(field[a] for a in positions)
                                     for field in self._state))
-        return predictive_at_entries(model, local, coords.T, self._likelihoods[tensor],
-                                     method=self.method, seed=self._predictive_seed)
+        draws = getattr(self, "draws_", None)
+        return predictive_at_entries(
+            model, local, coords.T, self._likelihoods[tensor], method=self.method,
+            draws=None if draws is None else tuple(draws[a] for a in positions),
+            seed=self._predictive_seed)
 
     def components_by_tensor(self, X, mask=None):
         """Which components each tensor needs, by the bound: for each tensor
@@ -491,7 +602,10 @@ class CoupledPLTF(BaseEstimator):
         check_is_fitted(self)
         _, datas, _ = self._observed(X, mask)
         self._check_training_tensors(datas, mask)
-        return float(getattr(self, "log_evidence_", self.lower_bound_))
+        if not hasattr(self, "log_evidence_") and not hasattr(self, "lower_bound_"):
+            raise ValueError(f"method={self.method!r} fitted with evidence=None has no evidence "
+                             "to score; fit with evidence='auto'.")
+        return float(getattr(self, "log_evidence_", getattr(self, "lower_bound_", None)))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -21,8 +21,9 @@ from ..inference import gibbs, sgld, vb
 from ..inference.relational import rescal_gibbs
 from ..inference._chains import align_labels, drive_chain
 
-__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "rescal_posterior", "poisson_target",
-           "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree", "warn_if_unsettled"]
+__all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "contractor_of", "rescal_posterior",
+           "poisson_target", "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree",
+           "warn_if_unsettled"]
 
 SAMPLERS = (*gibbs.SWEEPS, "sgld")
 
@@ -50,26 +51,33 @@ class SampledPosterior(NamedTuple):
                              log_evidence_error=estimate.standard_error)
 
 
-def _chain(sweep, rng, model, data, likelihood, priors, given, n_warmup, n_draws, thin,
+def _chain(sweep, rng, model, contractor_for, priors, given, n_warmup, n_draws, thin,
            keep_draws, verbose, label):
-    contractor = make_contractor(model, data, likelihood)
-    return gibbs.run_chain(rng, model, contractor, priors, given, sweep, n_warmup=n_warmup,
+    return gibbs.run_chain(rng, model, contractor_for(), priors, given, sweep, n_warmup=n_warmup,
                            n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
                            label=label)
 
 
-def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_warmup, n_draws,
-                     thin, keep_draws, n_jobs, verbose=0, likelihood="poisson"):
+def contractor_of(model, data, likelihood="poisson"):
+    """What :func:`sample_posterior` takes for one tensor: a picklable
+    callable that builds its contractor where a chain runs."""
+    return functools.partial(make_contractor, model, data, likelihood)
+
+
+def sample_posterior(method, rng, model, contractor_for, priors, given, *, n_chains, n_warmup,
+                     n_draws, thin, keep_draws, n_jobs, verbose=0):
     """Run ``n_chains`` chains of ``method`` ("gibbs" or "sada") in parallel,
     align their labels and pool their summaries; the posterior's ``chib``
     estimates log p(X) by Chib's method at the best draw of all chains (its
     clamped runs take ``n_warmup`` + ``n_draws`` sweeps each, or more up to
-    ``max_draws``). ``verbose`` reports the progress of each chain and of
-    Chib's clamped runs."""
+    ``max_draws``). ``contractor_for()`` builds the data's contractor (one
+    tensor: :func:`contractor_of`; several, coupled: a
+    ``CoupledContractor``'s arguments bound), in each chain's worker.
+    ``verbose`` reports the progress of each chain and of Chib's clamped runs."""
     sweep = gibbs.SWEEPS[method]
     children = rng.spawn(n_chains + 1)
     chains = Parallel(n_jobs=n_jobs)(
-        delayed(_chain)(sweep, child, model, data, likelihood, priors, given, n_warmup, n_draws,
+        delayed(_chain)(sweep, child, model, contractor_for, priors, given, n_warmup, n_draws,
                         thin, keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
         for k, child in enumerate(children[:-1])
     )
@@ -79,7 +87,7 @@ def sample_posterior(method, rng, model, data, priors, given, *, n_chains, n_war
 
     def chib(**settings):
         return chib_log_evidence(
-            children[-1], model, make_contractor(model, data, likelihood), priors, given,
+            children[-1], model, contractor_for(), priors, given,
             sweep=sweep, n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
             **settings)
 
