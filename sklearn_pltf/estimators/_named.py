@@ -94,11 +94,14 @@ STOP_PARAMETERS = """\
 
 #: The restarts, seeding, progress and parallelism of every Poisson–Gamma fit.
 LOOP_PARAMETERS = """\
-    acceleration : {"squarem"} or None, default="squarem"
+    acceleration : {"squarem", "anderson"} or None, default="squarem"
         VB and EM: ``"squarem"`` extrapolates from two sweeps (SQUAREM,
         Varadhan & Roland 2008) and keeps the result only where the objective
-        did not fall, so it never decreases; None: plain coordinate ascent,
-        one sweep an iteration.
+        did not fall, so it never decreases; ``"anderson"`` takes a secant
+        step from the last ten sweeps (Anderson acceleration with restarts,
+        kept on the same condition; faster on some NMF and CP fits, slower
+        on a Tucker core: user guide; NumPy arrays only); None: plain
+        coordinate ascent, one sweep an iteration.
     n_init : int, default=1
         Initialisations; the one with the highest final objective is kept. For
         the samplers: independent chains, pooled after aligning their labels.

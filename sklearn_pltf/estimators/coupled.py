@@ -145,8 +145,9 @@ class CoupledPLTF(BaseEstimator):
     tol : float, default=0.1
         Stop when the bound's estimated distance to its limit is below
         ``tol`` nats (as for :class:`~sklearn_pltf.PLTF`).
-    acceleration : {"squarem"} or None, default="squarem"
-        SQUAREM acceleration of the sweeps, or plain coordinate ascent.
+    acceleration : {"squarem", "anderson"} or None, default="squarem"
+        SQUAREM or Anderson acceleration of the sweeps, or plain coordinate
+        ascent (as for :class:`~sklearn_pltf.PLTF`).
     n_init : int, default=1
         Restarts from random starts; the highest final bound is kept. For
         the samplers: independent chains, pooled after aligning their labels.

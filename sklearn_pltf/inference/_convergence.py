@@ -61,11 +61,12 @@ import numpy as np
 
 from ..engine._array_api import namespace_of
 from ._acceleration import INITIAL_MAX_LENGTH, remember, restore, squarem_cycle
+from ._anderson import AndersonHistory, anderson_iteration
 
 __all__ = ["run_to_convergence", "distance_to_limit", "rounding_allowance", "ACCELERATIONS"]
 
 #: The accelerations a fit can ask for (None: plain coordinate ascent).
-ACCELERATIONS = ("squarem",)
+ACCELERATIONS = ("squarem", "anderson")
 
 #: The rule reads blocks of this many iterations' gains ...
 _BLOCK = 8
@@ -183,10 +184,12 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
         repeats exactly.
     report : callable, default=None
         ``report(iteration, objectives)`` after each iteration.
-    acceleration : {"squarem"} or None, default="squarem"
+    acceleration : {"squarem", "anderson"} or None, default="squarem"
         None: an iteration is one step (coordinate ascent). ``"squarem"``:
         the first iteration is one step, each later one a SQUAREM cycle
-        (:mod:`._acceleration`, three steps).
+        (:mod:`._acceleration`, three steps). ``"anderson"``: each later
+        one a step and Anderson's secant step from the last few
+        (:mod:`._anderson`; NumPy arrays only).
 
     Returns
     -------
@@ -199,11 +202,15 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
     """
     objectives = []
     max_length = INITIAL_MAX_LENGTH
+    history = AndersonHistory()
     next_check = 1  # after a check that disagrees, the next waits a block
     for iteration in range(1, max_iter + 1):
         if acceleration is None or iteration == 1:
             state, info = kernel.step(state, contractor, priors)
             value = float(info.objective)
+        elif acceleration == "anderson":
+            state, value = anderson_iteration(kernel, state, objectives[-1], contractor, priors,
+                                              history)
         else:
             state, value, max_length = squarem_cycle(kernel, state, objectives[-1], contractor,
                                                      priors, max_length)

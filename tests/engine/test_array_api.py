@@ -474,3 +474,12 @@ def test_grid_search_with_a_mask_on_the_device_ranks_by_the_evidence(counts):
                           cv=FullDataSplit()).fit(X, mask=m)
     np.testing.assert_array_equal(search.cv_results_["mean_test_score"], evidence)
     assert search.best_params_["n_components"] == grid[int(np.argmax(evidence))]
+
+
+def test_anderson_acceleration_asks_for_numpy_arrays(counts):
+    """Its least squares run on the host: arrays of another namespace get a
+    clear error, and the estimator is left as it was."""
+    est = BayesianNMF(2, acceleration="anderson", random_state=0)
+    with pytest.raises(ValueError, match="runs on NumPy arrays"):
+        est.fit(strict(counts))
+    assert not hasattr(est, "factors_")

@@ -30,7 +30,7 @@ def make_problem(name, missing, seed=0, likelihood="poisson"):
     return model, sizes, fixed, X, mask
 
 
-ACCELERATIONS = [None, "squarem"]
+ACCELERATIONS = [None, "squarem", "anderson"]
 
 
 def fit_trajectory(name, method, layout, missing, n_iter=40, likelihood="poisson",
