@@ -146,9 +146,11 @@ def step(rng, state, contractor, priors, sweep=block_sweep):
 def log_likelihood(state, contractor):
     """log p(X | Z) = Σ M [X log X̂ − X̂ − log Γ(X + 1)] for Poisson data, and
     Σ M [X log(e^{X̂} − 1) − X̂] for binary data (:mod:`sklearn_pltf.engine._likelihood`)."""
+    # masked_total first: a dense contractor's X̂ of these factors serves it,
+    # and data_loglik then uses that array for its terms.
     return (
-        contractor.data_loglik(state.factors)
-        - contractor.masked_total(state.factors)
+        -contractor.masked_total(state.factors)
+        + contractor.data_loglik(state.factors)
         + contractor.log_base_measure
     )
 

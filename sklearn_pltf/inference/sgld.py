@@ -351,7 +351,7 @@ class PoissonTarget:
         the control variates would cancel exactly, and the full list has the
         contractor's compiled kernels where the model allows them."""
         entries, c = self.entries, self.contractor
-        log_likelihood = c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
+        log_likelihood = -c.masked_total(factors) + c.data_loglik(factors) + c.log_base_measure
         allocations = tuple(factors[alpha] * entries.delta(alpha, factors, ratio=True)
                             for alpha in self.free)
         gradient = tuple(self._factor_gradient(alpha, factors, allocated, temperature)
@@ -400,7 +400,7 @@ class PoissonTarget:
         """log p(X | Z) over the whole data (for checks; one pass over the non-zeros)."""
         factors = self.factors(params)
         c = self.contractor
-        return c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
+        return -c.masked_total(factors) + c.data_loglik(factors) + c.log_base_measure
 
 
 class DistributedPoissonTarget(PoissonTarget):
@@ -454,7 +454,7 @@ class DistributedPoissonTarget(PoissonTarget):
 
     def _full_gradient(self, factors, temperature):
         c = self.contractor
-        log_likelihood = c.data_loglik(factors) - c.masked_total(factors) + c.log_base_measure
+        log_likelihood = -c.masked_total(factors) + c.data_loglik(factors) + c.log_base_measure
         allocations = tuple(factors[alpha] * c.ratio_delta(alpha, factors) for alpha in self.free)
         gradient = tuple(self._factor_gradient(alpha, factors, allocated, temperature)
                          for alpha, allocated in zip(self.free, allocations))
