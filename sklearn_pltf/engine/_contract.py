@@ -42,8 +42,8 @@ from . import _kernels
 from ._array_api import like
 from ._array_contract import ArrayAPIContractor, array_full_xhat
 from ._data import array_bytes
-from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, log_terms_sum,
-                           memory_axes, memory_order_view, poisson_ratio_and_log_sum)
+from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, memory_axes,
+                           memory_order_view, ratio_and_log_sum)
 from ._likelihood import PoissonLikelihood, get_likelihood
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
@@ -389,12 +389,10 @@ class DenseContractor:
 
     def data_loglik(self, factors):
         xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
-        if self.likelihood.kernel_mode != _kernels.POISSON_RATIO:
-            return log_terms_sum(self._x, xhat, self.likelihood)
         # The bound's X̂ is the next step's (VB's geometric means, EM's
-        # factors): its ratio is taken in the same pass, and X̂'s array
-        # holds the log terms after it.
-        total = poisson_ratio_and_log_sum(self._x, xhat, self._scratch)
+        # factors): its ratio is taken with the log terms, and X̂'s array
+        # holds the terms after it.
+        total = ratio_and_log_sum(self._x, xhat, self._scratch, self.likelihood)
         self._last, self._ratio_of = ((), None), tuple(factors)
         return total
 

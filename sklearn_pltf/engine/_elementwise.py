@@ -10,9 +10,10 @@
 - :func:`log_terms_sum`: Σ over the non-zeros of their log-likelihood term
   besides −X̂ (``X log X̂``, or ``log(e^{X̂} − 1)`` at a one), the data term
   of the bound, the likelihood's own terms on chunks spread over threads;
-- :func:`poisson_ratio_and_log_sum`: for Poisson data, the ratio and
-  Σ X log X̂ in one pass, X̂'s array used for the terms (the bound's X̂ is
-  the next step's: one read of X and X̂ serves both).
+- :func:`ratio_and_log_sum`: the ratio and the log terms' sum together,
+  X̂'s array used for the terms (the bound's X̂ is the next step's: one
+  read of X and X̂ serves both), fused in one pass for Poisson and compound
+  Poisson data.
 
 They read their arrays in memory order (:func:`memory_order_view`), so the
 arrays of one call must share a layout: X̂ comes from the contraction in
@@ -31,8 +32,8 @@ import numba
 import numpy as np
 
 from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, MIDDLE_BLOCK, SERIES_LIMIT, SMALL_Z,
-                       TINY, compound_count_mean, middle_count_mean, middle_entries,
-                       small_compound_series)
+                       TINY, compound_count_mean, compound_log_sum, middle_count_mean,
+                       middle_entries, middle_log_sum, small_compound_series)
 from ._log import log_positive
 from ._threads import parallel_kernel
 
@@ -40,7 +41,7 @@ from ._threads import parallel_kernel
 _CHUNK = 1 << 18
 
 __all__ = ["floor_in_place", "count_ratio_into", "compound_ratio", "log_terms_sum",
-           "poisson_ratio_and_log_sum", "memory_axes", "memory_order_view", "in_layout_of"]
+           "ratio_and_log_sum", "memory_axes", "memory_order_view", "in_layout_of"]
 
 
 @parallel_kernel
@@ -88,6 +89,44 @@ def compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
                 value = jump_rate * x[i] * xhat[i]
                 if value >= SERIES_LIMIT:
                     out[i] = compound_count_mean(value) / xhat[i]
+
+
+@parallel_kernel(fastmath={"contract"})  # as compound_ratio
+def _compound_ratio_and_log_terms(x, xhat, jump_rate, out, block_sums):  # pragma: no cover
+    # The z above SMALL_Z first, block by block as compound_ratio takes them:
+    # their ratio into out, their log S summed per block. Then every entry
+    # by the fixed polynomials (vector lanes): the small z's ratio into out
+    # and log S = log(z S₁) into xhat, 0 there for the others and the zeros.
+    for block in numba.prange(block_sums.size):
+        start = block * MIDDLE_BLOCK
+        stop = min(start + MIDDLE_BLOCK, x.size)
+        index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
+        logs = np.empty(MIDDLE_BLOCK)
+        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
+        for k in range(m):
+            logs[k] = middle_log_sum(z[k])
+        for k in range(m):
+            z[k] = middle_count_mean(z[k])
+        total = 0.0
+        for k in range(m):
+            out[index[k]] = z[k] / xhat[index[k]]
+            total += logs[k]
+        if above:
+            for i in range(start, stop):
+                value = jump_rate * x[i] * xhat[i]
+                if value >= SERIES_LIMIT:
+                    out[i] = compound_count_mean(value) / xhat[i]
+                    total += compound_log_sum(value)
+        block_sums[block] = total
+    for i in numba.prange(x.size):
+        value = xhat[i]
+        z = jump_rate * x[i] * value
+        s0, s1 = small_compound_series(min(z, SMALL_Z))
+        small = z <= SMALL_Z
+        out[i] = s0 / s1 / value * (x[i] != 0.0) if small else out[i]
+        normaliser = z * s1
+        log = log_positive(max(normaliser, TINY)) if normaliser >= TINY else -np.inf
+        xhat[i] = log if small and x[i] != 0.0 else 0.0
 
 
 @parallel_kernel
@@ -167,15 +206,27 @@ def count_ratio_into(x, xhat, out, likelihood):
     return out
 
 
-def poisson_ratio_and_log_sum(x, xhat, out):
-    """Write X / X̂ of every entry into ``out`` and return Σ X log X̂, for
-    Poisson data, in one pass; ``xhat`` (floored, :func:`floor_in_place`)
-    is overwritten with the terms X log X̂. ``x``, ``xhat`` and ``out``
-    share one layout.
+def ratio_and_log_sum(x, xhat, out, likelihood):
+    """Write E[N | X] / X̂ of every entry under ``likelihood`` into ``out``
+    (:func:`count_ratio_into`) and return the sum of the log terms
+    (:func:`log_terms_sum`); ``xhat`` (floored, :func:`floor_in_place`) is
+    overwritten, and ``x``, ``xhat`` and ``out`` share one layout.
 
-    The terms are summed by numpy's pairwise sum, in memory order, so the
-    sum does not depend on the thread count.
+    For Poisson and compound Poisson data it is one pass that writes the
+    terms into ``xhat`` and sums them by numpy's pairwise sum in memory
+    order (with compound Poisson, the terms of the z past the polynomials'
+    range in a fixed block order), so the sum does not depend on the thread
+    count; for binary data the two functions in turn.
     """
-    xhat_flat = memory_order_view(xhat)
-    _poisson_ratio_and_log_terms(memory_order_view(x), xhat_flat, memory_order_view(out))
-    return float(np.sum(xhat_flat))
+    mode = likelihood.kernel_mode
+    if mode == BERNOULLI_RATIO:
+        total = log_terms_sum(x, xhat, likelihood)
+        count_ratio_into(x, xhat, out, likelihood)
+        return total
+    x, xhat, out = memory_order_view(x), memory_order_view(xhat), memory_order_view(out)
+    if mode == COMPOUND_RATIO:
+        block_sums = np.empty((x.size + MIDDLE_BLOCK - 1) // MIDDLE_BLOCK)
+        _compound_ratio_and_log_terms(x, xhat, likelihood.jump_rate, out, block_sums)
+        return float(np.sum(block_sums) + np.sum(xhat))
+    _poisson_ratio_and_log_terms(x, xhat, out)
+    return float(np.sum(xhat))

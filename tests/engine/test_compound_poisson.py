@@ -13,7 +13,7 @@ from scipy.special import gammaln, i0e, i1e, logsumexp
 from sklearn.base import clone
 
 from sklearn_pltf import BayesianNMF, BayesianRESCAL, CompoundPoisson, CoupledPLTF, PoissonCP
-from sklearn_pltf.engine._elementwise import compound_ratio
+from sklearn_pltf.engine._elementwise import compound_ratio, ratio_and_log_sum
 from sklearn_pltf.engine._kernels import (SERIES_LIMIT, SMALL_Z, compound_count_mean,
                                           compound_log_sum)
 from sklearn_pltf.engine._likelihood import _small_normalisers
@@ -67,6 +67,11 @@ def test_the_whole_tensor_passes_equal_the_entry_by_entry_functions(scale):
     reference = sum(compound_log_sum(v) for v in z[x > 0])
     assert total == pytest.approx(reference, rel=1e-14)
     assert np.all(normalisers[z > SMALL_Z] == 1.0)
+    # The bound's pass: the same ratio, bit for bit, and the same sum.
+    fused_ratio, terms = np.empty(n), xhat.copy()
+    fused = ratio_and_log_sum(x, terms, fused_ratio, CompoundPoisson(1.25))
+    np.testing.assert_array_equal(fused_ratio, ratio)
+    assert fused == pytest.approx(reference, rel=1e-14)
 
 
 @pytest.mark.parametrize("rate, jump_mean", [(0.3, 1.0), (2.0, 0.7), (15.0, 2.5)])
