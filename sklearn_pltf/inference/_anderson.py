@@ -70,7 +70,12 @@ class AndersonHistory:
 
 
 def _flat(parts):
-    values = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
+    return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
+
+
+def _finite(values):
+    """``values`` with the non-finite ones (EM's zeros: log 0) at 0, for the
+    least squares."""
     return np.where(np.isfinite(values), values, 0.0)
 
 
@@ -94,11 +99,13 @@ def anderson_iteration(kernel, state, value, contractor, priors, history):
     if not all(isinstance(part, np.ndarray) for part in mapped):
         raise ValueError("acceleration='anderson' runs on NumPy arrays: its least squares "
                          "are on the host. Use acceleration='squarem' for arrays on a device.")
-    x, gx = _flat(start), _flat(mapped)
-    history.push(x, gx - x)
+    x, gx = _finite(_flat(start)), _flat(mapped)
+    history.push(x, _finite(gx) - x)
     mixing = history.mixing()
     at_plain = remember(kernel)
     if mixing is not None:
+        # A coordinate G(x) leaves non-finite (an EM zero) stays so: the
+        # state then takes G(x)'s value there (_from_coordinates).
         moved = gx + np.clip(-mixing, -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
         bounds = kernel.priors_at(plain, priors) if hasattr(kernel, "priors_at") else priors
         candidate = _from_coordinates(state, _unflat(moved, mapped), groups, bounds,

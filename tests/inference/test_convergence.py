@@ -137,6 +137,21 @@ def test_anderson_reaches_the_plain_limit_in_fewer_sweeps():
     assert accelerated.n_iter_ < plain.n_iter_ / 2
 
 
+@pytest.mark.parametrize("acceleration", ["squarem", "anderson"])
+def test_an_em_zero_stays_zero_under_acceleration(acceleration):
+    """EM's mode has exact zeros (here the row of W of an all-zero row of X,
+    at prior shape 1): extrapolation in log-coordinates keeps them, where a
+    secant step through finite stand-ins would make them positive."""
+    make, X = _problems()["nmf"]
+    X = X.copy()
+    X[0] = 0.0
+    est = make(n_components=3, method="em", random_state=0, acceleration=acceleration,
+               max_iter=60, tol=0.0).fit(X)
+    bounds = est.lower_bounds_
+    assert np.all(est.factors_[0][0] == 0.0)
+    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[:-1]))
+
+
 def test_acceleration_is_validated():
     with pytest.raises(ValueError, match="acceleration"):
         BayesianNMF(2, acceleration="nesterov").fit(np.ones((4, 3)))
