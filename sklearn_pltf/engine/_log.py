@@ -2,7 +2,7 @@
 
 numba calls the C library's scalar ``log`` for ``math.log``, one entry at a
 time; a loop that takes the logarithm of every entry of a dense tensor (the
-bound's Σ X log X̂) then runs several times slower than numpy's vectorised
+bound's Σ X log X̂) then runs slower than numpy's vectorised
 ``np.log``, and cannot be fused with the other passes over the same entries.
 :func:`log_positive` is fdlibm's ``__ieee754_log`` (Sun Microsystems, 1993;
 the algorithm of Tang, ACM TOMS 1990, with a minimax polynomial) written

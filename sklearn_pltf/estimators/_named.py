@@ -99,8 +99,8 @@ LOOP_PARAMETERS = """\
         Varadhan & Roland 2008) and keeps the result only where the objective
         did not fall, so it never decreases; ``"anderson"`` takes a secant
         step from the last ten sweeps (Anderson acceleration with restarts,
-        kept on the same condition; faster on some NMF and CP fits, slower
-        on a Tucker core: user guide; NumPy arrays only); None: plain
+        kept on the same condition; the user guide says where it pays off;
+        NumPy arrays only); None: plain
         coordinate ascent, one sweep an iteration.
     n_init : int, default=1
         Initialisations; the one with the highest final objective is kept. For

@@ -64,9 +64,16 @@ class _CoupledChains:
                                       **common)
 
     def check_log_evidence(self, value, data, *, standard_error, advice, likelihood):
-        bound = sum(saturated_log_likelihood(d, lik) for d, lik in zip(data.parts, self.likelihoods))
-        return check_log_evidence(value, standard_error=standard_error, upper_bound=bound,
-                                  advice=advice)
+        return _checked_evidence(value, data.parts, self.likelihoods,
+                                 standard_error=standard_error, advice=advice)
+
+
+def _checked_evidence(value, datas, likelihoods, *, standard_error=0.0, advice):
+    """An evidence of the coupled tensors, checked against the sum of their
+    saturated log-likelihoods (no model gives the data more)."""
+    bound = sum(saturated_log_likelihood(d, lik) for d, lik in zip(datas, likelihoods))
+    return check_log_evidence(value, standard_error=standard_error, upper_bound=bound,
+                              advice=advice)
 
 
 def _one_per_tensor(value, name, n_tensors, what, *, or_none=False,
@@ -125,8 +132,8 @@ class CoupledPLTF(BaseEstimator):
     evidence : {"auto", "vb", "chib"} or None, default="auto"
         What ``log_evidence_`` holds: the variational bound (``"vb"``, with
         VB) or Chib's estimate from the chains (``"chib"``, with Gibbs or
-        SADA: clamped runs per factor element, the cost of a few fits more;
-        user guide). ``"auto"`` picks the one of the method; None computes
+        SADA: a clamped run per factor element, for small tensors; user
+        guide). ``"auto"`` picks the one of the method; None computes
         none (EM has none).
     prior_shape, prior_rate : float, default=1.0
         The Gamma prior of every factor element. Learned by the evidence
@@ -370,7 +377,9 @@ class CoupledPLTF(BaseEstimator):
             modelled = list(datas)
             if self.tied_factors:  # the diagonal of the relations is not modelled
                 modelled[0] = contractor.relational.observed
-            self.log_evidence_ = self._checked_evidence(modelled, likelihoods)
+            self.log_evidence_ = _checked_evidence(
+                bound, modelled, likelihoods,
+                advice="A variational bound cannot lie above log p(X): please report this.")
         return state, priors
 
     def _fit_sampler(self, model, datas, likelihoods, priors, weights, generator, evidence):
@@ -506,14 +515,6 @@ class CoupledPLTF(BaseEstimator):
             CoupledContractor(side_model, datas[1:], likelihoods[1:], weights[1:]),
             side_positions, entity,
             structure.canonical.sizes["a"])
-
-    def _checked_evidence(self, datas, likelihoods):
-        """The bound, checked against the sum of the tensors' saturated
-        log-likelihoods (no model gives the data more)."""
-        bound = sum(saturated_log_likelihood(d, lik) for d, lik in zip(datas, likelihoods))
-        return check_log_evidence(
-            self.lower_bound_, upper_bound=bound,
-            advice="A variational bound cannot lie above log p(X): please report this.")
 
     # ---------------------------------------------------- predict and score
     def predict_entries(self, indices, tensor=0):
