@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inference._hyperparameters import rate_learning
+from ..inference._hyperparameters import index_letter, rate_learning
 
 __all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
            "learned_kinds", "given_priors", "set_learned_attributes", "check_learning"]
@@ -121,9 +121,11 @@ def set_learned_attributes(estimator, learning, relevance, priors, pruned=False)
                                        for s in priors.shape)
     if relevance is None:
         return
-    values = {c: relevance.values[c][relevance.kept[c]] if pruned else relevance.values[c]
-              for c in learning.indices}
-    ranks = {c: int(relevance.kept[c].size) for c in learning.indices}
-    single = len(learning.indices) == 1
-    estimator.relevance_ = next(iter(values.values())) if single else values
+    values = {key: relevance.values[key][relevance.kept[index_letter(key)]] if pruned
+              else relevance.values[key] for key in learning.indices}
+    ranks = {c: int(relevance.kept[c].size) for c in learning.letters}
+    single = len(learning.letters) == 1
+    if len(values) > len(ranks) and single:  # a relevance per factor, one index: by factor
+        values = {factor: value for (_, factor), value in values.items()}
+    estimator.relevance_ = next(iter(values.values())) if len(values) == 1 else values
     estimator.effective_rank_ = next(iter(ranks.values())) if single else ranks

@@ -25,7 +25,8 @@ from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
-from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
+from ..inference._hyperparameters import (LearnedRatesKernel, RateLearning, index_letter,
+                                          rate_learning)
 from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
@@ -45,6 +46,64 @@ _KERNELS = {"vb": vb, "em": em}
 # What one method's fit sets and another's does not: a refit clears them.
 _METHOD_ATTRIBUTES = ("log_evidence_", "log_evidence_error_", "lower_bound_", "lower_bounds_",
                       "converged_", "draws_", "log_likelihoods_", "rhat_", "n_warmup_")
+
+
+def _tied_layout(models, tied_factors):
+    """The first model's tie (:func:`~sklearn_pltf.inference.relational.structure.tied_structure`),
+    checked to be RESCAL's layout ``"ia,jb,abk->ijk"`` with at least one
+    other tensor beside it."""
+    if len(models) < 2:
+        raise ValueError("tied_factors with one tensor is BayesianRESCAL; CoupledPLTF "
+                         "needs at least one more tensor sharing the entity factor.")
+    structure = tied_structure(models[0], tied_positions(models[0], tied_factors))
+    if (structure.first, structure.second, structure.core, structure.core_axes,
+            structure.latent_first) != (0, 1, 2, (0, 1, 2), (False, False)):
+        raise ValueError(
+            "tied_factors in CoupledPLTF: write the first model as the RESCAL structure "
+            "'ia,jb,abk->ijk' (entity factors first, (entity, cluster); the core "
+            f"(cluster, cluster, relation); any letters) with tied_factors={{1: 0}}; got "
+            f"{models[0].string!r} with {tied_factors}.")
+    return structure
+
+
+def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_factor=False):
+    """What a coupled model with RESCAL's tie learns of its priors
+    (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning` on the
+    joint positions A, A, G, then the other tensors' own factors).
+
+    As :func:`~sklearn_pltf.inference._hyperparameters.rate_learning`, with
+    the tie read into it (as :func:`~._tied.rescal_learning` does for
+    RESCAL alone): the second entity factor is A itself and learns nothing
+    of its own, and its cluster index is the first's, so under ARD a
+    cluster's relevance λ_a sets the rate of A's column, of G's row and
+    column (``λ_a λ_b``) and of every other factor that carries it; with
+    ``by_factor``, A, G and every other factor have relevances of their own
+    (G's one per cluster, on its row and column).
+    """
+    first, second = model.factors[0][1], model.factors[1][1]
+    carried = set(model.latent) if ard else set()
+    relevant, per, entities, shapes = [], [], [], []
+    for alpha, factor in enumerate(model.factors):
+        learns = alpha in model.free and alpha != 1
+        own = tuple((_relevance_key(first if c == second else c, factor, by_factor), i)
+                    for i, c in enumerate(factor) if c in carried) if learns else ()
+        axes = (tuple(i for i, c in enumerate(factor) if c in model.output)
+                if hierarchical and learns else ())
+        relevant.append(own)
+        entities.append(axes)
+        per.append(bool((per_factor or hierarchical) and learns and not own and not axes))
+        shapes.append(bool(learn_shape and learns))
+    keys = list(dict.fromkeys(key for own in relevant for key, _ in own))
+    letters = list(dict.fromkeys(index_letter(key) for key in keys))
+    indices = tuple(sorted(keys, key=lambda key: letters.index(index_letter(key))))
+    return RateLearning(tuple(relevant), tuple(per), indices,
+                        tuple(entities) if hierarchical else (),
+                        tuple(shapes) if learn_shape else ())
+
+
+def _relevance_key(index, factor, by_factor):
+    """ARD's key of ``index`` in ``factor`` (:func:`rate_learning`'s)."""
+    return (index, factor) if by_factor else index
 
 
 class _CoupledChains:
@@ -141,12 +200,20 @@ class CoupledPLTF(BaseEstimator):
         (a rate per factor), ``prior_rate="hierarchical"`` (a rate per
         entity of every tensor: each value of an observed index, under a
         Gamma hyperprior), ``prior_shape="auto"`` (a shape per factor).
-    ard : bool, default=False
+    ard : bool or "factor", default=False
         Automatic relevance determination over every latent index (VB): a
         relevance per component, shared by every factor and tensor that
         carries it, so one fit at a generous ``n_components`` finds how many
         components the tensors need together (``relevance_``,
-        ``effective_rank_``).
+        ``effective_rank_``). With ``tied_factors``, a relevance per entity
+        cluster, as in :class:`~sklearn_pltf.BayesianRESCAL`: it sets the rate
+        of A's column, of the core's row and column, and of every other
+        tensor's factor that carries the cluster. ``"factor"``: a relevance
+        per component and factor (group-sparse ARD; Klami, Bouchard &
+        Tripathi, ICLR 2014), so a component can be switched off in one
+        tensor's own factors and kept in another's, which lets it be
+        private to one tensor (``relevance_``: ``{factor: array}``;
+        :meth:`components_by_tensor` reads which is which).
     max_iter : int, default=1000
         Most sweeps per restart.
     tol : float, default=0.1
@@ -217,7 +284,9 @@ class CoupledPLTF(BaseEstimator):
         split R-hat and warm-up, as for :class:`~sklearn_pltf.PLTF`.
     prior_rate_, prior_shape_, relevance_, effective_rank_
         With learned priors, as for :class:`~sklearn_pltf.PLTF` (in the order
-        of ``factor_indices_``).
+        of ``factor_indices_``); with ``ard="factor"``, ``relevance_`` is
+        ``{factor index string: array}`` (``{(index, factor): array}`` with
+        several latent indices).
     lower_bound_, lower_bounds_, n_iter_, converged_
         The final objective, its trace, the sweeps run and whether the
         stopping rule was met, for the best restart (VB and EM; the
@@ -245,7 +314,7 @@ class CoupledPLTF(BaseEstimator):
         "prior_shape": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "prior_rate": [Interval(Real, 0, None, closed="neither"),
                        StrOptions({"auto", "hierarchical"})],
-        "ard": ["boolean"],
+        "ard": ["boolean", StrOptions({"factor"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "acceleration": [StrOptions(set(ACCELERATIONS)), None],
@@ -347,28 +416,42 @@ class CoupledPLTF(BaseEstimator):
         priors held, and the bound as the evidence: sets the optimiser's
         attributes and returns ``(state, priors)``."""
         settings = Settings(self.max_iter, self.tol, self.acceleration, self.verbose)
+        base_kernels = rescal_coupled.KERNELS if self.tied_factors else _KERNELS
+        kernels = (base_kernels if learning is None else
+                   {**base_kernels, "vb": LearnedRatesKernel(base_kernels["vb"], learning)})
+        kernel = kernels[self.method]
         if self.tied_factors:
-            kernel = rescal_coupled.KERNELS[self.method]
-            contractor = self._tied_data(models, model, datas, likelihoods, weights)
-            start = functools.partial(rescal.restart_start, rescal_coupled.KERNELS,
+            def contractor_for(coupled):
+                return self._tied_data(coupled.models, coupled, datas, likelihoods, weights)
+
+            contractor = contractor_for(model)
+            start = functools.partial(rescal.restart_start, kernels,
                                       rescal_coupled.vb_state_around, self.method,
                                       rescal.mode_first, settings, priors,
                                       contractor.n_components)
+            # A's two positions take the same clusters.
+            tie = {model.factors[0][1]: model.factors[1][1]}
         else:
-            kernel = (_KERNELS[self.method] if learning is None
-                      else LearnedRatesKernel(_KERNELS[self.method], learning))
-            contractor = CoupledContractor(model, datas, likelihoods, weights)
+            def contractor_for(coupled):
+                return CoupledContractor(coupled, datas, likelihoods, weights)
+
+            contractor = contractor_for(model)
             start = functools.partial(optimizer_start, kernel, model, priors, {}, None)  # at random
+            tie = None
         state, objectives, converged, _ = fit_by_optimizer(
             OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
             settings)
         bound = float(objectives[-1])
         if learning is not None:
             held = hold_learned_rates(
-                LearnedRatesKernel(vb, learning), learning, model, state, priors, self.tol,
-                contractor_for=lambda small: CoupledContractor(small, datas, likelihoods, weights),
-                bound=bound)
-            set_learned_attributes(self, learning, held.relevance, held.priors)
+                LearnedRatesKernel(base_kernels["vb"], learning), learning, model, state, priors,
+                self.tol, contractor_for=contractor_for, bound=bound, tied=tie)
+            shown = held.priors
+            if self.tied_factors:  # the second entity factor is A: A's prior shown there too
+                shown = shown._replace(**{field: getattr(shown, field)[:1] * 2
+                                          + getattr(shown, field)[2:]
+                                          for field in ("shape", "rate")})
+            set_learned_attributes(self, learning, held.relevance, shown)
             state, bound, priors = held.state, float(held.bound), held.priors
         self.lower_bounds_ = np.asarray(objectives)
         self.lower_bound_ = bound
@@ -418,14 +501,15 @@ class CoupledPLTF(BaseEstimator):
             raise ValueError("Learned prior rates, shapes and relevances (prior_rate='auto' or "
                              "'hierarchical', prior_shape='auto', ard=True) need method='vb', "
                              f"got {self.method!r}.")
-        if self.tied_factors:
-            raise ValueError("Learned prior rates, shapes and relevances are not built for "
-                             "tied_factors: use numeric priors there.")
         if self.ard and not model.latent:
             raise ValueError(f"ard asks for a relevance per component, and {model.string!r} "
                              "has no latent index to give one to.")
+        if self.tied_factors:
+            _tied_layout(model.models, self.tied_factors)
+            return tied_rate_learning(model, bool(self.ard), per_factor, hierarchical,
+                                      learn_shape, by_factor=self.ard == "factor")
         return rate_learning(model, model.free, model.latent if self.ard else (), per_factor,
-                             hierarchical, learn_shape)
+                             hierarchical, learn_shape, by_factor=self.ard == "factor")
 
     def _model_strings(self):
         if isinstance(self.models, str):
@@ -487,21 +571,10 @@ class CoupledPLTF(BaseEstimator):
     def _tied_data(self, models, model, datas, likelihoods, weights):
         """The first tensor's RESCAL structure with its tie, and the other
         tensors as its side (:mod:`sklearn_pltf.inference.relational.coupled`)."""
-        if len(models) < 2:
-            raise ValueError("tied_factors with one tensor is BayesianRESCAL; CoupledPLTF "
-                             "needs at least one more tensor sharing the entity factor.")
         if weights[0] != 1.0:
             raise ValueError("With tied_factors the relations' weight (the first of "
                              "tensor_weights) must be 1; weigh the other tensors instead.")
-        structure = tied_structure(models[0], tied_positions(models[0], self.tied_factors))
-        if (structure.first, structure.second, structure.core, structure.core_axes,
-                structure.latent_first) != (0, 1, 2, (0, 1, 2), (False, False)) \
-                or datas[0].ndim != 3:
-            raise ValueError(
-                "tied_factors in CoupledPLTF: write the first model as the RESCAL structure "
-                "'ia,jb,abk->ijk' (entity factors first, (entity, cluster); the core "
-                f"(cluster, cluster, relation); any letters) with tied_factors={{1: 0}}; got "
-                f"{models[0].string!r} with {self.tied_factors}.")
+        structure = _tied_layout(models, self.tied_factors)
         side_model = CoupledModel.from_models(models[1:])
         side_positions = tuple(model.factors.index(f) for f in side_model.factors)
         entity = tuple(s for s, j in enumerate(side_positions) if j in (0, 1))

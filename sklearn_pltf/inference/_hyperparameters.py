@@ -51,7 +51,7 @@ from scipy.special import digamma, gammaln
 from ._common import GammaPriors
 from ._states import VBInfo
 
-__all__ = ["RateLearning", "rate_learning", "learned_priors", "relevances",
+__all__ = ["RateLearning", "index_letter", "rate_learning", "learned_priors", "relevances",
            "LearnedRatesKernel", "JointStart"]
 
 #: Newton's method over the relevances stops once no log-relevance moves more than this ...
@@ -79,6 +79,12 @@ class RateLearning(NamedTuple):
     learn_shape: tuple = ()
 
     @property
+    def letters(self):
+        """The latent indices under ARD, in update order (one per index
+        however many relevances it has: :func:`index_letter`)."""
+        return tuple(dict.fromkeys(index_letter(key) for key in self.indices))
+
+    @property
     def learns(self):
         """Whether any rate or shape is learned."""
         return bool(self.indices) or any(self.per_factor) or self.joint
@@ -90,8 +96,14 @@ class RateLearning(NamedTuple):
         return any(self.entity_axes) or any(self.learn_shape)
 
 
+def index_letter(key):
+    """The latent index of an ARD relevance's key: the index itself, or
+    ``(index, factor)`` for a relevance of one factor's components."""
+    return key[0] if isinstance(key, tuple) else key
+
+
 def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=False,
-                  learn_shape=False):
+                  learn_shape=False, by_factor=False):
     """The :class:`RateLearning` of ``model``'s ``free`` factors.
 
     Parameters
@@ -111,6 +123,12 @@ def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=Fa
         one rate instead, unless it carries an ARD index.
     learn_shape : bool
         Whether each free factor's prior shape is learned.
+    by_factor : bool
+        Whether each factor has a relevance of its own per component (keyed
+        ``(index, factor string)``: group-sparse ARD, Klami, Bouchard &
+        Tripathi, ICLR 2014, so that a component can be switched off in
+        some factors and kept in others), instead of one per component
+        shared by every factor that carries it.
     """
     ard_indices = tuple(ard_indices)
     unknown = [c for c in ard_indices if c not in model.latent]
@@ -119,21 +137,23 @@ def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=Fa
                          f"(latent: {', '.join(model.latent) or 'none'}).")
     relevant, learned, entities = [], [], []
     for alpha, factor in enumerate(model.factors):
-        own = (tuple((c, factor.index(c)) for c in ard_indices if c in factor)
-               if alpha in free else ())
+        own = (tuple(((c, factor) if by_factor else c, factor.index(c))
+                     for c in ard_indices if c in factor) if alpha in free else ())
         axes = (tuple(i for i, c in enumerate(factor) if c in model.output)
                 if hierarchical and alpha in free else ())
         relevant.append(own)
         entities.append(axes)
         learned.append(bool((per_factor or hierarchical) and alpha in free and not own
                             and not axes))
-    carried = {c for own in relevant for c, _ in own}
+    carried = {index_letter(key) for own in relevant for key, _ in own}
     orphans = [c for c in ard_indices if c not in carried]
     if orphans:
         raise ValueError(f"ARD indices {orphans} are carried by no free factor of "
                          f"{model.string!r}: their relevance would have no data.")
+    keys = (tuple(key for c in ard_indices for own in relevant for key, _ in own
+                  if index_letter(key) == c) if by_factor else ard_indices)
     shapes = tuple(bool(learn_shape and alpha in free) for alpha in range(model.n_factors))
-    return RateLearning(tuple(relevant), tuple(learned), ard_indices, tuple(entities),
+    return RateLearning(tuple(relevant), tuple(learned), keys, tuple(entities),
                         shapes if any(shapes) else ())
 
 

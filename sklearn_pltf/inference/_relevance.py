@@ -28,7 +28,8 @@ __all__ = ["Relevance", "find_relevance", "held_priors", "HeldRates", "hold_lear
 class Relevance(NamedTuple):
     """The relevances of a fit and the components kept, per ARD index."""
 
-    #: ``{index: 1 / λ}``: the prior mean of each component's elements.
+    #: ``{key: 1 / λ}``: the prior mean of each component's elements (the
+    #: key: the ARD index, or ``(index, factor)`` for one factor's).
     values: dict
     #: ``{index: positions}``: the components the evidence needs.
     kept: dict
@@ -86,9 +87,9 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
     # jointly with them (the kernel's); else in one pass from the means.
     lam = (kernel.relevances_at(state, priors) if learning.joint
            else relevances(learning, state.mean, priors.shape))
-    kept = {c: np.arange(model.sizes[c]) for c in learning.indices}
+    kept = {c: np.arange(model.sizes[c]) for c in learning.letters}
     current = (model, state, priors, bound)
-    for c in learning.indices:
+    for c in learning.letters:
         for p in np.argsort(component_masses(model, state.mean, c), kind="stable"):
             if kept[c].size == 1:
                 break

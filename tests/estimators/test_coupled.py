@@ -364,32 +364,53 @@ def test_tied_a_sweep_is_rescal_s_and_the_side_model_s_when_nothing_is_shared():
     assert info.objective == pytest.approx(rescal_info.objective + alone[1].objective, rel=1e-12)
 
 
-def test_tied_the_bound_lies_below_an_importance_sampling_evidence():
-    """Three entities, one cluster, one relation and two attributes: log
-    p(X, Y) by importance sampling from the prior (2 million draws, its
-    standard error from 20 batches) lies above the VB bound, by less than a
-    rank-1 bound's few nats."""
+_TINY_RELATIONS = np.array([[[0.0], [2.0], [1.0]], [[1.0], [0.0], [0.0]], [[3.0], [1.0], [0.0]]])
+_TINY_ATTRIBUTES = np.array([[1.0, 0.0], [0.0, 2.0], [2.0, 1.0]])
+
+
+def _tiny_tied_log_evidence(rates=(1.0, 1.0, 1.0)):
+    """log p(X, Y) of the tiny tied model (three entities, one cluster, one
+    relation, two attributes; Gamma(1, rate) priors of A, G and the
+    attribute factor) by importance sampling from the prior: 2 million
+    draws, and the standard error from 20 batches."""
     from scipy.special import gammaln, logsumexp
 
-    X = np.array([[[0.0], [2.0], [1.0]], [[1.0], [0.0], [0.0]], [[3.0], [1.0], [0.0]]])
-    Y = np.array([[1.0, 0.0], [0.0, 2.0], [2.0, 1.0]])
+    X, Y = _TINY_RELATIONS, _TINY_ATTRIBUTES
     off = ~np.eye(3, dtype=bool)[..., None]
     rng = np.random.default_rng(0)
     batches = []
     for _ in range(20):
-        A = rng.gamma(1.0, 1.0, (100_000, 3))
-        g = rng.gamma(1.0, 1.0, 100_000)
-        w = rng.gamma(1.0, 1.0, (100_000, 2))
-        rates = A[:, :, None] * A[:, None, :] * g[:, None, None]
+        A = rng.gamma(1.0, 1.0 / rates[0], (100_000, 3))
+        g = rng.gamma(1.0, 1.0 / rates[1], 100_000)
+        w = rng.gamma(1.0, 1.0 / rates[2], (100_000, 2))
+        values = A[:, :, None] * A[:, None, :] * g[:, None, None]
         attr = A[:, :, None] * w[:, None, :]
-        log_lik = (np.where(off[None, ..., 0], X[None, ..., 0] * np.log(rates) - rates, 0.0)
+        log_lik = (np.where(off[None, ..., 0], X[None, ..., 0] * np.log(values) - values, 0.0)
                    .sum(axis=(1, 2)) - gammaln(X[off] + 1).sum()
                    + (Y * np.log(attr) - attr).sum(axis=(1, 2)) - gammaln(Y + 1).sum())
         batches.append(logsumexp(log_lik) - np.log(len(log_lik)))
-    estimate = logsumexp(batches) - np.log(len(batches))
-    error = np.std(batches, ddof=1) / np.sqrt(len(batches))
+    return logsumexp(batches) - np.log(len(batches)), np.std(batches, ddof=1) / np.sqrt(20)
+
+
+def test_tied_the_bound_lies_below_an_importance_sampling_evidence():
+    """The VB bound lies below log p(X, Y), by less than a rank-1 bound's
+    few nats."""
+    estimate, error = _tiny_tied_log_evidence()
     est = CoupledPLTF(TIED, 1, tied_factors={1: 0}, tol=1e-9, max_iter=5000,
-                      random_state=0).fit([X, Y])
+                      random_state=0).fit([_TINY_RELATIONS, _TINY_ATTRIBUTES])
+    assert est.log_evidence_ <= estimate + 4 * error
+    assert est.log_evidence_ > estimate - 3.0
+
+
+def test_tied_the_bound_at_learned_rates_lies_below_the_evidence_there():
+    """With a rate per factor learned, the bound at the learned rates lies
+    below log p(X, Y | rates) there (importance sampling from that prior)."""
+    est = CoupledPLTF(TIED, 1, tied_factors={1: 0}, prior_rate="auto", tol=1e-9,
+                      max_iter=5000, random_state=0).fit([_TINY_RELATIONS, _TINY_ATTRIBUTES])
+    rates = [float(np.unique(est.prior_rate_[alpha])[0]) for alpha in (0, 2, 3)]
+    assert all(np.unique(est.prior_rate_[alpha]).size == 1 for alpha in (0, 2, 3))
+    assert not np.allclose(rates, 1.0)  # learned: not the start's
+    estimate, error = _tiny_tied_log_evidence(rates)
     assert est.log_evidence_ <= estimate + 4 * error
     assert est.log_evidence_ > estimate - 3.0
 
@@ -659,9 +680,11 @@ def test_models_without_an_order_are_refused(models, kind):
 
 @pytest.mark.parametrize("learned", [
     dict(ard=True),
+    dict(ard="factor"),
     dict(prior_rate="hierarchical"),
     dict(prior_rate="auto", prior_shape="auto"),
     dict(prior_rate="hierarchical", prior_shape="auto", ard=True),
+    dict(prior_rate="hierarchical", prior_shape="auto", ard="factor"),
 ], ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
 def test_learned_priors_keep_the_coupled_bound_monotone(learned):
     X, Y = _draw(0)
@@ -688,14 +711,68 @@ def test_coupled_ard_finds_the_number_of_components_the_tensors_need_together():
     assert found.count(3) >= 4, found
 
 
-def test_coupled_learned_priors_need_vb_and_no_tie():
+def test_coupled_learned_priors_need_vb():
     X, Y = _draw(0)
     with pytest.raises(ValueError, match="method='vb'"):
         CoupledPLTF(COUPLED, 2, method="em", ard=True).fit([X, Y])
     relations = (np.random.default_rng(0).random((6, 6, 2)) < 0.3).astype(float)
-    with pytest.raises(ValueError, match="tied_factors"):
-        CoupledPLTF(("ia,jb,abk->ijk", "ia,af->if"), 2, tied_factors={1: 0},
+    with pytest.raises(ValueError, match="method='vb'"):
+        CoupledPLTF(TIED, 2, tied_factors={1: 0}, method="em",
                     prior_rate="hierarchical").fit([relations, np.ones((6, 3))])
+
+
+@pytest.mark.parametrize("learned", [
+    dict(ard=True),
+    dict(ard="factor"),
+    dict(prior_rate="hierarchical"),
+    dict(prior_rate="auto", prior_shape="auto"),
+    dict(prior_rate="hierarchical", prior_shape="auto", ard=True),
+], ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
+def test_tied_learned_priors_keep_the_bound_monotone(learned):
+    """RESCAL's tie with attributes: the bound at the learned priors never
+    falls, with mixed likelihoods and missing entries; A's two positions
+    show one prior."""
+    X, Y = _draw_relational(0, n=15, rank=2)
+    X[0, 1:4, 0] = np.nan
+    Y[2, :2] = np.nan
+    est = CoupledPLTF(TIED, 4, tied_factors={1: 0}, likelihood=("bernoulli", "poisson"),
+                      random_state=0, **learned).fit([X, Y])
+    steps = np.diff(est.lower_bounds_) / np.abs(est.lower_bounds_[1:])
+    assert np.all(steps >= -1e-12), steps.min()
+    assert np.isfinite(est.log_evidence_) and est.log_evidence_ == est.lower_bound_
+    np.testing.assert_array_equal(est.prior_rate_[0], est.prior_rate_[1])
+    A, A_again, core, F = est.factors_
+    np.testing.assert_array_equal(A, A_again)
+    if learned.get("ard") is True:
+        assert est.relevance_.shape == (4,)
+    elif learned.get("ard") == "factor":  # A's, the core's and the attributes' own
+        assert {k: v.shape for k, v in est.relevance_.items()} == {
+            "ia": (4,), "abk": (4,), "af": (4,)}
+
+
+def test_tied_ard_finds_the_number_of_clusters_relations_and_attributes_need():
+    found = []
+    for seed in range(5):
+        X, Y = _draw_relational(seed, n=30, rank=2, n_attributes=10)
+        est = CoupledPLTF(TIED, 6, tied_factors={1: 0}, likelihood=("bernoulli", "poisson"),
+                          ard=True, random_state=0).fit([X, Y])
+        found.append(est.effective_rank_)
+    assert found.count(2) >= 4, found
+
+
+def test_tied_ard_switches_off_a_cluster_in_a_and_in_the_attribute_factor_alike():
+    """A cluster's relevance sets the rate of A's column, of G's row and
+    column and of the attribute factor's row: a cluster switched off has
+    no mass in any of them."""
+    X, Y = _draw_relational(1, n=30, rank=2, n_attributes=10)
+    est = CoupledPLTF(TIED, 6, tied_factors={1: 0}, likelihood=("bernoulli", "poisson"),
+                      ard=True, random_state=0).fit([X, Y])
+    A, _, core, F = est.factors_
+    off = est.relevance_ < 1e-2 * est.relevance_.max()
+    assert off.sum() == 6 - est.effective_rank_
+    assert A[:, off].sum() < 1e-2 * A.sum()
+    assert F[off].sum() < 1e-2 * F.sum()
+    assert core[off].sum() + core[:, off].sum() < 1e-2 * core.sum()
 
 
 def _shared_and_private(seed, n_rows=100):
@@ -708,15 +785,43 @@ def _shared_and_private(seed, n_rows=100):
     return rng.poisson(A @ B).astype(float), rng.poisson(A @ C).astype(float)
 
 
-def _finds_shared_and_private(seed):
+def _finds_shared_and_private(seed, n_components=6, **params):
     X, Y = _shared_and_private(seed)
-    est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 6, n_init=3, random_state=0).fit([X, Y])
+    est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), n_components, random_state=0,
+                      **params).fit([X, Y])
     kinds = sorted(tuple(bool(v) for v in column) for column in est.components_by_tensor([X, Y]).T)
-    return kinds == sorted([(True, True)] * 2 + [(True, False)] * 2 + [(False, True)] * 2)
+    return kinds == sorted([(True, True)] * 2 + [(True, False)] * 2 + [(False, True)] * 2
+                           + [(False, False)] * (n_components - 6))
 
 
 def test_on_ten_data_sets_the_bound_tells_shared_from_private_on_nine():
-    assert sum(_finds_shared_and_private(seed) for seed in range(10)) >= 9
+    assert sum(_finds_shared_and_private(seed, n_init=3) for seed in range(10)) >= 9
+
+
+def test_a_relevance_per_factor_tells_shared_from_private_where_one_per_component_cannot():
+    """At a generous 8 components, ARD with a relevance per component and
+    factor switches a private component off in the other tensor's own
+    factor; one relevance per component, shared by every factor, merges
+    private components into shared ones."""
+    by_factor = sum(_finds_shared_and_private(seed, 8, ard="factor") for seed in range(10))
+    shared = sum(_finds_shared_and_private(seed, 8, ard=True) for seed in range(10))
+    assert by_factor >= 6 and by_factor >= shared + 3, (by_factor, shared)
+
+
+def test_a_relevance_per_factor_is_each_factor_s_own_maximiser():
+    """``relevance_`` is ``{factor: 1 / λ}``; at the fitted means each
+    factor's λ_r is the closed form Σ a / Σ a E[Z(·, r)] of its own
+    column (no other factor in it)."""
+    X, Y = _shared_and_private(0, n_rows=40)
+    est = CoupledPLTF(("ir,rj->ij", "ir,rf->if"), 8, ard="factor", random_state=0).fit([X, Y])
+    assert set(est.relevance_) == {"ir", "rj", "rf"}
+    for alpha, factor in enumerate(est.factor_indices_):
+        axis = factor.index("r")
+        summed = tuple(i for i in range(2) if i != axis)
+        lam = (est.factors_[alpha].shape[1 - axis]
+               / np.sum(est._state.mean[alpha], axis=summed))
+        np.testing.assert_allclose(est.relevance_[factor], 1.0 / lam, rtol=1e-10)
+    assert est.effective_rank_ <= 8
 
 
 def test_components_by_tensor_reads_the_training_tensors_and_the_bound_only():
