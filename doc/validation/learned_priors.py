@@ -10,7 +10,10 @@ the entries off the diagonal (``EntryKFold(10, random_state=0)``, the
 diagonal missing in every fit), the issue's protocol:
 ``BayesianRESCAL(10, likelihood="bernoulli", ard=True, random_state=0)``
 with nothing else set, with ``prior_rate="hierarchical"``, with
-``prior_shape="auto"`` and with both; one fit per fold. Also the bound of
+``prior_shape="auto"`` and with both, each from EM's mode (the default
+start), and the defaults and both learned together from a random start
+and from both starts (``n_init=2``, the higher bound kept); one fit per
+fold. Also the bound of
 each on the whole tensor (the evidence's own verdict on the four priors).
 
 Writes ``doc/_static/validation/learned_priors.json``.
@@ -34,6 +37,14 @@ SETTINGS = {
     "hierarchical rates": dict(prior_rate="hierarchical"),
     "learned shapes": dict(prior_shape="auto"),
     "hierarchical rates and learned shapes": dict(prior_rate="hierarchical", prior_shape="auto"),
+    # The start: at random instead of around EM's mode, and both with the
+    # higher bound kept.
+    "defaults, random start": dict(init="random"),
+    "defaults, both starts": dict(n_init=2),
+    "hierarchical rates and learned shapes, random start": dict(
+        prior_rate="hierarchical", prior_shape="auto", init="random"),
+    "hierarchical rates and learned shapes, both starts": dict(
+        prior_rate="hierarchical", prior_shape="auto", n_init=2),
 }
 
 
