@@ -173,8 +173,11 @@ class TiedFit:
             model = replace(model, sizes={**model.sizes,
                                           **{c: held.model.sizes["a"] for c in clusters}})
         est.lower_bound_ = held.bound  # with learned shapes, at their held maximum
-        rates = held.priors.rate if len(model.output) == 3 else drop_relation_axis(held.priors.rate)
-        shapes = (held.priors.shape[0],) * 2 + tuple(held.priors.shape[2:])  # A's at both
+        # A's prior at both of its positions (the kernel reads the first only).
+        rates = (held.priors.rate[0],) * 2 + tuple(held.priors.rate[2:])
+        shapes = (held.priors.shape[0],) * 2 + tuple(held.priors.shape[2:])
+        if len(model.output) == 2:  # one relation: G without its relation axis
+            rates, shapes = drop_relation_axis(rates), drop_relation_axis(shapes)
         set_learned_attributes(est, learning, held.relevance, held.priors._replace(
             rate=structure.to_model_order(rates), shape=structure.to_model_order(shapes)),
             pruned=est.prune)

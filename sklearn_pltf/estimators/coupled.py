@@ -25,7 +25,8 @@ from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
-from ..inference._hyperparameters import (LearnedRatesKernel, RateLearning, index_letter,
+from ..inference._hyperparameters import (LearnedRatesKernel, RateLearning,
+                                          check_one_index_per_factor, index_letter,
                                           rate_learning)
 from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
@@ -93,6 +94,8 @@ def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_fac
         entities.append(axes)
         per.append(bool((per_factor or hierarchical) and learns and not own and not axes))
         shapes.append(bool(learn_shape and learns))
+    if by_factor:
+        check_one_index_per_factor(model, relevant)
     keys = list(dict.fromkeys(key for own in relevant for key, _ in own))
     letters = list(dict.fromkeys(index_letter(key) for key in keys))
     indices = tuple(sorted(keys, key=lambda key: letters.index(index_letter(key))))
@@ -213,7 +216,11 @@ class CoupledPLTF(BaseEstimator):
         Tripathi, ICLR 2014), so a component can be switched off in one
         tensor's own factors and kept in another's, which lets it be
         private to one tensor (``relevance_``: ``{factor: array}``;
-        :meth:`components_by_tensor` reads which is which).
+        :meth:`components_by_tensor`, without ``tied_factors`` and
+        hierarchical rates, reads which is which). Each factor must then
+        carry at most one latent index (a core's own relevances over two
+        would trade scale); with ``tied_factors`` the core's two cluster
+        indices are one.
     max_iter : int, default=1000
         Most sweeps per restart.
     tol : float, default=0.1
@@ -285,8 +292,8 @@ class CoupledPLTF(BaseEstimator):
     prior_rate_, prior_shape_, relevance_, effective_rank_
         With learned priors, as for :class:`~sklearn_pltf.PLTF` (in the order
         of ``factor_indices_``); with ``ard="factor"``, ``relevance_`` is
-        ``{factor index string: array}`` (``{(index, factor): array}`` with
-        several latent indices).
+        ``{factor index string: array}`` (``{(index, factor): array}`` where
+        the relevances span several latent indices).
     lower_bound_, lower_bounds_, n_iter_, converged_
         The final objective, its trace, the sweeps run and whether the
         stopping rule was met, for the best restart (VB and EM; the
@@ -499,11 +506,12 @@ class CoupledPLTF(BaseEstimator):
             return None
         if self.method != "vb":
             raise ValueError("Learned prior rates, shapes and relevances (prior_rate='auto' or "
-                             "'hierarchical', prior_shape='auto', ard=True) need method='vb', "
+                             "'hierarchical', prior_shape='auto', ard=True or 'factor') need "
+                             "method='vb', "
                              f"got {self.method!r}.")
         if self.ard and not model.latent:
-            raise ValueError(f"ard asks for a relevance per component, and {model.string!r} "
-                             "has no latent index to give one to.")
+            raise ValueError(f"ard={self.ard!r} asks for a relevance per component, and "
+                             f"{model.string!r} has no latent index to give one to.")
         if self.tied_factors:
             _tied_layout(model.models, self.tied_factors)
             return tied_rate_learning(model, bool(self.ard), per_factor, hierarchical,

@@ -51,7 +51,7 @@ from scipy.special import digamma, gammaln
 from ._common import GammaPriors
 from ._states import VBInfo
 
-__all__ = ["RateLearning", "index_letter", "rate_learning", "learned_priors", "relevances",
+__all__ = ["RateLearning", "index_letter", "check_one_index_per_factor", "rate_learning", "learned_priors", "relevances",
            "LearnedRatesKernel", "JointStart"]
 
 #: Newton's method over the relevances stops once no log-relevance moves more than this ...
@@ -63,15 +63,16 @@ _RELEVANCE_ROUNDS = 100
 class RateLearning(NamedTuple):
     """Which rates are learned, per factor of a bound model.
 
-    ``relevant[α]``: the positions ((index, axis) pairs) of factor α's
-    indices under ARD, ``()`` if none; ``per_factor[α]``: whether factor α,
+    ``relevant[α]``: ``(key, axis)`` pairs of factor α's indices under ARD
+    (the key: the index, or ``(index, factor)`` where each factor has
+    relevances of its own), ``()`` if none; ``per_factor[α]``: whether factor α,
     carrying no ARD index, learns one rate of its own. Factors in neither
     keep their prior rate.
     """
 
     relevant: tuple
     per_factor: tuple
-    indices: tuple  # the ARD indices, in update order
+    indices: tuple  # the relevances' keys (:func:`index_letter`), in update order
     #: Per factor, the axes whose every value (entity) has a rate of its
     #: own under a Gamma hyperprior (``prior_rate="hierarchical"``); ``()``: none.
     entity_axes: tuple = ()
@@ -150,11 +151,28 @@ def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=Fa
     if orphans:
         raise ValueError(f"ARD indices {orphans} are carried by no free factor of "
                          f"{model.string!r}: their relevance would have no data.")
+    if by_factor:
+        check_one_index_per_factor(model, relevant)
     keys = (tuple(key for c in ard_indices for own in relevant for key, _ in own
                   if index_letter(key) == c) if by_factor else ard_indices)
     shapes = tuple(bool(learn_shape and alpha in free) for alpha in range(model.n_factors))
     return RateLearning(tuple(relevant), tuple(learned), keys, tuple(entities),
                         shapes if any(shapes) else ())
+
+
+def check_one_index_per_factor(model, relevant):
+    """Raise where a factor would have relevances of its own over two latent
+    indices (``relevant``: :class:`RateLearning`'s, keyed by factor): only
+    their product sets its rates, so they trade scale and the bound does not
+    identify them."""
+    for factor, own in zip(model.factors, relevant):
+        letters = sorted({index_letter(key) for key, _ in own})
+        if len(letters) > 1:
+            raise ValueError(
+                f"ard='factor' gives each factor one relevance per component, and factor "
+                f"{factor!r} carries the latent indices {letters}: relevances of its own over "
+                "both would trade scale and are not identified. Use ard=True there (a "
+                "relevance per component, shared by every factor that carries it).")
 
 
 def _relevance_product(factor_shape, own, lam):
@@ -168,7 +186,7 @@ def _relevance_product(factor_shape, own, lam):
 
 
 def relevances(learning, means, shapes, start=None):
-    """The ARD relevances ``{index: λ}`` that maximise the bound given the
+    """The ARD relevances ``{key: λ}`` that maximise the bound given the
     factors' means ``E[Z]`` and prior shapes (module docstring): in closed
     form where no factor carries two ARD indices, else by Newton's method
     on the concave objective in log λ, from ``start`` (relevances near the

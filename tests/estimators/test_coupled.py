@@ -678,7 +678,8 @@ def test_models_without_an_order_are_refused(models, kind):
 
 # ------------------------------------------------- learned priors and ARD
 
-@pytest.mark.parametrize("learned", [
+#: Every kind of learned prior, alone and together.
+LEARNED = pytest.mark.parametrize("learned", [
     dict(ard=True),
     dict(ard="factor"),
     dict(prior_rate="hierarchical"),
@@ -686,6 +687,9 @@ def test_models_without_an_order_are_refused(models, kind):
     dict(prior_rate="hierarchical", prior_shape="auto", ard=True),
     dict(prior_rate="hierarchical", prior_shape="auto", ard="factor"),
 ], ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
+
+
+@LEARNED
 def test_learned_priors_keep_the_coupled_bound_monotone(learned):
     X, Y = _draw(0)
     Y[np.random.default_rng(1).random(Y.shape) < 0.2] = np.nan
@@ -721,13 +725,7 @@ def test_coupled_learned_priors_need_vb():
                     prior_rate="hierarchical").fit([relations, np.ones((6, 3))])
 
 
-@pytest.mark.parametrize("learned", [
-    dict(ard=True),
-    dict(ard="factor"),
-    dict(prior_rate="hierarchical"),
-    dict(prior_rate="auto", prior_shape="auto"),
-    dict(prior_rate="hierarchical", prior_shape="auto", ard=True),
-], ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
+@LEARNED
 def test_tied_learned_priors_keep_the_bound_monotone(learned):
     """RESCAL's tie with attributes: the bound at the learned priors never
     falls, with mixed likelihoods and missing entries; A's two positions
@@ -806,6 +804,21 @@ def test_a_relevance_per_factor_tells_shared_from_private_where_one_per_componen
     by_factor = sum(_finds_shared_and_private(seed, 8, ard="factor") for seed in range(10))
     shared = sum(_finds_shared_and_private(seed, 8, ard=True) for seed in range(10))
     assert by_factor >= 6 and by_factor >= shared + 3, (by_factor, shared)
+
+
+@pytest.mark.parametrize("models, tied", [
+    (("ia,jb,abk->ijk", "ia,af->if"), None),
+    (("ia,jb,abk->ijk", "ic,acf->if"), {1: 0}),
+])
+def test_a_relevance_per_factor_over_two_indices_of_one_factor_is_refused(models, tied):
+    """A core's own relevances over two of its indices only set its rates
+    through their product: not identified, so a clear error (the tied
+    core's two cluster indices are one, and pass)."""
+    rng = np.random.default_rng(0)
+    relations = (rng.random((8, 8, 3)) < 0.3).astype(float)
+    side = rng.poisson(1.0, (8, 5)).astype(float)
+    with pytest.raises(ValueError, match="carries the latent indices"):
+        CoupledPLTF(models, 3, ard="factor", tied_factors=tied).fit([relations, side])
 
 
 def test_a_relevance_per_factor_is_each_factor_s_own_maximiser():

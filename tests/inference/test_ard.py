@@ -228,6 +228,23 @@ def test_rescal_ard_finds_the_clusters(init):
     assert pruned.model_.sizes["a"] == pruned.model_.sizes["b"] == 3
 
 
+@pytest.mark.parametrize("learned", [
+    dict(ard=True), dict(prior_rate="hierarchical"), dict(prior_shape="auto"),
+    dict(ard=True, prior_rate="hierarchical", prior_shape="auto")],
+    ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
+def test_one_relation_rescal_learns_its_priors_and_shows_a_s_at_both_positions(learned):
+    """RESCAL on one entity x entity matrix (the core without its relation
+    axis) learns the priors as on a tensor: the fitted rates have the
+    model's factor shapes, A's at both of its positions."""
+    X = _clustered_relations(relations=1)[..., 0]
+    estimator = BayesianRESCAL(5, random_state=0, **learned).fit(X)
+    assert [np.shape(r) for r in estimator.prior_rate_] == [(30, 5), (30, 5), (5, 5)]
+    np.testing.assert_array_equal(estimator.prior_rate_[0], estimator.prior_rate_[1])
+    assert np.all(_increments(estimator) >= -1e-12)
+    if "prior_shape" in learned:
+        assert estimator.prior_shape_[0] == estimator.prior_shape_[1]
+
+
 def test_new_samples_are_folded_in_at_the_learned_rates():
     """transform's fold-in reads the fitted relevances: folding the training
     rows in reproduces the fitted sample factor, which it would not under

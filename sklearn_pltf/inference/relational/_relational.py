@@ -161,8 +161,8 @@ def without_relation_axis(state):
 
 def drop_relation_axis(per_position):
     """Per-position arrays (A, A, G), G's trailing relation axis (of length
-    one) dropped; None stays None."""
-    return tuple(f if f is None or position != 2 else f[..., 0]
+    one) dropped; None and scalars stay as they are."""
+    return tuple(f if position != 2 or np.ndim(f) < 3 else f[..., 0]
                  for position, f in enumerate(per_position))
 
 
