@@ -34,7 +34,7 @@ from ..inference._common import gamma_priors, priors_for
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
 from ..inference._driver import OptimizerProblem, Settings
-from ..inference._hyperparameters import LearnedRatesKernel
+from ..inference._hyperparameters import LearnedRatesKernel, NewEntityRatesKernel
 from ..inference._svd_start import svd_start
 from ..engine.distributed import block_grid
 from ..engine.model import Model
@@ -384,8 +384,8 @@ class BasePoissonPLTF(BaseFactorization):
             model, state, priors, contractor, final_objective = self._hold_learned_rates(
                 data, model, state, priors, contractor, final_objective, learning)
         fitted = FittedModel(model, priors, learning, _sample_start(model, state))
-        # With a rate per sample the fit's own sample factor stays: a fold-in
-        # takes new samples' rates at the hyperprior's mean, not their own.
+        # With a rate per sample the fit's own sample factor and its q(β)
+        # stay (a fold-in infers a rate per sample at the held hyper-rate).
         folded_in = fitted.sample_start is not None and not (
             priors.new_entity_rate is not None
             and priors.new_entity_rate[model.sample_factor()] is not None)
@@ -491,7 +491,10 @@ class BasePoissonPLTF(BaseFactorization):
 
         Every sample starts from the fitted factor's mean over samples and is
         updated on its own (:func:`~sklearn_pltf.inference._fold_in.fold_in`),
-        so its result does not depend on the batch.
+        so its result does not depend on the batch. Under hierarchical rates
+        each sample's rate is inferred with it
+        (:class:`~sklearn_pltf.inference._hyperparameters.NewEntityRatesKernel`),
+        and the returned priors hold the rates at the result.
         """
         if fitted is None:
             self._sample_factor()  # raises unless the model has a sample-mode factor
@@ -499,12 +502,16 @@ class BasePoissonPLTF(BaseFactorization):
         model = fitted.model
         alpha = model.sample_factor()
         kernel = _KERNELS[self._fold_in_method]
+        axis = model.factors[alpha].index(model.output[0])
+        learning = fitted.learning
+        if (self._fold_in_method == "vb" and learning is not None and learning.entity_axes
+                and learning.entity_axes[alpha] == (axis,)):
+            kernel = NewEntityRatesKernel(kernel, alpha, axis)
         given = {
             a: (held_state.mean[a], held_state.geometric[a])
             for a in range(model.n_factors)
             if a != alpha
         }
-        axis = model.factors[alpha].index(model.output[0])
 
         def problem(sub_data, contractor=None):
             sub_model = with_n_samples(model, sub_data.shape[0])
@@ -523,6 +530,8 @@ class BasePoissonPLTF(BaseFactorization):
                         lambda rows: problem(data.take_samples(rows)),
                         tol=min(self.tol, FOLD_IN_TOL),
                         max_iter=self.max_iter)
+        if isinstance(kernel, NewEntityRatesKernel):
+            priors = kernel.priors_at(state, priors)
         return state, contractor, priors
 
     def _sample_priors(self, sub_model, alpha, fitted=None):
@@ -534,8 +543,9 @@ class BasePoissonPLTF(BaseFactorization):
             return gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
         model, priors = fitted.model, fitted.priors
         axis = model.factors[alpha].index(model.output[0])
-        # With hierarchical rates a sample's rate is its own: new samples
-        # take theirs at the hyperprior's mean.
+        # With hierarchical rates a sample's rate is its own: the fold-in
+        # starts new samples at the hyperprior's mean and infers theirs
+        # (NewEntityRatesKernel).
         entity_rates = priors.new_entity_rate
         rates = priors.rate if entity_rates is None or entity_rates[alpha] is None else entity_rates
         per_sample = [np.take(np.broadcast_to(field[alpha], model.factor_shape(alpha)),

@@ -43,7 +43,7 @@ ARD_ATTRIBUTES = """\
         or ``ard=True``: the fitted prior rate of every element of each factor
         (None for fixed factors), the rates at which ``log_evidence_`` is the
         bound and new samples are folded in (with hierarchical rates, each
-        element's ``prior_shape E[β]``; new samples take the hyperprior's mean).
+        element's ``prior_shape E[β]``; a new sample's rate is inferred with it).
         After :meth:`partial_fit`, the sample factor's is of the last batch's
         size (the same rate for every sample).
     prior_shape_ : tuple of float

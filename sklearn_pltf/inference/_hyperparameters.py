@@ -51,8 +51,9 @@ from scipy.special import digamma, gammaln
 from ._common import GammaPriors
 from ._states import VBInfo
 
-__all__ = ["RateLearning", "index_letter", "check_one_index_per_factor", "rate_learning", "learned_priors", "relevances",
-           "LearnedRatesKernel", "JointStart"]
+__all__ = ["RateLearning", "index_letter", "check_one_index_per_factor", "rate_learning",
+           "learned_priors", "relevances", "LearnedRatesKernel", "JointStart",
+           "NewEntityRatesKernel"]
 
 #: Newton's method over the relevances stops once no log-relevance moves more than this ...
 _RELEVANCE_TOL = 1e-12
@@ -603,4 +604,70 @@ class LearnedRatesKernel:
 
     def objective(self, state, contractor, priors):
         """:math:`\\max_R B(q, R)`: the bound at the rates learned from ``state``."""
+        return self.kernel.objective(state, contractor, self.priors_at(state, priors))
+
+
+class NewEntityRatesKernel:
+    """VB's kernel for new samples folded in under hierarchical rates: each
+    new sample is an entity the fit has not seen, and its rate is inferred
+    with its factor instead of taken at the hyperprior's mean.
+
+    The fit's hyperparameters are held. Writing the fold-in's prior rate of
+    the sample factor's elements (the fit's ``new_entity_rate``, ``a ρ Π λ /
+    μ``) as :math:`r_v`, new entity e has :math:`\\gamma_e = \\mu \\beta_e
+    \\sim \\mathrm{Gamma}(c, c)` and its elements :math:`Z(v) \\sim
+    \\mathrm{Gamma}(a, r_v \\gamma_e)`; given q(Z) the bound peaks at
+
+    .. math:: q(\\gamma_e) = \\mathrm{Gamma}\\big(c + \\sum_{v \\in e} a,\\;
+              c + \\sum_{v \\in e} r_v E[Z(v)]\\big)
+
+    (hierarchical Poisson factorization's update, Gopalan, Hofman & Blei
+    2015). As :class:`LearnedRatesKernel`, the rates are a function of q(Z):
+    a step updates q(Z) at the rates of the current q(γ), the objective is
+    the bound at the maximising q(γ), so the fold-in's fixed point and its
+    bound are those of the joint q(Z) q(γ).
+
+    Parameters
+    ----------
+    kernel : module
+        :mod:`~sklearn_pltf.inference.vb`.
+    alpha : int
+        The sample factor.
+    axis : int
+        Its sample axis (each value an entity).
+    """
+
+    def __init__(self, kernel, alpha, axis):
+        self.kernel, self.alpha, self.axis = kernel, alpha, axis
+        self.free_parameter = kernel.free_parameter
+        self.with_free_parameter = kernel.with_free_parameter
+        self.state_from_means = kernel.state_from_means
+
+    def priors_at(self, state, priors):
+        """``priors`` with the sample factor's rates and log-normaliser at
+        q(γ) maximising the bound given ``state``."""
+        alpha, mean = self.alpha, state.mean[self.alpha]
+        a = np.broadcast_to(priors.shape[alpha], mean.shape)
+        r = np.broadcast_to(priors.rate[alpha], mean.shape)
+        summed = tuple(i for i in range(mean.ndim) if i != self.axis)
+        c = HYPERPRIOR_SHAPE
+        g_shape = c + np.sum(a, axis=summed, keepdims=True)
+        g_rate = c + np.sum(r * mean, axis=summed, keepdims=True)
+        g_mean, g_log = g_shape / g_rate, digamma(g_shape) - np.log(g_rate)
+        normalizer = float(np.sum(a * (np.log(r) + g_log) - gammaln(a)) + np.sum(
+            c * np.log(c) - gammaln(c) + (c - 1) * g_log - c * g_mean
+            + g_shape - np.log(g_rate) + gammaln(g_shape) + (1 - g_shape) * digamma(g_shape)))
+        rates, normalizers = list(priors.rate), list(priors.log_normalizer)
+        rates[alpha], normalizers[alpha] = np.ascontiguousarray(r * g_mean), normalizer
+        return priors._replace(rate=tuple(rates), log_normalizer=tuple(normalizers))
+
+    def step(self, state, contractor, priors, with_objective=True):
+        """The kernel's step at the rates of the current q(γ)."""
+        new, _ = self.kernel.step(state, contractor, self.priors_at(state, priors),
+                                  with_objective=False)
+        return new, VBInfo(objective=self.objective(new, contractor, priors)
+                           if with_objective else None)
+
+    def objective(self, state, contractor, priors):
+        """The bound at q(γ) maximising it given ``state``."""
         return self.kernel.objective(state, contractor, self.priors_at(state, priors))

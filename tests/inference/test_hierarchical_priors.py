@@ -4,8 +4,9 @@ shapes (``prior_shape="auto"``), learned by the evidence inside VB.
 What must hold: the bound with them never decreases; it stays below the
 evidence of the model at the learned hyperparameters (exactly computed for
 shapes; for hierarchical rates, integrated over the entities' rates by
-Monte Carlo); dense and sparse data give the same fit; new samples are
-folded in at the hyperprior's mean; only VB learns them."""
+Monte Carlo); dense and sparse data give the same fit; new samples start
+at the hyperprior's mean and have their own rates inferred; only VB learns
+them."""
 
 import warnings
 
@@ -167,6 +168,36 @@ def test_new_samples_are_folded_in_at_the_hyperprior_mean():
         priors.new_entity_rate[0][:1], (5, 3)))
     W = estimator.transform(X[:5])
     assert W.shape == (5, 3) and np.all(np.isfinite(W)) and np.all(W > 0)
+
+
+def test_a_new_sample_s_rate_is_inferred_with_its_factor():
+    """Rows of very different scales: folding the training rows in gives
+    back their fitted factor (each row's q(β) inferred from its counts, the
+    fit's hyper-rate held), a busy row at a lower rate than a quiet one, and
+    the score of new rows is the bound at those rates."""
+    from sklearn_pltf.inference import vb
+
+    rng = np.random.default_rng(0)
+    X, _ = make_poisson_nmf(60, 40, 3, random_state=0)
+    X = rng.poisson(X * rng.gamma(1.0, 1.0, (60, 1)) * 3).astype(float)
+    estimator = BayesianNMF(5, prior_rate="hierarchical", tol=1e-6, max_iter=5000,
+                            random_state=0).fit(X)
+    W = estimator.factors_[0]
+    np.testing.assert_allclose(estimator.transform(X), W, atol=1e-3 * W.max())
+    state, contractor, priors = estimator._fold_in(
+        _observed(X[:10]),
+        estimator._state)
+    rates = priors.rate[0][:, 0]
+    busy, quiet = np.argmax(X[:10].sum(axis=1)), np.argmin(X[:10].sum(axis=1))
+    assert rates[busy] < rates[quiet]
+    assert estimator.score(X[:10]) == pytest.approx(vb.bound(state, contractor, priors),
+                                                    rel=1e-12)
+
+
+def _observed(X):
+    from sklearn_pltf.engine._data import as_observed_tensor
+
+    return as_observed_tensor(X)
 
 
 @pytest.mark.parametrize("learned", [dict(prior_rate="hierarchical"), dict(prior_shape="auto")])
