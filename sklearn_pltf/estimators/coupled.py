@@ -25,9 +25,7 @@ from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
-from ..inference._hyperparameters import (LearnedRatesKernel, RateLearning,
-                                          check_one_index_per_factor, index_letter,
-                                          rate_learning)
+from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
 from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference.relational import coupled as rescal_coupled
@@ -82,31 +80,9 @@ def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_fac
     (G's one per cluster, on its row and column).
     """
     first, second = model.factors[0][1], model.factors[1][1]
-    carried = set(model.latent) if ard else set()
-    relevant, per, entities, shapes = [], [], [], []
-    for alpha, factor in enumerate(model.factors):
-        learns = alpha in model.free and alpha != 1
-        own = tuple((_relevance_key(first if c == second else c, factor, by_factor), i)
-                    for i, c in enumerate(factor) if c in carried) if learns else ()
-        axes = (tuple(i for i, c in enumerate(factor) if c in model.output)
-                if hierarchical and learns else ())
-        relevant.append(own)
-        entities.append(axes)
-        per.append(bool((per_factor or hierarchical) and learns and not own and not axes))
-        shapes.append(bool(learn_shape and learns))
-    if by_factor:
-        check_one_index_per_factor(model, relevant)
-    keys = list(dict.fromkeys(key for own in relevant for key, _ in own))
-    letters = list(dict.fromkeys(index_letter(key) for key in keys))
-    indices = tuple(sorted(keys, key=lambda key: letters.index(index_letter(key))))
-    return RateLearning(tuple(relevant), tuple(per), indices,
-                        tuple(entities) if hierarchical else (),
-                        tuple(shapes) if learn_shape else ())
-
-
-def _relevance_key(index, factor, by_factor):
-    """ARD's key of ``index`` in ``factor`` (:func:`rate_learning`'s)."""
-    return (index, factor) if by_factor else index
+    return rate_learning(model, tuple(a for a in model.free if a != 1),
+                         tuple(c for c in model.latent if c != second) if ard else (),
+                         per_factor, hierarchical, learn_shape, by_factor, tie={second: first})
 
 
 class _CoupledChains:

@@ -105,7 +105,7 @@ def index_letter(key):
 
 
 def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=False,
-                  learn_shape=False, by_factor=False):
+                  learn_shape=False, by_factor=False, tie=None):
     """The :class:`RateLearning` of ``model``'s ``free`` factors.
 
     Parameters
@@ -131,16 +131,22 @@ def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=Fa
         Tripathi, ICLR 2014, so that a component can be switched off in
         some factors and kept in others), instead of one per component
         shared by every factor that carries it.
+    tie : dict, default=None
+        ``{index: ARD index}``: latent indices that are another's under ARD
+        (RESCAL's second cluster index is its first: the core's row and
+        column take one relevance per cluster).
     """
     ard_indices = tuple(ard_indices)
     unknown = [c for c in ard_indices if c not in model.latent]
     if unknown:
         raise ValueError(f"ARD indices {unknown} are not latent indices of {model.string!r} "
                          f"(latent: {', '.join(model.latent) or 'none'}).")
+    tie = dict(tie or {})
     relevant, learned, entities = [], [], []
     for alpha, factor in enumerate(model.factors):
-        own = (tuple(((c, factor) if by_factor else c, factor.index(c))
-                     for c in ard_indices if c in factor) if alpha in free else ())
+        own = (tuple(((c, factor) if by_factor else c, axis) for c in ard_indices
+                     for axis, letter in enumerate(factor) if tie.get(letter, letter) == c)
+               if alpha in free else ())
         axes = (tuple(i for i, c in enumerate(factor) if c in model.output)
                 if hierarchical and alpha in free else ())
         relevant.append(own)
@@ -154,8 +160,8 @@ def rate_learning(model, free, ard_indices=(), per_factor=False, hierarchical=Fa
                          f"{model.string!r}: their relevance would have no data.")
     if by_factor:
         check_one_index_per_factor(model, relevant)
-    keys = (tuple(key for c in ard_indices for own in relevant for key, _ in own
-                  if index_letter(key) == c) if by_factor else ard_indices)
+    keys = (tuple(dict.fromkeys(key for c in ard_indices for own in relevant for key, _ in own
+                                if index_letter(key) == c)) if by_factor else ard_indices)
     shapes = tuple(bool(learn_shape and alpha in free) for alpha in range(model.n_factors))
     return RateLearning(tuple(relevant), tuple(learned), keys, tuple(entities),
                         shapes if any(shapes) else ())
@@ -446,11 +452,8 @@ class _Hyper:
         log_rate = (np.log(a) + self.log_scale()) if self.scaled else np.log(self.given_rate)
         value = float(np.sum(a * log_rate - gammaln(a)))
         if self.entity_axes:
-            c, s, r = HYPERPRIOR_SHAPE, self.beta_shape, self.beta_rate
-            value += float(np.sum(
-                c * np.log(c * self.mu) - gammaln(c) + (c - 1) * self.beta_log
-                - c * self.mu * self.beta_mean
-                + s - np.log(r) + gammaln(s) + (1 - s) * digamma(s)))
+            value += _hyperprior_terms(HYPERPRIOR_SHAPE * self.mu, self.beta_shape,
+                                       self.beta_rate, self.beta_mean, self.beta_log)
         return value
 
     def terms(self):
@@ -466,6 +469,17 @@ class _Hyper:
             return None
         return np.ascontiguousarray(np.broadcast_to(
             self.shape * self.rho * self.relevance / self.mu, self.mean.shape))
+
+
+def _hyperprior_terms(rate, shape_q, rate_q, mean_q, log_q):
+    """:math:`E \log p(\beta) - E \log q(\beta)` summed over entities, for
+    the hyperprior :math:`\beta \sim \mathrm{Gamma}(c, \text{rate})`
+    (c = :data:`HYPERPRIOR_SHAPE`) and q(β) = Gamma(shape_q, rate_q) with
+    mean ``mean_q`` and :math:`E \log \beta` = ``log_q``."""
+    c = HYPERPRIOR_SHAPE
+    return float(np.sum(c * np.log(rate) - gammaln(c) + (c - 1) * log_q - rate * mean_q
+                        + shape_q - np.log(rate_q) + gammaln(shape_q)
+                        + (1 - shape_q) * digamma(shape_q)))
 
 
 def _joint_priors(learning, means, logs, priors, start, rounds):
@@ -510,7 +524,27 @@ def _joint_priors(learning, means, logs, priors, start, rounds):
             JointStart(lam, {alpha: h.saved() for alpha, h in hyper.items()}))
 
 
-class LearnedRatesKernel:
+class _PriorsOfStateKernel:
+    """A VB kernel whose priors are a function of q (the subclass's
+    ``priors_at(state, priors)``): a step runs the wrapped ``kernel``'s at
+    the priors of the current state, and the objective is the bound at the
+    priors of the state it scores (:math:`\\max_R B(q, R)` over what is
+    learned)."""
+
+    def step(self, state, contractor, priors, with_objective=True):
+        """The kernel's step at the priors of ``state``; its objective, the
+        bound at the priors of the new state."""
+        new, _ = self.kernel.step(state, contractor, self.priors_at(state, priors),
+                                  with_objective=False)
+        return new, VBInfo(objective=self.objective(new, contractor, priors)
+                           if with_objective else None)
+
+    def objective(self, state, contractor, priors):
+        """The bound at the priors of ``state``."""
+        return self.kernel.objective(state, contractor, self.priors_at(state, priors))
+
+
+class LearnedRatesKernel(_PriorsOfStateKernel):
     """VB's kernel with the rates learned at every step (module docstring).
 
     Parameters
@@ -594,20 +628,9 @@ class LearnedRatesKernel:
         found = self._last[3]
         return found.lam if isinstance(found, JointStart) else found
 
-    def step(self, state, contractor, priors, with_objective=True):
-        """The kernel's step at the rates learned from ``state``; its
-        objective, the bound at the rates learned from the new state."""
-        new, _ = self.kernel.step(state, contractor, self.priors_at(state, priors),
-                                  with_objective=False)
-        return new, VBInfo(objective=self.objective(new, contractor, priors)
-                           if with_objective else None)
-
-    def objective(self, state, contractor, priors):
-        """:math:`\\max_R B(q, R)`: the bound at the rates learned from ``state``."""
-        return self.kernel.objective(state, contractor, self.priors_at(state, priors))
 
 
-class NewEntityRatesKernel:
+class NewEntityRatesKernel(_PriorsOfStateKernel):
     """VB's kernel for new samples folded in under hierarchical rates: each
     new sample is an entity the fit has not seen, and its rate is inferred
     with its factor instead of taken at the hyperprior's mean.
@@ -654,20 +677,8 @@ class NewEntityRatesKernel:
         g_shape = c + np.sum(a, axis=summed, keepdims=True)
         g_rate = c + np.sum(r * mean, axis=summed, keepdims=True)
         g_mean, g_log = g_shape / g_rate, digamma(g_shape) - np.log(g_rate)
-        normalizer = float(np.sum(a * (np.log(r) + g_log) - gammaln(a)) + np.sum(
-            c * np.log(c) - gammaln(c) + (c - 1) * g_log - c * g_mean
-            + g_shape - np.log(g_rate) + gammaln(g_shape) + (1 - g_shape) * digamma(g_shape)))
+        normalizer = (float(np.sum(a * (np.log(r) + g_log) - gammaln(a)))
+                      + _hyperprior_terms(c, g_shape, g_rate, g_mean, g_log))
         rates, normalizers = list(priors.rate), list(priors.log_normalizer)
         rates[alpha], normalizers[alpha] = np.ascontiguousarray(r * g_mean), normalizer
         return priors._replace(rate=tuple(rates), log_normalizer=tuple(normalizers))
-
-    def step(self, state, contractor, priors, with_objective=True):
-        """The kernel's step at the rates of the current q(γ)."""
-        new, _ = self.kernel.step(state, contractor, self.priors_at(state, priors),
-                                  with_objective=False)
-        return new, VBInfo(objective=self.objective(new, contractor, priors)
-                           if with_objective else None)
-
-    def objective(self, state, contractor, priors):
-        """The bound at q(γ) maximising it given ``state``."""
-        return self.kernel.objective(state, contractor, self.priors_at(state, priors))
