@@ -76,19 +76,39 @@ def compound_ratio(x, xhat, jump_rate, out):  # pragma: no cover - compiled
         s0, s1 = small_compound_series(min(jump_rate * x[i] * xhat[i], SMALL_Z))
         out[i] = s0 / s1 / xhat[i] * (x[i] != 0.0)
     for block in numba.prange((x.size + MIDDLE_BLOCK - 1) // MIDDLE_BLOCK):
-        start = block * MIDDLE_BLOCK
-        stop = min(start + MIDDLE_BLOCK, x.size)
-        index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
-        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
+        _past_small_block(x, xhat, jump_rate, out, block, False)
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath={"contract"})
+def _past_small_block(x, xhat, jump_rate, out, block, with_log):  # pragma: no cover - compiled
+    """The ratio of block ``block``'s entries whose z lies above SMALL_Z,
+    into ``out``: those below SERIES_LIMIT gathered and taken together by
+    the Chebyshev interpolants, the rest (Hankel's expansion) one by one.
+    Returns the sum of their log S with ``with_log``, else 0."""
+    start = block * MIDDLE_BLOCK
+    stop = min(start + MIDDLE_BLOCK, x.size)
+    index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
+    logs = np.empty(MIDDLE_BLOCK if with_log else 0)
+    m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
+    if with_log:
         for k in range(m):
-            z[k] = middle_count_mean(z[k])
+            logs[k] = middle_log_sum(z[k])
+    for k in range(m):
+        z[k] = middle_count_mean(z[k])
+    total = 0.0
+    for k in range(m):
+        out[index[k]] = z[k] / xhat[index[k]]
+    if with_log:
         for k in range(m):
-            out[index[k]] = z[k] / xhat[index[k]]
-        if above:
-            for i in range(start, stop):
-                value = jump_rate * x[i] * xhat[i]
-                if value >= SERIES_LIMIT:
-                    out[i] = compound_count_mean(value) / xhat[i]
+            total += logs[k]
+    if above:
+        for i in range(start, stop):
+            value = jump_rate * x[i] * xhat[i]
+            if value >= SERIES_LIMIT:
+                out[i] = compound_count_mean(value) / xhat[i]
+                if with_log:
+                    total += compound_log_sum(value)
+    return total
 
 
 @parallel_kernel(fastmath={"contract"})  # as compound_ratio
@@ -98,26 +118,7 @@ def _compound_ratio_and_log_terms(x, xhat, jump_rate, out, block_sums):  # pragm
     # by the fixed polynomials (vector lanes): the small z's ratio into out
     # and log S = log(z S₁) into xhat, 0 there for the others and the zeros.
     for block in numba.prange(block_sums.size):
-        start = block * MIDDLE_BLOCK
-        stop = min(start + MIDDLE_BLOCK, x.size)
-        index, z = np.empty(MIDDLE_BLOCK, dtype=np.int64), np.empty(MIDDLE_BLOCK)
-        logs = np.empty(MIDDLE_BLOCK)
-        m, above = middle_entries(x, xhat, jump_rate, start, stop, index, z)
-        for k in range(m):
-            logs[k] = middle_log_sum(z[k])
-        for k in range(m):
-            z[k] = middle_count_mean(z[k])
-        total = 0.0
-        for k in range(m):
-            out[index[k]] = z[k] / xhat[index[k]]
-            total += logs[k]
-        if above:
-            for i in range(start, stop):
-                value = jump_rate * x[i] * xhat[i]
-                if value >= SERIES_LIMIT:
-                    out[i] = compound_count_mean(value) / xhat[i]
-                    total += compound_log_sum(value)
-        block_sums[block] = total
+        block_sums[block] = _past_small_block(x, xhat, jump_rate, out, block, True)
     for i in numba.prange(x.size):
         value = xhat[i]
         z = jump_rate * x[i] * value

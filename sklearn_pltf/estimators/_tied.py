@@ -20,7 +20,7 @@ from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference._driver import OptimizerProblem
-from ..inference._hyperparameters import LearnedRatesKernel, RateLearning
+from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
 from ..inference._relevance import hold_learned_rates
 from ..inference.relational import rescal, rescal_gibbs
 from ..inference.relational._relational import (drop_relation_axis, relational_data,
@@ -30,7 +30,7 @@ from ..inference.relational.structure import RESCAL_MODEL, tied_structure
 from ._fitting import FittedModel, fit_by_optimizer
 from ._relevance import check_learning, learned_kinds, set_learned_attributes
 
-__all__ = ["TiedFit", "rescal_learning"]
+__all__ = ["TiedFit", "rescal_learning", "tied_rate_learning"]
 
 
 def _rescal_kernels(learning):
@@ -41,8 +41,9 @@ def _rescal_kernels(learning):
 
 
 def rescal_learning(ard, per_factor, hierarchical=False, learn_shape=False):
-    """The rates RESCAL learns, on its canonical ``(A, A, G)``: with ``ard``
-    a relevance λ per cluster, the rate of A(i, a) ``shape · λ_a`` and of
+    """The rates RESCAL learns, on its canonical ``(A, A, G)``
+    (:func:`tied_rate_learning` of ``"ia,jb,abk->ijk"``): with ``ard`` a
+    relevance λ per cluster, the rate of A(i, a) ``shape · λ_a`` and of
     G(a, b, k) ``shape · λ_a λ_b`` (a cluster switched off leaves no mass in
     A's column nor in G's row and column); with ``per_factor`` (and no
     ``ard``) one rate for A and one for G; with ``hierarchical``, a rate per
@@ -51,14 +52,28 @@ def rescal_learning(ard, per_factor, hierarchical=False, learn_shape=False):
     prior shapes of A and G; None if none."""
     if not (ard or per_factor or hierarchical or learn_shape):
         return None
-    entities = ((0,), (), (2,)) if hierarchical else ()
-    shapes = (True, False, True) if learn_shape else ()
-    if ard:
-        return RateLearning(relevant=((("a", 1),), (), (("a", 0), ("a", 1))),
-                            per_factor=(False, False, False), indices=("a",),
-                            entity_axes=entities, learn_shape=shapes)
-    return RateLearning(relevant=((), (), ()), per_factor=(per_factor, False, per_factor),
-                        indices=(), entity_axes=entities, learn_shape=shapes)
+    return tied_rate_learning(Model.parse(RESCAL_MODEL), ard, per_factor, hierarchical,
+                              learn_shape)
+
+
+def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_factor=False):
+    """What a model with RESCAL's tie learns of its priors
+    (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning` on its
+    positions A, A, G, then any other tensors' own factors in a coupled
+    model).
+
+    :func:`~sklearn_pltf.inference._hyperparameters.rate_learning` with the
+    tie read into it: the second entity factor is A itself and learns
+    nothing of its own, and its cluster index is the first's, so under ARD
+    a cluster's relevance λ_a sets the rate of A's column, of G's row and
+    column (``λ_a λ_b``) and of every other factor that carries it; with
+    ``by_factor``, A, G and every other factor have relevances of their own
+    (G's one per cluster, on its row and column).
+    """
+    first, second = model.factors[0][1], model.factors[1][1]
+    return rate_learning(model, tuple(a for a in model.free if a != 1),
+                         tuple(c for c in model.latent if c != second) if ard else (),
+                         per_factor, hierarchical, learn_shape, by_factor, tie={second: first})
 
 
 class TiedFit:

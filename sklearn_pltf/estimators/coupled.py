@@ -33,6 +33,7 @@ from ._fitting import fit_by_optimizer, optimizer_start
 from ._relevance import (LEARNED_ATTRIBUTES, given_priors, learned_kinds,
                          set_learned_attributes)
 from ._sampled import fit_sampler
+from ._tied import tied_rate_learning
 from ._validation import check_entry_indices, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
@@ -63,26 +64,6 @@ def _tied_layout(models, tied_factors):
             f"(cluster, cluster, relation); any letters) with tied_factors={{1: 0}}; got "
             f"{models[0].string!r} with {tied_factors}.")
     return structure
-
-
-def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_factor=False):
-    """What a coupled model with RESCAL's tie learns of its priors
-    (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning` on the
-    joint positions A, A, G, then the other tensors' own factors).
-
-    As :func:`~sklearn_pltf.inference._hyperparameters.rate_learning`, with
-    the tie read into it (as :func:`~._tied.rescal_learning` does for
-    RESCAL alone): the second entity factor is A itself and learns nothing
-    of its own, and its cluster index is the first's, so under ARD a
-    cluster's relevance λ_a sets the rate of A's column, of G's row and
-    column (``λ_a λ_b``) and of every other factor that carries it; with
-    ``by_factor``, A, G and every other factor have relevances of their own
-    (G's one per cluster, on its row and column).
-    """
-    first, second = model.factors[0][1], model.factors[1][1]
-    return rate_learning(model, tuple(a for a in model.free if a != 1),
-                         tuple(c for c in model.latent if c != second) if ard else (),
-                         per_factor, hierarchical, learn_shape, by_factor, tie={second: first})
 
 
 class _CoupledChains:

@@ -391,13 +391,9 @@ class _Hyper:
         elements; then μ = (number of entities) / Σ E[β] where learned."""
         if not self.entity_axes:
             return
-        c = HYPERPRIOR_SHAPE
         a = self.shape
-        self.beta_shape = c + np.sum(a, axis=self.summed, keepdims=True)
-        self.beta_rate = c * self.mu + np.sum(a * self.rho * self.relevance * self.mean,
-                                              axis=self.summed, keepdims=True)
-        self.beta_mean = self.beta_shape / self.beta_rate
-        self.beta_log = digamma(self.beta_shape) - np.log(self.beta_rate)
+        self.beta_shape, self.beta_rate, self.beta_mean, self.beta_log = _entity_rates_q(
+            HYPERPRIOR_SHAPE * self.mu, a, a * self.rho * self.relevance * self.mean, self.summed)
         if self.learns_mu:
             self.mu = float(self.beta_mean.size / np.sum(self.beta_mean))
 
@@ -471,11 +467,21 @@ class _Hyper:
             self.shape * self.rho * self.relevance / self.mu, self.mean.shape))
 
 
+def _entity_rates_q(rate, shapes, weighted, summed):
+    """q(β_e) = Gamma(c + Σ a, rate + Σ a s E[Z]) over each entity's elements
+    (``shapes``: their prior shapes a; ``weighted``: a s E[Z], s the rest of
+    their rate; ``summed``: the axes that are not the entity's), for the
+    hyperprior β ~ Gamma(c, ``rate``): its shape, rate, mean and E log β."""
+    shape_q = HYPERPRIOR_SHAPE + np.sum(shapes, axis=summed, keepdims=True)
+    rate_q = rate + np.sum(weighted, axis=summed, keepdims=True)
+    return shape_q, rate_q, shape_q / rate_q, digamma(shape_q) - np.log(rate_q)
+
+
 def _hyperprior_terms(rate, shape_q, rate_q, mean_q, log_q):
-    """:math:`E \log p(\beta) - E \log q(\beta)` summed over entities, for
-    the hyperprior :math:`\beta \sim \mathrm{Gamma}(c, \text{rate})`
+    """:math:`E \\log p(\\beta) - E \\log q(\\beta)` summed over entities, for
+    the hyperprior :math:`\\beta \\sim \\mathrm{Gamma}(c, \\text{rate})`
     (c = :data:`HYPERPRIOR_SHAPE`) and q(β) = Gamma(shape_q, rate_q) with
-    mean ``mean_q`` and :math:`E \log \beta` = ``log_q``."""
+    mean ``mean_q`` and :math:`E \\log \\beta` = ``log_q``."""
     c = HYPERPRIOR_SHAPE
     return float(np.sum(c * np.log(rate) - gammaln(c) + (c - 1) * log_q - rate * mean_q
                         + shape_q - np.log(rate_q) + gammaln(shape_q)
@@ -629,7 +635,6 @@ class LearnedRatesKernel(_PriorsOfStateKernel):
         return found.lam if isinstance(found, JointStart) else found
 
 
-
 class NewEntityRatesKernel(_PriorsOfStateKernel):
     """VB's kernel for new samples folded in under hierarchical rates: each
     new sample is an entity the fit has not seen, and its rate is inferred
@@ -674,9 +679,7 @@ class NewEntityRatesKernel(_PriorsOfStateKernel):
         r = np.broadcast_to(priors.rate[alpha], mean.shape)
         summed = tuple(i for i in range(mean.ndim) if i != self.axis)
         c = HYPERPRIOR_SHAPE
-        g_shape = c + np.sum(a, axis=summed, keepdims=True)
-        g_rate = c + np.sum(r * mean, axis=summed, keepdims=True)
-        g_mean, g_log = g_shape / g_rate, digamma(g_shape) - np.log(g_rate)
+        g_shape, g_rate, g_mean, g_log = _entity_rates_q(c, a, r * mean, summed)
         normalizer = (float(np.sum(a * (np.log(r) + g_log) - gammaln(a)))
                       + _hyperprior_terms(c, g_shape, g_rate, g_mean, g_log))
         rates, normalizers = list(priors.rate), list(priors.log_normalizer)
