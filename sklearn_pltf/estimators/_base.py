@@ -28,17 +28,17 @@ from ..engine._contract import full_xhat, make_contractor
 from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference import em, gibbs, vb
+from ..inference import em, vb
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._common import gamma_priors, priors_for
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
+from ..inference._methods import METHODS, choose_evidence, method_names
 from ..inference._driver import OptimizerProblem, Settings
 from ..inference._hyperparameters import LearnedRatesKernel, NewEntityRatesKernel
 from ..inference._svd_start import svd_start
 from ..engine.distributed import block_grid
 from ..engine.model import Model
-from ..evidence import _posterior as _mcmc
 from ..inference._predictive import predictive_at_entries
 from ..inference._relevance import hold_learned_rates
 from ._relevance import check_learning, given_priors, learning_of, set_learned_attributes
@@ -91,7 +91,7 @@ class BasePoissonPLTF(BaseFactorization):
 
     _parameter_constraints: dict = {
         "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson],
-        "method": [StrOptions({"vb", "em", *_mcmc.SAMPLERS})],
+        "method": [StrOptions(set(method_names("poisson")))],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict,
                         StrOptions({"auto"})],
@@ -209,9 +209,9 @@ class BasePoissonPLTF(BaseFactorization):
         """None where VB or EM fits array-API input where it lives (the dense
         engine, :mod:`sklearn_pltf.engine._array_contract`); else what refuses it."""
         asked = []
-        if self.method not in _KERNELS:
+        if not METHODS[self.method].array_api:
             asked.append(f"method={self.method!r}")
-        if self.evidence not in ("auto", "vb", None):
+        if self.evidence not in ("auto", *METHODS[self.method].evidence, None):
             asked.append(f"evidence={self.evidence!r}")
         if not isinstance(self.likelihood, str) or self.likelihood not in ("poisson", "bernoulli"):
             asked.append("likelihood='compound_poisson'")
@@ -250,14 +250,14 @@ class BasePoissonPLTF(BaseFactorization):
         SADA and the SVD start need the data in one process."""
         if (isinstance(self.init, str) and self.init == "svd") or self._has_tied_factor():
             return False  # the SVD, and a tie's row updates, pair entries across blocks
-        n_blocks = self._sgld_settings()["n_blocks"]
-        return self.method in _KERNELS or (self.method == "sgld" and n_blocks is not None)
+        how, n_blocks = METHODS[self.method].distributed, self._sgld_settings()["n_blocks"]
+        return how == "whole" or (how == "blocks" and n_blocks is not None)
 
     @property
     def _distributed_chunks(self):
         """For SGLD, the chunking of a Dask array into its parallel blocks."""
         n_blocks = self._sgld_settings()["n_blocks"]
-        if self.method != "sgld" or n_blocks is None:
+        if METHODS[self.method].distributed != "blocks" or n_blocks is None:
             return None
         return functools.partial(block_grid, n_blocks=n_blocks)
 
@@ -269,21 +269,23 @@ class BasePoissonPLTF(BaseFactorization):
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         tie = self._tie(model)
-        evidence = (self._evidence_method(data.is_sparse) if tie is None
-                    else tie.evidence_method(data.is_sparse))
+        method = METHODS[self.method]
+        # AIS from the prior is far too short for real data: where no start
+        # can be fitted to the posterior, "auto" passes it over (Chib then).
+        free = tuple(a for a in model.free if a not in fixed)
+        evidence = choose_evidence(
+            self.method, self.evidence, "poisson" if tie is None else "tied",
+            sparse=data.is_sparse,
+            passed_over=() if has_posterior_start(model, free, tuple(fixed)) else ("ais",))
         if data.is_array_api:  # every factor where the data live
             fixed = {a: like(f, data.dense) for a, f in fixed.items()}
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = priors_for(self._gamma_priors(model), data)
         learning = self._rate_learning_for(model) if tie is None else tie.rate_learning(model)
-        if (self.evidence == "auto" and evidence == "ais"
-                and not has_posterior_start(model, priors.free, tuple(fixed))):
-            # AIS from the prior is far too short for real data; Chib then.
-            evidence = "chib"
-        if self.method == "em":
+        if method.mode:  # which needs shapes of at least 1
             em.check_priors(priors)
         first_start = self._first_start(model, data, fixed)
-        if self.method in _mcmc.SAMPLERS:
+        if method.sampler:
             state = fit_sampler(self, data, model, priors, fixed, rng, evidence, tie)
             fitted, folded_in = FittedModel(model, priors, None, _sample_start(model, state)), False
         else:
@@ -295,7 +297,7 @@ class BasePoissonPLTF(BaseFactorization):
             # The path starts from a Gamma fit to the fitted posterior marginals
             # (EM has none: from the prior). Its own stream, spawned after the
             # method's: the fit is the same with or without it.
-            start = (None if self.method == "em"
+            start = (None if method.mode
                      else posterior_start(model, state.mean, state.geometric, held=tuple(fixed)))
             estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed, start=start,
                                         verbose=self.verbose, likelihood=self.likelihood)
@@ -319,7 +321,7 @@ class BasePoissonPLTF(BaseFactorization):
         warm = self._warm_start_requested() and hasattr(self, "model_") and self.model_ == model
         if not warm and (isinstance(init, str) and init == "random"):
             return None
-        if self.method not in _KERNELS:
+        if not METHODS[self.method].takes_start:
             raise ValueError(
                 f"init and warm_start set where VB and EM start; method={self.method!r} "
                 "starts its chains at random and forgets the start in the warm-up: leave "
@@ -329,34 +331,6 @@ class BasePoissonPLTF(BaseFactorization):
         if isinstance(init, str):  # "svd"
             return svd_start(model, data, model.free, fixed)
         return given_start(model, init)
-
-    def _evidence_method(self, data_is_sparse=False):
-        """The evidence estimator ``evidence`` asks for, checked against ``method``."""
-        sampler = self.method in _mcmc.SAMPLERS
-        if self.evidence == "auto":
-            if self.method == "sgld":
-                return "sti"
-            if sampler:
-                return "chib" if data_is_sparse else "ais"
-            return "vb" if self.method == "vb" else None
-        if self.evidence == "vb" and self.method != "vb":
-            raise ValueError(f"evidence='vb' is the variational bound: it needs method='vb', got {self.method!r}.")
-        if self.evidence == "chib" and self.method not in gibbs.SWEEPS:
-            raise ValueError(
-                f"evidence='chib' is estimated from Gibbs runs: it needs method='gibbs' or "
-                f"'sada', got {self.method!r}."
-            )
-        if self.evidence == "ais" and data_is_sparse:
-            raise ValueError(
-                "evidence='ais' runs on dense data for now; for sparse data use evidence='chib' "
-                "(method='gibbs' or 'sada') or 'sti' (method='sgld')."
-            )
-        if self.evidence == "sti" and self.method != "sgld":
-            raise ValueError(
-                f"evidence='sti' integrates over SGLD runs at a ladder of temperatures: it needs "
-                f"method='sgld', got {self.method!r}."
-            )
-        return self.evidence
 
     def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start, learning):
         """VB or EM: restarts to convergence (the first from ``first_start``,
@@ -684,7 +658,7 @@ class BasePoissonPLTF(BaseFactorization):
         """How new samples are folded in: EM for an EM fit, else VB (a sampler
         fit's other factors are held at their posterior mean and geometric
         mean exp E[log Z])."""
-        return "em" if self.method == "em" else "vb"
+        return METHODS[self.method].fold_in
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

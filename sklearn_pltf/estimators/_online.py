@@ -21,6 +21,7 @@ from ..engine._contract import make_contractor
 from ..engine._likelihood import get_likelihood
 from ..engine._random import as_generator
 from ..inference import svi
+from ..inference._methods import require
 from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
@@ -91,10 +92,8 @@ class OnlineVBMixin:
         """
         if input_namespace(X) is not None:
             raise TypeError(array_api_refusal(f"{type(self).__name__}.partial_fit"))
-        if self.method != "vb":
-            raise ValueError(
-                f"partial_fit is stochastic variational inference: it needs method='vb', got "
-                f"{self.method!r}.")
+        require(self.method, "poisson", "streams", "partial_fit is stochastic variational "
+                "inference: it needs")
         if self.prune:
             raise ValueError(
                 "partial_fit keeps the model's sizes from batch to batch: prune=True, which "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference._hyperparameters import index_letter, rate_learning
+from ..inference._methods import require
 
 __all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
            "learned_kinds", "given_priors", "set_learned_attributes", "check_learning"]
@@ -98,13 +99,12 @@ def check_learning(estimator, learning):
                          "ard=True.")
     if learning is None:
         return
-    if estimator.method != "vb":
-        raise ValueError(
+    # (EM cannot: the posterior mode taken jointly over the factors and their
+    # rates does not exist, a factor at zero under a rate that grows without
+    # bound having unbounded density.)
+    require(estimator.method, "poisson", "learns_priors",
             "prior_rate='auto' or 'hierarchical', prior_shape='auto' and ard=True learn the "
-            "prior with variational Bayes: they need "
-            f"method='vb', got {estimator.method!r}. (The posterior mode taken jointly over "
-            "the factors and their rates does not exist: a factor at zero under a rate that "
-            "grows without bound has unbounded density.)")
+            "prior by the evidence: they need")
     if estimator.evidence not in ("auto", "vb", None):
         raise ValueError(
             f"evidence={estimator.evidence!r} with learned rates: the evidence is the VB "

@@ -19,6 +19,7 @@ from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference._diagnostics import RHAT_LIMIT, chain_lengths, split_rhat, warm_up_until_mixed
 from ..inference._inference_data import export_inference_data, factor_names_of
+from ..inference._methods import METHODS, method_names
 
 __all__ = ["DEFAULT_N_DRAWS", "DEFAULT_N_WARMUP", "chain_settings", "export_draws", "fit_sampler",
            "warn_unless_mixed"]
@@ -82,17 +83,17 @@ def fit_sampler(estimator, data, model, priors, fixed, rng, evidence, tie=None):
     ``n_init`` chains, their pooled posterior means (the state returned),
     and Chib's or STI's evidence, set as the estimator's attributes
     (``tie``: a model with chains of its own, :class:`~._tied.TiedFit` or
-    a coupled fit: its ``sample_posterior``, ``per_token_methods`` and
+    a coupled fit: its ``family``, ``sample_posterior`` and
     ``check_log_evidence``). With
     ``n_warmup="auto"`` the chains run again with a longer warm-up until
     they mix (:func:`~sklearn_pltf.inference._diagnostics.warm_up_until_mixed`);
     Chib's estimate is made once, from the chains kept."""
     est, method = estimator, estimator.method
-    # The samplers that draw a uniform for every token (count) in each sweep.
-    per_token = ("gibbs",) if tie is None else tie.per_token_methods
-    if method in per_token and est.likelihood == "poisson":
+    family = "poisson" if tie is None else tie.family
+    # A sampler that draws a uniform for every token (count) in each sweep.
+    if family in METHODS[method].per_token and est.likelihood == "poisson":
         data.require_integer(f"method={method!r}")
-        others = [repr(m) for m in ("vb", "sgld", "sada") if m not in per_token]
+        others = [repr(m) for m in method_names(family) if family not in METHODS[m].per_token]
         data.require_tokens_in_memory(
             f"method={method!r}", bytes_per_token=8,
             remedy=(f"Use method={', '.join(others[:-1])} or {others[-1]}, or scale the "
@@ -179,7 +180,7 @@ def _sample_posterior(est, data, model, priors, fixed, rng, evidence, common):
     common = dict(common)
     if data.is_distributed:  # the chains run one after another, each over the cluster
         common["n_jobs"] = 1
-    if est.method == "sgld":
+    if METHODS[est.method].minibatch:
         settings = est._sgld_settings()
         make_target = functools.partial(_mcmc.poisson_target, model, data, est.likelihood,
                                         priors, fixed, settings["batch_size"],

@@ -21,8 +21,9 @@ from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference._driver import OptimizerProblem
 from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
+from ..inference._methods import METHODS
 from ..inference._relevance import hold_learned_rates
-from ..inference.relational import rescal, rescal_gibbs
+from ..inference.relational import rescal
 from ..inference.relational._relational import (drop_relation_axis, relational_data,
                                                  with_relation_axis, without_relation_axis)
 from ..inference.relational.rescal_sgld import RescalTarget
@@ -90,8 +91,8 @@ class TiedFit:
     attributes written, as the base's own steps do.
     """
 
-    #: Samplers drawing a uniform per token in each sweep (Gibbs and SADA here).
-    per_token_methods = tuple(rescal_gibbs.SWEEPS)
+    #: Its family in the table of methods (:mod:`sklearn_pltf.inference._methods`).
+    family = "tied"
 
     def __init__(self, estimator, model, tied):
         shape = model.observed_shape
@@ -103,18 +104,6 @@ class TiedFit:
         self.structure = tied_structure(model, tied)
 
     # ------------------------------------------------------- before the fit
-
-    def evidence_method(self, data_is_sparse):
-        """The estimator's, with Chib's the default of Gibbs and SADA; AIS is
-        not built for a tied factor."""
-        est = self.estimator
-        if est.evidence == "ais":
-            raise ValueError(
-                "evidence='ais' is not built for a model with a tied factor: use the VB bound, "
-                "Chib's estimate (method='gibbs' or 'sada') or STI (method='sgld').")
-        if est.evidence == "auto" and est.method in rescal_gibbs.SWEEPS:
-            return "chib"
-        return est._evidence_method(data_is_sparse)
 
     def rate_learning(self, model):
         """:func:`rescal_learning`: a relevance per entity cluster."""
@@ -207,7 +196,7 @@ class TiedFit:
         est, structure = self.estimator, self.structure
         relational, canonical_priors = self._relational(data, priors)
         r = structure.canonical.sizes["a"]
-        if est.method == "sgld":
+        if METHODS[est.method].minibatch:
             settings = est._sgld_settings()
             if settings["n_blocks"] is not None:
                 raise ValueError(

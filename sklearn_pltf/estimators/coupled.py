@@ -20,11 +20,13 @@ from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
 from ..engine._random import as_generator
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
-from ..inference import em, gibbs, vb
+from ..inference import em, vb
+from ..inference._states import VBState
 from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
+from ..inference._methods import METHODS, choose_evidence, method_names, require
 from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
 from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem, Settings
@@ -72,7 +74,7 @@ class _CoupledChains:
     built in each chain's worker) and the evidence's check against the
     tensors' saturated log-likelihoods."""
 
-    per_token_methods = ("gibbs",)
+    family = "coupled"
 
     def __init__(self, method, likelihoods):
         self.method, self.likelihoods = method, likelihoods
@@ -273,7 +275,7 @@ class CoupledPLTF(BaseEstimator):
         "models": ["array-like"],
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
         "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson, list, tuple],
-        "method": [StrOptions(set(_KERNELS) | set(gibbs.SWEEPS))],
+        "method": [StrOptions(set(method_names("coupled")))],
         "evidence": [StrOptions({"auto", "vb", "chib"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "prior_rate": [Interval(Real, 0, None, closed="neither"),
@@ -345,15 +347,16 @@ class CoupledPLTF(BaseEstimator):
         models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
         learning = self._rate_learning(model)
-        evidence = self._evidence_method()
-        if self.method == "em" and self.prior_shape < 1:
+        method = METHODS[self.method]
+        evidence = choose_evidence(self.method, self.evidence, "coupled")
+        if method.mode and self.prior_shape < 1:
             raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
         priors = gamma_priors(model, *given_priors(self))
         weights = self._weights(len(models))
         generator = as_generator(self.random_state)
         for stale in _METHOD_ATTRIBUTES + LEARNED_ATTRIBUTES:  # a refit may set others
             self.__dict__.pop(stale, None)
-        if self.method in gibbs.SWEEPS:
+        if method.sampler:
             state = self._fit_sampler(model, datas, likelihoods, priors, weights, generator,
                                       evidence)
         else:
@@ -442,30 +445,15 @@ class CoupledPLTF(BaseEstimator):
         return fit_sampler(self, CoupledData(datas), model, priors, {}, generator, evidence,
                            tie=_CoupledChains(self.method, tuple(likelihoods)))
 
-    def _evidence_method(self):
-        """The evidence ``evidence`` asks for, checked against ``method``."""
-        sampler = self.method in gibbs.SWEEPS
-        if self.evidence == "auto":
-            return "chib" if sampler else "vb" if self.method == "vb" else None
-        if self.evidence == "vb" and self.method != "vb":
-            raise ValueError("evidence='vb' is the variational bound: it needs method='vb', "
-                             f"got {self.method!r}.")
-        if self.evidence == "chib" and not sampler:
-            raise ValueError("evidence='chib' is estimated from Gibbs runs: it needs "
-                             f"method='gibbs' or 'sada', got {self.method!r}.")
-        return self.evidence
-
     def _rate_learning(self, model):
         """What the fit learns of the priors
         (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning`), or None."""
         per_factor, hierarchical, learn_shape = learned_kinds(self)
         if not (self.ard or per_factor or hierarchical or learn_shape):
             return None
-        if self.method != "vb":
-            raise ValueError("Learned prior rates, shapes and relevances (prior_rate='auto' or "
-                             "'hierarchical', prior_shape='auto', ard=True or 'factor') need "
-                             "method='vb', "
-                             f"got {self.method!r}.")
+        require(self.method, "coupled", "learns_priors",
+                "Learned prior rates, shapes and relevances (prior_rate='auto' or "
+                "'hierarchical', prior_shape='auto', ard=True or 'factor') need")
         if self.ard and not model.latent:
             raise ValueError(f"ard={self.ard!r} asks for a relevance per component, and "
                              f"{model.string!r} has no latent index to give one to.")
@@ -607,7 +595,7 @@ class CoupledPLTF(BaseEstimator):
             dict ``{index: array}`` where there are several latent indices.
         """
         check_is_fitted(self)
-        if self.method != "vb" or self.tied_factors:
+        if not isinstance(self._state, VBState) or self.tied_factors:
             raise ValueError("components_by_tensor reads the VB bound: it needs method='vb' "
                              "and no tied_factors.")
         if self.prior_rate == "hierarchical":

@@ -16,6 +16,7 @@ from ..evidence._checks import check_log_evidence
 from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
+from ..inference._methods import choose_evidence, method_names
 from ..inference._cp_stats import CPStatistics
 from ..inference._diagnostics import chain_lengths, warm_up_until_mixed
 from ..engine.model import Model, cp_model_string
@@ -209,7 +210,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "nonnegative": ["boolean"],
-        "method": [StrOptions({"gibbs", "hmc"})],
+        "method": [StrOptions(set(method_names("gaussian")))],
         "evidence": [StrOptions({"auto", "ais", "chib"}), None],
         "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "n_draws": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -301,24 +302,21 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         chain_rng, evidence_rng = rng.spawn(2)
         model = Model.parse(cp_model_string(data.ndim)).bind(data.shape,
                                                              {"z": self.n_components})
-        evidence = self.evidence
-        if evidence == "auto":
-            # Where the Gamma start cannot mix over the labels (more than 12
-            # components: posterior_start gives None), AIS would run from the
-            # prior, far too short a path for real data: Chib then, as the
-            # Poisson estimators do.
-            evidence = ("chib" if data.is_sparse or not self.nonnegative or self.ard
-                        or not has_posterior_start(model, tuple(range(data.ndim))) else "ais")
-        if evidence == "ais" and self.ard:
-            raise ValueError("evidence='ais' integrates each column's own hyper-parameters out; "
-                             "with ard=True (one variance per component over every mode) use "
-                             "evidence='chib'.")
-        if evidence == "ais" and data.is_sparse:
-            raise ValueError("evidence='ais' runs on dense data; for sparse data use "
-                             "evidence='chib'.")
-        if evidence == "ais" and not self.nonnegative:
-            raise ValueError("evidence='ais' runs on the log-factors of non-negative factors; "
-                             "with nonnegative=False use evidence='chib'.")
+        # AIS runs on the log-factors of non-negative factors, integrating
+        # each column's own hyper-parameters out; where the Gamma start cannot
+        # mix over the labels (posterior_start gives None), AIS would run from
+        # the prior, far too short a path for real data: Chib then ("auto").
+        refused = {}
+        if self.ard:
+            refused["ais"] = ("evidence='ais' integrates each column's own hyper-parameters out; "
+                              "with ard=True (one variance per component over every mode) use "
+                              "evidence='chib'.")
+        if not self.nonnegative:
+            refused.setdefault("ais", "evidence='ais' runs on the log-factors of non-negative factors; "
+                              "with nonnegative=False use evidence='chib'.")
+        evidence = choose_evidence(
+            self.method, self.evidence, "gaussian", sparse=data.is_sparse, refused=refused,
+            passed_over=() if has_posterior_start(model, tuple(range(data.ndim))) else ("ais",))
         self.model_ = model
         lengths = chain_lengths(self.n_warmup, self.n_draws, DEFAULT_N_WARMUP, DEFAULT_N_DRAWS)
         chain, n_warmup = self._run_chains(chain_rng, stats, priors, lengths)

@@ -6,7 +6,7 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..inference.relational import rescal_gibbs
+from ..inference._methods import method_names
 from ._base import BasePoissonPLTF
 from ._named import fill_doc
 from ..inference.relational.structure import RESCAL_MODEL, SINGLE_RELATION_MODEL
@@ -175,7 +175,7 @@ class BayesianRESCAL(BasePoissonPLTF):
         **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
            if name not in _NOT_OFFERED},
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "method": [StrOptions({"vb", "em", *rescal_gibbs.SWEEPS, "sgld"})],
+        "method": [StrOptions(set(method_names("tied")))],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
         "init": [StrOptions({"auto", "mode", "random"})],
     }

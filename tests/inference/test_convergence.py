@@ -89,8 +89,19 @@ def test_squarem_reaches_the_plain_limit_in_fewer_sweeps(method):
     # Both at the limit from the same start; 1e-6 relative covers EM's slow
     # tail (it gains ~1e-9 nats a sweep long before it is there).
     np.testing.assert_allclose(accelerated.lower_bounds_[-1], plain.lower_bounds_[-1], rtol=1e-6)
-    sweeps = 1 + 3 * (accelerated.n_iter_ - 1)  # a first step, then cycles of three
-    assert sweeps < plain.n_iter_ / 2
+    # Sweeps until each is within 1e-6 nats of the plain limit (plain: about
+    # 113-125, SQUAREM: 31-34). Not the sweeps to the stopping rule at
+    # tol=1e-9: both then spend a tail at the bound's rounding, whose length
+    # follows the CPU's vector kernels (SQUAREM's total was 64 sweeps with
+    # AVX-512, 85 with AVX2, against plain's 166).
+    limit = plain.lower_bounds_[-1]
+
+    def first_within(bounds):
+        return int(np.argmax(np.asarray(bounds) >= limit - 1e-6))
+
+    plain_sweeps = 1 + first_within(plain.lower_bounds_)
+    sweeps = 1 + 3 * first_within(accelerated.lower_bounds_)  # a first step, then cycles of three
+    assert sweeps < plain_sweeps / 2
 
 
 def test_a_refused_extrapolation_keeps_the_plain_steps(monkeypatch):
