@@ -10,7 +10,9 @@ The page is generated: edit this file or rerun the suite, never the page
 from __future__ import annotations
 
 import argparse
+import ast
 import glob
+import itertools
 import json
 import os
 import statistics
@@ -18,7 +20,10 @@ import statistics
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 PAGE = os.path.join(HERE, "README.md")
-FAMILY_ORDER = ("nmf", "large", "cp", "oslo", "compound", "scaling")
+SUITE = os.path.join(HERE, "suite")
+#: Every family of the suite (``suite.FAMILIES``), in the page's order.
+FAMILY_ORDER = ("nmf", "large", "cp", "oslo", "compound", "scaling", "binary", "coupled",
+                "online", "dask", "samplers", "threads", "neighbour")
 GPU_RESULTS = "gpu.jsonl"
 
 HEADER = """\
@@ -37,6 +42,8 @@ edit the suite or rerun it, not this page.*
 python -m pip install ".[bench]"
 python benchmarks/run.py --quick   # every family at small sizes (results/quick/, not kept)
 python benchmarks/run.py           # full sizes: results/<family>.json
+python benchmarks/run.py threads   # one family
+python benchmarks/run_gpu.py       # on a machine with a GPU and PyTorch: results/gpu.jsonl
 python benchmarks/make_page.py --figures
 ```
 
@@ -49,8 +56,10 @@ python benchmarks/make_page.py --figures
   plain VB, the bound included) against one peer iteration, from a run of a
   fixed number of them.
 - Seconds are the median of the timed repeats, with their range; **ours / peer**
-  is our median over the peer's (below 1: ours is faster). Peak memory is the
-  resident set's high-water mark above its level before the first timed run.
+  is our median over the peer's (below 1: ours is faster). Where every contender
+  is ours (threads, samplers, batch sizes), **/ baseline** is each one's median
+  over its case's baseline's. Peak memory is the resident set's high-water mark
+  above its level before the first timed run.
 - Quality: the Poisson log-likelihood per entry of the data at each fit's mean
   (higher is better), or the generalised KL divergence (lower is better).
 """
@@ -65,6 +74,22 @@ def load(results_dir=RESULTS):
         records[record["family"]] = (os.path.basename(path), record)
     order = [f for f in FAMILY_ORDER if f in records] + sorted(set(records) - set(FAMILY_ORDER))
     return [records[f] for f in order]
+
+
+def family_text(family):
+    """``(TITLE, ABOUT)`` of ``suite/<family>.py``, read from its source (the
+    page is written without importing the suite)."""
+    with open(os.path.join(SUITE, f"{family}.py")) as f:
+        tree = ast.parse(f.read())
+    values = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+              for target in node.targets if isinstance(target, ast.Name)}
+    return tuple(ast.literal_eval(values[name]) for name in ("TITLE", "ABOUT"))
+
+
+def unmeasured(records):
+    """The families of the suite without a results file, in the page's order."""
+    measured = {record["family"] for _, record in records}
+    return [family for family in FAMILY_ORDER if family not in measured]
 
 
 def _machine(env):
@@ -93,6 +118,8 @@ def _quality(quality):
     for name, value in quality.items():
         if name == "loglik_per_entry":
             parts.append(f"{value:.4f} log-lik/entry")
+        elif name == "heldout_loglik_per_entry":
+            parts.append(f"{value:.4f} held-out log-lik/entry")
         elif name == "generalised_kl":
             parts.append(f"KL {value:.4g}")
         else:
@@ -100,19 +127,28 @@ def _quality(quality):
     return ", ".join(parts) or "—"
 
 
+#: How the page names a count in a contender's ``info``.
+COUNTS = {"n_sweeps": "sweeps", "n_steps": "steps", "n_outer": "outer iter.",
+          "n_passes": "passes"}
+
+
 def _info(info, ours):
     parts = []
     if "n_iter" in info:  # ours: SQUAREM cycles of three sweeps (the first: one sweep)
         parts.append(f"{info['n_iter']} {'cycles' if ours else 'iter.'}")
-    if "n_sweeps" in info:
-        parts.append(f"{info['n_sweeps']} sweeps")
-    if "n_outer" in info:
-        parts.append(f"{info['n_outer']} outer iter.")
+    parts += [f"{info[key]} {name}" for key, name in COUNTS.items() if key in info]
     if info.get("converged") is False:
         parts.append("not converged")
     if "log_evidence" in info:
         parts.append(f"log evidence {info['log_evidence']:.6g}")
+    known = {"n_iter", "converged", "log_evidence", *COUNTS}
+    parts += [f"{key.replace('_', ' ')} {_value(value)}" for key, value in info.items()
+              if key not in known]
     return ", ".join(parts) or "—"
+
+
+def _value(value):
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def _table(case):
@@ -131,6 +167,29 @@ def _table(case):
     return lines + [""]
 
 
+def _compared_table(cases):
+    """One table for a family whose cases each compare our own contenders
+    with a baseline (threads, samplers, batch sizes): the case named on its
+    first row, each contender's median over the baseline's."""
+    quality = any(c["quality"] for case in cases for c in case["contenders"])
+    lines = ["| case | contender | seconds | / baseline |" + (" quality |" if quality else "")
+             + " run | peak MiB |",
+             "|---|---|---|---|" + ("---|" if quality else "") + "---|---|"]
+    for case in cases:
+        base = next(c for c in case["contenders"] if c["name"] == case["baseline"])
+        base_median = statistics.median(base["seconds"])
+        for i, c in enumerate(case["contenders"]):
+            name = (f"{case['name']}, {case['measure']}"
+                    + (f" ({case['notes']})" if case.get("notes") else "")) if i == 0 else ""
+            ratio = "baseline" if c is base else \
+                f"{statistics.median(c['seconds']) / base_median:.2f}"
+            peak = "—" if c["peak_mib"] is None else f"{c['peak_mib']:.0f}"
+            lines.append(f"| {name} | {c['name']} | {_seconds(c['seconds'])} | {ratio} |"
+                         + (f" {_quality(c['quality'])} |" if quality else "")
+                         + f" {_info(c['info'], c['ours'])} | {peak} |")
+    return lines + [""]
+
+
 def render(results_dir=RESULTS):
     """The page's text from the results files in ``results_dir``."""
     records = load(results_dir)
@@ -145,8 +204,13 @@ def render(results_dir=RESULTS):
         lines.append(f"- {machine}{scope}")
     for name, record in records:
         lines += ["", f"## {record['title']}", "", record["about"], ""]
-        for case in record["cases"]:
-            lines += _table(case)
+        for compared, cases in itertools.groupby(record["cases"],
+                                                 lambda case: bool(case.get("baseline"))):
+            if compared:
+                lines += _compared_table(list(cases))
+            else:
+                for case in cases:
+                    lines += _table(case)
         if record["family"] == "scaling":
             lines += ["![Seconds per sweep against the number of entries, log-log]"
                       "(figures/scaling.png)", ""]
@@ -157,11 +221,19 @@ def render(results_dir=RESULTS):
     gpu = os.path.join(results_dir, GPU_RESULTS)
     if os.path.exists(gpu):
         lines += [""] + gpu_section(gpu)
+    missing = unmeasured(records)
+    if missing:
+        lines += ["", "## Not yet measured", "",
+                  "Families of the suite without a results file in `benchmarks/results/`; "
+                  "`python benchmarks/run.py <family>` measures one.", ""]
+        for family in missing:
+            title, about = family_text(family)
+            lines.append(f"- **{title}** (`{family}`): {about}")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def gpu_section(path):
-    """The array-API engine on a GPU, from ``benchmarks/bench_gpu.py``'s JSON
+    """The array-API engine on a GPU, from ``benchmarks/run_gpu.py``'s JSON
     lines (one file; each line names its run and the code it ran)."""
     with open(path) as f:
         rows = [json.loads(line) for line in f if line.strip()]
@@ -169,18 +241,22 @@ def gpu_section(path):
     checks = [r for r in rows if r["kind"] == "check"]
     worst = max(checks, key=lambda r: r["relative_difference"])
     lines = ["## On a GPU (PyTorch, array API)", "",
-             f"`python benchmarks/bench_gpu.py` on {machine['device']} (PyTorch "
+             f"`python benchmarks/run_gpu.py` on {machine['device']} (PyTorch "
              f"{machine['torch']}, {machine['cpu_count']} CPU cores), {machine['date']}. "
              f"Every small fit run to `tol=1e-7` on the device ({len(checks)} fits over "
              f"{len({r['run'] for r in checks})} runs: NMF by VB and EM, missing entries, CP, "
              f"Tucker, PLTF by EM, Bernoulli) ends at the NumPy engine's bound to "
              f"{worst['relative_difference']:.1e} relative at worst ({worst['case']}).", "",
              "**One VB step**, chained steps from the last one's state, against a plain "
-             "PyTorch implementation of the same updates (median of 3 after a warm-up):", "",
-             "| problem | dtype | plain PyTorch | ours, update | ratio | ours, with bound | ratio |",
-             "|---|---|---|---|---|---|---|"]
+             "PyTorch implementation of the same updates (median of "
+             f"{next((r.get('repeats', 3) for r in rows if r['kind'] == 'iteration'), 3)} "
+             "after a warm-up):", "",
+             "| run | problem | dtype | plain PyTorch | ours, update | ratio | ours, with bound "
+             "| ratio |",
+             "|---|---|---|---|---|---|---|---|"]
     lines += _table_rows(rows, "iteration", lambda r: [
-        r["problem"], r["dtype"].replace("torch.", ""), _fmt_time(r["plain_torch_s"]),
+        str(r["run"]), r["problem"], r["dtype"].replace("torch.", ""),
+        _fmt_time(r["plain_torch_s"]),
         _fmt_time(r["package_update_s"]), f"{r['ratio_update']:.2f}",
         _fmt_time(r["package_with_bound_s"]), f"{r['ratio_with_bound']:.2f}"])
     for r in rows:

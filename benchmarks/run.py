@@ -8,7 +8,9 @@ Each family (``suite/<family>.py``) writes one JSON file: the machine, the
 versions, the BLAS and its kernel, the commit and the date, and for every
 case each contender's timed runs (all of them), warm-up, peak memory,
 quality and iteration counts. ``python benchmarks/make_page.py`` then
-writes ``benchmarks/README.md`` from ``results/*.json``.
+writes ``benchmarks/README.md`` from ``results/*.json`` (and the GPU's
+``results/gpu.jsonl``, from ``python benchmarks/run_gpu.py`` on a machine
+with a GPU).
 
 OpenBLAS picks its kernel for the processor unless ``OPENBLAS_CORETYPE`` or
 ``OPENBLAS_L2_SIZE`` pin it; a user's machine pins nothing, so this command

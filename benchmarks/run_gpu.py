@@ -1,14 +1,25 @@
 """The array-API engine on a GPU: correctness against the NumPy engine and
 timings against plain PyTorch implementations of the same updates.
 
-Usage, from the repository root on a machine with PyTorch (and a CUDA GPU)::
+The benchmark suite's GPU entry point (``benchmarks/run.py`` runs the CPU
+families). Usage, from the repository root on a machine with PyTorch (and a
+CUDA GPU)::
 
-    python benchmarks/bench_gpu.py                 # cuda, full sizes (NMF 20000 x 10000, CP 300^3)
-    python benchmarks/bench_gpu.py --small --device cpu   # the same script, small, on the CPU
+    python benchmarks/run_gpu.py                 # cuda, full sizes (NMF 20000 x 10000, CP 300^3)
+    python benchmarks/run_gpu.py --small --device cpu   # the same script, small, on the CPU
+
+A full-size run appends its lines to ``benchmarks/results/gpu.jsonl`` (a
+``--small`` run only prints them, unless ``--output`` names a file), each
+with the run's number (one more than the file's last) and the code it ran
+(the commit, ``--code`` to describe local changes); ``--note TEXT`` adds a
+line of text to the run. ``python benchmarks/make_page.py`` writes the
+benchmark page's GPU section from that file.
 
 It sets ``SCIPY_ARRAY_API=1`` before scipy is imported, as scikit-learn's
 ``array_api_dispatch`` requires. It prints one JSON line per measurement:
 
+- ``machine``: the device, PyTorch, the CPU cores, numpy, scikit-learn and
+  the date;
 - ``check``: small fits (NMF by VB and EM, CP, Tucker, missing entries,
   Bernoulli–Poisson), run to ``tol=1e-7`` nats, on the device against the
   NumPy engine: the bound's relative difference (target 1e-8 in float64);
@@ -34,7 +45,9 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import pathlib  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
@@ -52,15 +65,38 @@ from sklearn_pltf.inference._common import gamma_priors, priors_for  # noqa: E40
 from sklearn_pltf.engine.model import Model  # noqa: E402
 
 
+RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "gpu.jsonl"
 _OUTPUT = []  # files the lines also go to (``--output``)
+_RUN = {}  # the run's number and code, on every line
 
 
 def _line(**fields):
-    text = json.dumps(fields)
+    text = json.dumps({**fields, **_RUN})
     print(text, flush=True)
     for path in _OUTPUT:
         with open(path, "a") as handle:
             handle.write(text + "\n")
+
+
+def _next_run(path):
+    """One more than the last run recorded in ``path`` (1 for a new file)."""
+    if not os.path.exists(path):
+        return 1
+    with open(path) as handle:
+        return 1 + max((json.loads(line).get("run", 0) for line in handle if line.strip()),
+                       default=0)
+
+
+def _commit():
+    """The checkout's short commit, and whether the package has local changes."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                              text=True).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "sklearn_pltf")
+    return git("rev-parse", "--short", "HEAD") + (" + local changes" if dirty else "")
 
 
 def _sync(device):
@@ -193,7 +229,8 @@ def _time_against_plain(problem, X, state, plain_step, model_string, sizes, devi
     update, with_bound = _package_iterations(X, model_string, sizes, n_steps)
     ours = _median_seconds(update, device, repeats) / n_steps
     ours_bound = _median_seconds(with_bound, device, repeats) / n_steps
-    _line(kind="iteration", problem=problem, dtype=str(X.dtype), plain_torch_s=plain,
+    _line(kind="iteration", problem=problem, dtype=str(X.dtype), repeats=repeats,
+          plain_torch_s=plain,
           package_update_s=ours, package_with_bound_s=ours_bound,
           ratio_update=ours / plain, ratio_with_bound=ours_bound / plain)
     return ours_bound
@@ -298,16 +335,24 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="small sizes, for a quick run")
     parser.add_argument("--skip-cpu", action="store_true", help="leave out the NumPy engine's step")
-    parser.add_argument("--output", help="also append the JSON lines to this file")
+    parser.add_argument("--output", help="append the JSON lines to this file (default: "
+                        "benchmarks/results/gpu.jsonl at full size, none with --small)")
+    parser.add_argument("--code", help="what code ran, for the page (default: the commit)")
+    parser.add_argument("--note", action="append", default=[],
+                        help="a line of text recorded with the run (repeatable)")
     parser.add_argument("--profile", help="profile the whole float64 fit into this file")
     parser.add_argument("--parts", nargs="+", default=["check", "iteration", "fit"],
                         choices=["check", "iteration", "fit"], help="what to run (default: all)")
     args = parser.parse_args()
-    if args.output:
-        _OUTPUT.append(args.output)
+    output = args.output or (None if args.small else str(RESULTS))
+    if output:
+        _OUTPUT.append(output)
+        _RUN.update(run=_next_run(output), code=args.code or _commit())
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    _line(kind="machine", device=name, torch=torch.__version__, cpu_count=os.cpu_count())
+    _line(kind="machine", device=name, torch=torch.__version__, cpu_count=os.cpu_count(),
+          date=time.strftime("%Y-%m-%d"), numpy=np.__version__,
+          **{"scikit-learn": sklearn.__version__})
     shape_rank = sizes(args.small)[:2]
     if "check" in args.parts:
         check_against_numpy(device)
@@ -319,6 +364,8 @@ def main():
                   cpu_over_device=cpu / on_device)
     if "fit" in args.parts:
         time_whole_fit(device, *shape_rank, args.profile)
+    for text in args.note:
+        _line(kind="note", text=text)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ test modules in any folder of ``tests/`` import them as ``from _helpers import
 ...`` (``tests/conftest.py`` puts ``tests/`` on ``sys.path``).
 
 - The Gaussian additive model, a fixture for SGLD and STI whose evidence is
-  analytic (``tests/evidence/test_sti.py``; ``benchmarks/bench_sti_analytic.py``).
+  analytic (``tests/evidence/test_sti.py``; ``doc/validation/sti_analytic.py``).
 - Gaussian CP data and the evidence checks of the Gaussian NTF samplers
   (``tests/inference/test_gaussian*.py``).
 - RESCAL data and the exact rank-one evidence

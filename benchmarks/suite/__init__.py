@@ -1,5 +1,7 @@
 """The benchmark suite: one module per workload family (``FAMILIES``), each
 with ``TITLE``, ``ABOUT`` and ``cases(quick)``; ``benchmarks/run.py`` runs
-them and ``benchmarks/make_page.py`` writes the page from their results."""
+them and ``benchmarks/make_page.py`` writes the page from their results.
+The GPU's measurements have their own entry point, ``benchmarks/run_gpu.py``."""
 
-FAMILIES = ("nmf", "cp", "oslo", "compound", "scaling", "large")
+FAMILIES = ("nmf", "cp", "oslo", "compound", "scaling", "large", "binary", "coupled",
+            "samplers", "online", "threads", "neighbour", "dask")

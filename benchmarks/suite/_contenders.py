@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from ._protocol import Contender
+from ._timing import seconds_per_iteration
 
 
 def _quiet(fit):
@@ -30,12 +31,12 @@ def ours_whole_fit(estimator_class, rank, **params):
 
 def ours_per_sweep(estimator_class, rank, n_sweeps, **params):
     """Seconds per plain VB sweep (every factor updated once, and the
-    bound), after a first untimed sweep (``timing.seconds_per_iteration``)."""
-    import timing
+    bound), after a first untimed sweep
+    (:func:`~suite._timing.seconds_per_iteration`)."""
 
     def run(X):
         est = estimator_class(rank, random_state=0, acceleration=None, **params)
-        return {"result": None, "seconds": timing.seconds_per_iteration(est, X, n_sweeps),
+        return {"result": None, "seconds": seconds_per_iteration(est, X, n_sweeps),
                 "info": {"n_sweeps": n_sweeps}}
     return Contender(f"sklearn_pltf {estimator_class.__name__}", run, ours=True)
 

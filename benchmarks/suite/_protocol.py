@@ -66,6 +66,12 @@ class Case:
     #: twice (imports and compiled kernels are what a warm-up primes; arrays
     #: of this size are mapped afresh at every call, warm or not).
     warmup_setup: Callable | None = None
+    #: For a comparison among our own settings (thread counts, samplers, batch
+    #: sizes), the contender every other is compared to: the page gives each
+    #: contender's median over this one's in place of ours / peer.
+    baseline: str | None = None
+    #: Called with the data once the repeats are done (a cluster to close).
+    teardown: Callable | None = None
 
 
 def status_kib(name):
@@ -112,9 +118,11 @@ def run_case(case, log=print):
                 record["info"] = output.get("info", {})
                 if case.quality is not None:
                     record["quality"] = case.quality(data, output["result"])
+    if case.teardown is not None:
+        case.teardown(data)
     return {"name": case.name, "measure": case.measure, "repeats": case.repeats,
             "size": case.size, "notes": case.notes, "params": case.params,
-            "contenders": list(records.values())}
+            "baseline": case.baseline, "contenders": list(records.values())}
 
 
 def environment():

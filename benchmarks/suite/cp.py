@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import workloads
+from . import _workloads as workloads
 from ._contenders import (ours_per_sweep, ours_whole_fit, pyttb_cp_apr,
                           tensorly_nn_parafac)
 from ._protocol import Case

@@ -3,7 +3,7 @@ scikit-learn's KL NMF at their defaults."""
 
 from __future__ import annotations
 
-import workloads
+from . import _workloads as workloads
 from ._contenders import ours_whole_fit, sklearn_kl_nmf
 from ._protocol import Case
 from ._quality import nmf_quality

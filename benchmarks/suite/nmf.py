@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import scipy.sparse as sp
 
-import workloads
+from . import _workloads as workloads
 from ._contenders import ours_per_sweep, ours_whole_fit, sklearn_kl_nmf
 from ._protocol import Case
 from ._quality import nmf_quality

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import workloads
+from . import _workloads as workloads
 from ._contenders import ours_per_sweep, sklearn_kl_nmf
 from ._protocol import Case
 

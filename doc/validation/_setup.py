@@ -1,8 +1,10 @@
 """What every validation script sets up before numpy loads: one core (so
 the wall times compare), matplotlib's Agg backend, and ``OUT``, the folder
-its figure and numbers go to (created), and :func:`save_figure`. Import it
-first."""
+its figure and numbers go to (created), and :func:`save_figure`; for a
+study that reports as it goes, :func:`line` and :func:`write_json`. Import
+it first."""
 
+import json
 import os
 import pathlib
 
@@ -24,3 +26,21 @@ def save_figure(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+#: The measurements :func:`line` printed, for :func:`write_json`.
+LINES = []
+
+
+def line(**fields):
+    """Print one measurement as a JSON line and keep it for :func:`write_json`."""
+    LINES.append(fields)
+    print(json.dumps(fields, default=float), flush=True)
+
+
+def write_json(name, **result):
+    """Write ``OUT / <name>.json``: ``result`` (a summary, the settings) and
+    every :func:`line` so far."""
+    with open(OUT / f"{name}.json", "w") as f:
+        json.dump({**result, "lines": LINES}, f, indent=1, default=float)
+        f.write("\n")

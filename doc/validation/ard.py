@@ -1,10 +1,10 @@
 """Hyperparameters by the evidence: one ARD fit against the grid over ranks.
 
-Usage, from the repository root::
+Run from the repository's root (each part minutes to hours)::
 
-    python benchmarks/bench_ard.py rank        # Poisson NMF and CP: ARD vs the grid
-    python benchmarks/bench_ard.py gaussian    # Gaussian CP, 50% missing: GibbsNTF with ARD
-    python benchmarks/bench_ard.py links       # Nations, Kinships: RESCAL with ARD, 10 folds
+    python doc/validation/ard.py rank        # Poisson NMF and CP: ARD vs the grid
+    python doc/validation/ard.py gaussian    # Gaussian CP, 50% missing: GibbsNTF with ARD
+    python doc/validation/ard.py links       # Nations, Kinships: RESCAL with ARD, 10 folds
 
 **rank.** 20 data sets per family (true ranks 2–8, in turn): Poisson NMF
 100 x 75 and Poisson CP 30 x 25 x 20, factors Gamma(1, 1)
@@ -21,28 +21,27 @@ iterations, 1000 draws, the variances' prior IG(1e-3, 1e-3)) against
 (its defaults, 500 + 1000); held-out RMSE on the missing entries' values and
 the recovered rank.
 
-**links.** The protocol of ``bench.py binary-links``: 10 folds of the
-off-diagonal entries, the diagonal missing in every fit. Bernoulli–Poisson
+**links.** The protocol of ``link_prediction_folds.py binary-links``: 10
+folds of the off-diagonal entries, the diagonal missing in every fit. Bernoulli–Poisson
 RESCAL with ``ard=True`` at a generous size, one fit per fold, no grid
 (``LINK_SETTINGS``); UMLS, which the package does not ship, from its triple
 files (``--umls FOLDER``).
+
+Each part writes ``doc/_static/validation/ard_<part>.json``; the Validation
+page's :ref:`validation-recorded-ard` and :ref:`validation-recorded-links`
+record their numbers.
 """
 
-from __future__ import annotations
+from _setup import line, write_json  # first: one core and the Agg backend, before numpy
 
-import argparse
-import json
-import time
-import warnings
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
 
-import numpy as np
-
-
-def _line(**fields):
-    print(json.dumps(fields), flush=True)
+import numpy as np  # noqa: E402
 
 
-def bench_rank(n_datasets=20, families=("nmf", "cp")):
+def rank_against_grid(n_datasets=20, families=("nmf", "cp")):
     """One ARD fit at 2K against the evidence grid over 1..2K, per data set."""
     from sklearn_pltf import BayesianNMF, PoissonCP
     from sklearn_pltf.datasets import make_poisson_cp, make_poisson_nmf
@@ -73,10 +72,10 @@ def bench_rank(n_datasets=20, families=("nmf", "cp")):
             right_grid += chosen == rank
             seconds_ard += seconds
             seconds_grid += grid_seconds
-            _line(workload="ard-rank", family=family, dataset=i, true_rank=rank,
-                  ard_rank=ard.effective_rank_, ard_seconds=round(seconds, 3),
-                  ard_iterations=ard.n_iter_, grid_rank=chosen,
-                  grid_seconds=round(grid_seconds, 3))
+            line(workload="ard-rank", family=family, dataset=i, true_rank=rank,
+                 ard_rank=ard.effective_rank_, ard_seconds=round(seconds, 3),
+                 ard_iterations=ard.n_iter_, grid_rank=chosen,
+                 grid_seconds=round(grid_seconds, 3))
         summary[f"{family}: ARD right"] = f"{right_ard}/{n_datasets}"
         summary[f"{family}: grid right"] = f"{right_grid}/{n_datasets}"
         summary[f"{family}: ARD / grid seconds"] = round(seconds_ard / seconds_grid, 3)
@@ -85,7 +84,7 @@ def bench_rank(n_datasets=20, families=("nmf", "cp")):
     return summary
 
 
-def bench_gaussian(n_datasets=20, nonnegative=True, ard_warmup=2000, ard_draws=1000,
+def gaussian_ard(n_datasets=20, nonnegative=True, ard_warmup=2000, ard_draws=1000,
                    ard_hyper=1e-3):
     """GibbsNTF with ARD at 2K against GibbsNTF at the true rank, held-out RMSE."""
     from sklearn_pltf import GibbsNTF
@@ -118,10 +117,10 @@ def bench_gaussian(n_datasets=20, nonnegative=True, ard_warmup=2000, ard_draws=1
         ratios.append(rmse_ard / rmse_plain)
         seconds_ard += seconds
         seconds_true += plain_seconds
-        _line(workload="ard-gaussian", nonnegative=nonnegative, dataset=i, true_rank=rank,
-              ard_rank=ard.effective_rank_, rmse_ard=round(rmse_ard, 5),
-              rmse_true_rank=round(rmse_plain, 5), ard_seconds=round(seconds, 2),
-              true_rank_seconds=round(plain_seconds, 2))
+        line(workload="ard-gaussian", nonnegative=nonnegative, dataset=i, true_rank=rank,
+             ard_rank=ard.effective_rank_, rmse_ard=round(rmse_ard, 5),
+             rmse_true_rank=round(rmse_plain, 5), ard_seconds=round(seconds, 2),
+             true_rank_seconds=round(plain_seconds, 2))
     label = "non-negative" if nonnegative else "signed"
     return {f"Gaussian {label}: ARD rank right": f"{right}/{n_datasets}",
             f"Gaussian {label}: ARD RMSE <= true rank's": f"{wins}/{n_datasets}",
@@ -132,7 +131,7 @@ def bench_gaussian(n_datasets=20, nonnegative=True, ard_warmup=2000, ard_draws=1
 
 
 #: One fit per fold: its size (generous), start and prior shape per data set.
-#: The shapes are those the evidence grid of ``bench.py binary-links`` chose
+#: The shapes are those the evidence grid of ``link_prediction_folds.py binary-links`` chose
 #: on its folds (Nations 0.3 or 0.1, Kinships 0.1 on every fold);
 #: ``--prior-shape`` sets one for all.
 LINK_SETTINGS = {"nations": dict(n_components=10, init="random", prior_shape=0.3),
@@ -151,20 +150,20 @@ def load_umls_triples(folder):
     folder = pathlib.Path(folder)
 
     def names(path):
-        return {line.split("\t")[1].strip(): int(line.split("\t")[0])
-                for line in path.read_text().splitlines() if line.strip()}
+        return {text.split("\t")[1].strip(): int(text.split("\t")[0])
+                for text in path.read_text().splitlines() if text.strip()}
 
     entities, relations = names(folder / "entities.dict"), names(folder / "relations.dict")
     X = np.zeros((len(entities), len(entities), len(relations)))
     for split in ("train", "valid", "test"):
-        for line in (folder / f"{split}.txt").read_text().splitlines():
-            if line.strip():
-                head, relation, tail = line.strip().split("\t")
+        for text in (folder / f"{split}.txt").read_text().splitlines():
+            if text.strip():
+                head, relation, tail = text.strip().split("\t")
                 X[entities[head], entities[tail], relations[relation]] = 1.0
     return X
 
 
-def bench_links(datasets=("nations", "kinships"), prior_shape=None, n_splits=10,
+def rescal_links(datasets=("nations", "kinships"), prior_shape=None, n_splits=10,
                 umls_folder=None):
     """10-fold AUC of Bernoulli–Poisson RESCAL with ARD, one fit per fold."""
     from sklearn_pltf import BayesianRESCAL
@@ -192,9 +191,9 @@ def bench_links(datasets=("nations", "kinships"), prior_shape=None, n_splits=10,
                 scores.append(link_prediction_auc(est, X, test))
                 ranks.append(est.effective_rank_)
         roc, pr = np.array(scores).T
-        _line(workload="ard-links", dataset=name, **settings, roc_auc=round(roc.mean(), 4),
-              pr_auc=round(pr.mean(), 4), pr_auc_sd=round(pr.std(ddof=1), 4),
-              effective_ranks=ranks, seconds=round(time.perf_counter() - start, 1))
+        line(workload="ard-links", dataset=name, **settings, roc_auc=round(roc.mean(), 4),
+             pr_auc=round(pr.mean(), 4), pr_auc_sd=round(pr.std(ddof=1), 4),
+             effective_ranks=ranks, seconds=round(time.perf_counter() - start, 1))
         summary[f"{name} RESCAL ARD: AUC-ROC / AUC-PR"] = (round(roc.mean(), 3),
                                                            round(pr.mean(), 3))
     return summary
@@ -212,14 +211,17 @@ def main():
     parser.add_argument("--umls", metavar="FOLDER",
                         help="links: the folder of UMLS's triple files (load_umls_triples)")
     args = parser.parse_args()
+    start = time.perf_counter()
     if args.part == "rank":
-        summary = bench_rank(args.datasets)
+        summary = rank_against_grid(args.datasets)
     elif args.part == "gaussian":
-        summary = bench_gaussian(args.datasets, nonnegative=not args.signed)
+        summary = gaussian_ard(args.datasets, nonnegative=not args.signed)
     else:
-        summary = bench_links(args.links, args.prior_shape, umls_folder=args.umls)
+        summary = rescal_links(args.links, args.prior_shape, umls_folder=args.umls)
     for key, value in summary.items():
         print(f"{key}: {value}")
+    write_json(f"ard_{args.part}", summary=summary,
+               wall_seconds=round(time.perf_counter() - start, 1))
 
 
 if __name__ == "__main__":

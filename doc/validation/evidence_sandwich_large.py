@@ -1,4 +1,11 @@
-"""The evidence sandwich, run through ``bench.py evidence-sandwich``.
+"""The evidence estimators against a bidirectional Monte Carlo sandwich on
+data too large for the exact evidence.
+
+Run from the repository's root (hours per data set with Chib's estimate;
+``--methods`` chooses the estimators)::
+
+    python doc/validation/evidence_sandwich_large.py
+    python doc/validation/evidence_sandwich_large.py --cases model2 --methods vb ais sti
 
 Data simulated from the model's prior, so the factors that drew them are an
 exact posterior sample at the generating rank. There, bidirectional Monte
@@ -14,29 +21,33 @@ default evidence it is on dense data), STI (``method="sgld"``) and Chib
 hours per dataset on the 100 x 75 matrices: pass ``--sandwich-methods`` to
 choose). The Gaussian NTF case (``GibbsNTF`` at its default priors, data
 drawn from that prior) has AIS and Chib only, and its sandwich is Gaussian
-AIS forward and reverse.
+AIS forward and reverse. The exact evidence of small data is
+``evidence_sandwich.py``'s.
+
+Writes ``doc/_static/validation/evidence_sandwich_large.json``; the
+Validation page's :ref:`validation-recorded-sandwich` records its numbers.
 """
 
-from __future__ import annotations
+from _setup import line, write_json  # first: one core and the Agg backend, before numpy
 
-import json
-import time
-import warnings
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
 
-import numpy as np
+import numpy as np  # noqa: E402
 
-from sklearn_pltf import BayesianNMF, GibbsNTF, PoissonCP
-from sklearn_pltf.engine._data import as_observed_tensor
-from sklearn_pltf.evidence import (
+from sklearn_pltf import BayesianNMF, GibbsNTF, PoissonCP  # noqa: E402
+from sklearn_pltf.engine._data import as_observed_tensor  # noqa: E402
+from sklearn_pltf.engine.model import Model  # noqa: E402
+from sklearn_pltf.evidence import (  # noqa: E402
     ais_log_evidence,
     gaussian_ais_log_evidence,
     gaussian_reverse_ais_log_evidence,
     reverse_ais_log_evidence,
 )
-from sklearn_pltf.evidence._ais import posterior_start
-from sklearn_pltf.inference import gaussian
-from sklearn_pltf.inference._common import gamma_priors
-from sklearn_pltf.engine.model import Model
+from sklearn_pltf.evidence._ais import posterior_start  # noqa: E402
+from sklearn_pltf.inference import gaussian  # noqa: E402
+from sklearn_pltf.inference._common import gamma_priors  # noqa: E402
 
 #: name: (model string, shape, generating rank, prior rate, estimator)
 CASES = {
@@ -55,10 +66,6 @@ METHODS = {
 }
 #: GibbsNTF's estimators (it has no VB and no SGLD)
 GAUSSIAN_METHODS = {"ais": dict(evidence="ais"), "chib": dict(evidence="chib")}
-
-
-def _line(**fields):
-    print(json.dumps(fields, default=float), flush=True)
 
 
 def simulate(case, seed):
@@ -145,7 +152,7 @@ def run_estimator(case, X, rank, method, seed):
         time.process_time() - start_cpu
 
 
-def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ranks=3,
+def sandwich(cases, n_datasets, methods, n_temperatures, extra_ranks=3,
                             first_dataset=0):
     """For each case and dataset (seeds ``1000 + first_dataset`` on), fitted
     ranks 1 .. truth + ``extra_ranks``:
@@ -167,30 +174,54 @@ def bench_evidence_sandwich(cases, n_datasets, methods, n_temperatures, extra_ra
                     warnings.simplefilter("always")
                     lower, upper, cpu = reference(case, X, rank, rank, n_temperatures,
                                                   factors if rank == truth else None)
-                    line = dict(workload="evidence-sandwich", case=case, dataset=dataset, rank=rank,
-                                counts=X.sum(), lower=lower.log_evidence,
-                                lower_error=lower.standard_error,
-                                upper=None if upper is None else upper.log_evidence,
-                                upper_error=None if upper is None else upper.standard_error,
-                                reference_cpu=cpu)
+                    fields = dict(case=case, dataset=dataset, rank=rank,
+                                  counts=X.sum(), lower=lower.log_evidence,
+                                  lower_error=lower.standard_error,
+                                  upper=None if upper is None else upper.log_evidence,
+                                  upper_error=None if upper is None else upper.standard_error,
+                                  reference_cpu=cpu)
                     curves["reference"][rank] = lower.log_evidence
                     seconds["reference"] += cpu
                     for method in methods:
                         value, error, cpu = run_estimator(case, X, rank, method, rank)
                         curves[method][rank] = value
                         seconds[method] += cpu
-                        line.update({method: value, f"{method}_error": error,
-                                     f"{method}_minus_lower": value - lower.log_evidence,
-                                     f"{method}_cpu": cpu})
-                line["warnings"] = sorted({str(w.message)[:60] for w in caught})
-                _line(**line)
+                        fields.update({method: value, f"{method}_error": error,
+                                       f"{method}_minus_lower": value - lower.log_evidence,
+                                       f"{method}_cpu": cpu})
+                fields["warnings"] = sorted({str(w.message)[:60] for w in caught})
+                line(**fields)
             best = max(curves["reference"], key=curves["reference"].get)
             for method in methods:
                 agree[method] += max(curves[method], key=curves[method].get) == best
-            _line(workload="evidence-sandwich", case=case, dataset=dataset, argmax={
+            line(case=case, dataset=dataset, argmax={
                 m: max(c, key=c.get) for m, c in curves.items()})
         for method in methods:
             summary[f"{case}: {method} argmax = reference's, fraction"] = agree[method] / n_datasets
         for method, total in seconds.items():
             summary[f"{case}: {method} CPU s per dataset"] = total / n_datasets
     return summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
+    parser.add_argument("--datasets", type=int, default=3)
+    parser.add_argument("--first-dataset", type=int, default=0,
+                        help="the first dataset's index (seed 1000 + index)")
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS),
+                        default=["vb", "ais", "sti", "chib"])
+    parser.add_argument("--temperatures", type=int, default=4000,
+                        help="rungs of the reference's forward and reverse AIS")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    summary = sandwich(args.cases, args.datasets, args.methods, args.temperatures,
+                       first_dataset=args.first_dataset)
+    for key, value in summary.items():
+        print(f"  {key:60s} {value:8.3f}")
+    write_json("evidence_sandwich_large", summary=summary,
+               wall_seconds=round(time.perf_counter() - start, 1))
+
+
+if __name__ == "__main__":
+    main()

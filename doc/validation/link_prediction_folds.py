@@ -1,39 +1,54 @@
-"""Link prediction on the shipped relational tensors, run through ``bench.py``:
+"""Link prediction on Nations and Kinships in 10 folds, for many models and
+two peers.
 
-- 10-fold cross-validation over all entries (``bench.py link-prediction``;
+Run from the repository's root (with TensorLy and pyttb, the ``bench``
+extra; hours)::
+
+    python doc/validation/link_prediction_folds.py                  # both parts
+    python doc/validation/link_prediction_folds.py binary-links     # or one
+    python doc/validation/link_prediction_folds.py binary-links --families rescal:bernoulli
+
+- 10-fold cross-validation over all entries (``link-prediction``;
   zeros included, random folds, seed 0) of Nations and Kinships; mean and SD
   over the folds of AUC-ROC and AUC-PR for PoissonCP and TuckerVB (VB and
   EM) at several sizes, for GibbsNTF (Gaussian noise, non-negative factors;
   posterior mean over 200 draws after 200 warm-up sweeps), and for
   TensorLy's masked least-squares CP (``parafac`` with a mask), a
   Gaussian-loss peer on the same folds.
-- binary relations (``bench.py binary-links``): Poisson and
+- binary relations (``binary-links``): Poisson and
   Bernoulli–Poisson CP, and Bernoulli–Poisson Tucker and RESCAL, with rank
   and prior shape chosen by the evidence on each training fold, RESCAL by EM
   at one size, Bernoulli–Poisson CP by Gibbs and Gaussian CP (GibbsNTF,
   non-negative and signed) at one size, against TensorLy's masked CP and
   pyttb's Bernoulli GCP on the same folds.
-- the gallery's VB-against-EM experiment (``bench.py vb-em``) over several
-  random splits at 40/60/80% missing, with EM under VB's prior (the
-  posterior mode) and under a flat prior (maximum likelihood, the PLTF-VB
-  paper's baseline), and VB's bound and AUC by prior shape at 80% missing.
 
 Our priors are Exponential with the scale that makes the prior mean of every
-X̂ entry the data's mean (as in ``python -m sklearn_pltf``).
+X̂ entry the data's mean (as in ``python -m sklearn_pltf``). VB against EM
+when most entries are missing is ``vb_em_missing.py``'s, and 5 folds of
+Nations off the diagonal ``link_prediction.py``'s.
+
+Writes ``doc/_static/validation/link_prediction_folds.json``; the
+Validation page's :ref:`validation-recorded-links` records its numbers.
 """
 
-from __future__ import annotations
+from _setup import line, write_json  # first: one core and the Agg backend, before numpy
 
-import json
-import logging
-import time
-import warnings
+import argparse  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
 
-import numpy as np
+import numpy as np  # noqa: E402
 
-from sklearn_pltf import AllocationSMC, BayesianRESCAL, GibbsNTF, PoissonCP, TuckerVB
-from sklearn_pltf.datasets import load_kinships, load_nations, off_diagonal_mask
-from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries
+from sklearn_pltf import (  # noqa: E402
+    AllocationSMC,
+    BayesianRESCAL,
+    GibbsNTF,
+    PoissonCP,
+    TuckerVB,
+)
+from sklearn_pltf.datasets import load_kinships, load_nations, off_diagonal_mask  # noqa: E402
+from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries  # noqa: E402
 
 CONFIGS = {
     "nations": [("cp", "vb", 3), ("cp", "vb", 10), ("cp", "em", 20), ("cp", "em", 30),
@@ -44,10 +59,6 @@ CONFIGS = {
                  ("tucker", "em", (20, 20, 10)), ("gibbs-ntf", "gibbs", 50),
                  ("tensorly-cp", "als", 100)],
 }
-
-
-def _line(**fields):
-    print(json.dumps(fields, default=float), flush=True)
 
 
 def _ours(kind, method, size, X):
@@ -85,7 +96,7 @@ class _TensorlyCP:
         return self.xhat_[tuple(np.asarray(entries).T)]
 
 
-def bench_link_prediction(datasets=("nations", "kinships"), n_splits=10, kinds=None):
+def link_prediction(datasets=("nations", "kinships"), n_splits=10, kinds=None):
     """Mean AUC-ROC and AUC-PR over 10 entry folds per model and data set."""
     from sklearn_pltf.metrics import link_prediction_auc
 
@@ -107,78 +118,11 @@ def bench_link_prediction(datasets=("nations", "kinships"), n_splits=10, kinds=N
                     result = cross_validate_entries(_ours(kind, method, size, X), X, cv=cv)
                     roc, pr = result["test_roc_auc"], result["test_pr_auc"]
             label = f"{name} {kind} {method} {size}"
-            _line(workload="link-prediction", model=label, roc_auc=roc.mean(),
-                  roc_auc_sd=roc.std(ddof=1), pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1),
-                  seconds=time.perf_counter() - start)
+            line(workload="link-prediction", model=label, roc_auc=roc.mean(),
+                 roc_auc_sd=roc.std(ddof=1), pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1),
+                 seconds=time.perf_counter() - start)
             summary[f"link prediction {label}: AUC-ROC"] = float(roc.mean())
             summary[f"link prediction {label}: AUC-PR"] = float(pr.mean())
-    return summary
-
-
-# VB against EM: the gallery example's experiment (plot_link_prediction_vb_em.py) over
-# several random splits, with the PLTF-VB paper's own baseline added. The paper
-# (Ermiş & Cemgil, 2014) compares VB with maximum likelihood, i.e. EM under a
-# flat prior (the KL multiplicative update); the example compares VB with EM
-# under VB's own prior (the posterior mode), a stricter baseline.
-VB_EM_SHARES = (0.4, 0.6, 0.8)
-VB_EM_METHODS = ("vb", "em", "ml")  # "ml": EM with prior shape 1 and a vanishing rate
-VB_PRIOR_SHAPES = (0.3, 1.0, 3.0, 10.0, 30.0)
-FLAT_PRIOR_RATE = 1e-9
-
-
-def _vb_em_model(kind, method, X, prior_shape=1.0):
-    """The example's CP (rank 10) or Tucker (5 x 5 x 5 core), 200 iterations.
-
-    The prior's mean is scaled so that the prior mean of every X̂ entry is the
-    data's mean, whatever its shape; ``method="ml"`` is EM under a flat prior.
-    """
-    estimator, size, n_latent, n_factors = ((PoissonCP, 10, 10, 3) if kind == "cp"
-                                            else (TuckerVB, 5, 5**3, 4))
-    rate = FLAT_PRIOR_RATE if method == "ml" else prior_shape / _prior_mean(X, n_latent, n_factors)
-    return estimator(size, method="em" if method == "ml" else method, prior_shape=prior_shape,
-                     prior_rate=rate, max_iter=200, random_state=0)
-
-
-def _held_out_split(X, share, seed):
-    """The example's split: every entry hidden with probability ``share``."""
-    held_out = np.random.default_rng(seed).random(X.shape) < share
-    return ~held_out, np.argwhere(held_out)
-
-
-def bench_vb_em(datasets=("nations", "kinships"), n_splits=5):
-    """AUC of VB, MAP-EM and ML-EM at 40/60/80% missing, and of VB by prior shape at 80%."""
-    from sklearn_pltf.metrics import link_prediction_auc
-
-    summary = {}
-    for name in datasets:
-        X = {"nations": load_nations, "kinships": load_kinships}[name]().data
-        splits = {share: [_held_out_split(X, share, seed) for seed in range(n_splits)]
-                  for share in VB_EM_SHARES}
-        for kind in ("cp", "tucker"):
-            for share in VB_EM_SHARES:
-                roc = {}
-                for method in VB_EM_METHODS:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # 200 iterations may stop EM early
-                        aucs = np.array([link_prediction_auc(_vb_em_model(kind, method, X).fit(X, mask=train),
-                                                             X, test) for train, test in splits[share]])
-                    roc[method] = aucs[:, 0]
-                    _line(workload="vb-em", data=name, model=kind, missing=share, method=method,
-                          roc_auc=aucs[:, 0].mean(), roc_auc_sd=aucs[:, 0].std(ddof=1),
-                          pr_auc=aucs[:, 1].mean(), pr_auc_sd=aucs[:, 1].std(ddof=1))
-                for baseline in ("em", "ml"):
-                    gain = roc["vb"] - roc[baseline]
-                    summary[f"{name} {kind} {share:.0%}: AUC-ROC vb - {baseline} (mean)"] = float(gain.mean())
-                    summary[f"{name} {kind} {share:.0%}: splits vb > {baseline}"] = float((gain > 0).sum())
-            train, test = splits[max(VB_EM_SHARES)][0]
-            for shape in VB_PRIOR_SHAPES:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    est = _vb_em_model(kind, "vb", X, prior_shape=shape).fit(X, mask=train)
-                auc = link_prediction_auc(est, X, test)
-                _line(workload="vb-prior-shape", data=name, model=kind, missing=max(VB_EM_SHARES),
-                      prior_shape=shape, log_evidence=est.log_evidence_, roc_auc=auc.roc_auc,
-                      pr_auc=auc.pr_auc)
     return summary
 
 
@@ -210,7 +154,7 @@ BINARY_PRIOR_SHAPES = (0.1, 0.3, 1.0)
 # fold by the VB bound, or by the SMC evidence (defaults: 1000 particles, 250
 # moves) over a smaller grid.
 BINARY_BAM_GRIDS = {"bam-vb": ((5, 10, 20), (1.0, 10.0, 100.0, 1000.0)), "bam-smc": ((5, 10), (100.0,))}
-# GCP's rank; TensorLy's is the one of its best AUC in ``bench.py link-prediction``:
+# GCP's rank; TensorLy's is the one of its best AUC in ``link-prediction``:
 # 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
 
@@ -268,7 +212,7 @@ class _GCPBernoulli:
         return self.probability_[tuple(np.asarray(entries).T)]
 
 
-def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
+def binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                        with_diagonal=False):
     """10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
     Bernoulli–Poisson CP, Tucker and RESCAL fits, of the Bayesian Allocation
@@ -276,7 +220,7 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
 
     The diagonal x(i, i, k) (empty in both data sets) is missing in every fit
     and in no fold, so every model's evidence is of the same entries;
-    ``with_diagonal=True`` folds every entry, as :func:`bench_link_prediction` does."""
+    ``with_diagonal=True`` folds every entry, as :func:`link_prediction` does."""
     from sklearn_pltf.metrics import link_prediction_auc
 
     families = families or [("cp", "poisson"), ("cp", "bernoulli"), ("tucker", "bernoulli"),
@@ -328,10 +272,41 @@ def bench_binary_links(datasets=("nations", "kinships"), n_splits=10, families=N
                     scores.append(link_prediction_auc(est, X, test))
             roc, pr = np.array(scores).T
             label = f"{name} {kind} {likelihood or ''}".strip() + (" (all entries)" if with_diagonal else "")
-            _line(workload="binary-links", model=label, roc_auc=roc.mean(), roc_auc_sd=roc.std(ddof=1),
-                  pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1), chosen=chosen,
-                  seconds=time.perf_counter() - start)
+            line(workload="binary-links", model=label, roc_auc=roc.mean(), roc_auc_sd=roc.std(ddof=1),
+                 pr_auc=pr.mean(), pr_auc_sd=pr.std(ddof=1), chosen=chosen,
+                 seconds=time.perf_counter() - start)
             summary[f"binary links {label}: AUC-PR"] = float(pr.mean())
             summary[f"binary links {label}: AUC-ROC"] = float(roc.mean())
     return summary
 
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("parts", nargs="*", metavar="part",
+                        help="link-prediction, binary-links (default: both)")
+    parser.add_argument("--families", nargs="+", default=None,
+                        help="binary-links: the families as kind:likelihood, e.g. "
+                             "rescal:bernoulli (default: every family)")
+    parser.add_argument("--with-diagonal", action="store_true",
+                        help="binary-links: fold every entry, the diagonal x(i, i, k) included")
+    args = parser.parse_args()
+    known = ("link-prediction", "binary-links")
+    parts = args.parts or list(known)
+    if set(parts) - set(known):
+        parser.error(f"unknown parts {sorted(set(parts) - set(known))}")
+    start = time.perf_counter()
+    summary = {}
+    if "link-prediction" in parts:
+        summary.update(link_prediction())
+    if "binary-links" in parts:
+        families = (None if args.families is None
+                    else [tuple(f.split(":")) if ":" in f else (f, None) for f in args.families])
+        summary.update(binary_links(families=families, with_diagonal=args.with_diagonal))
+    for key, value in summary.items():
+        print(f"  {key:60s} {value:8.3f}")
+    write_json("link_prediction_folds", parts=parts, summary=summary,
+               wall_seconds=round(time.perf_counter() - start, 1))
+
+
+if __name__ == "__main__":
+    main()

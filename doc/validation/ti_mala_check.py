@@ -1,6 +1,7 @@
 """An independent check of STI and Chib at rate 1: thermodynamic
 integration with Metropolis-adjusted Langevin moves (MALA), which have no
-discretisation bias, for the 100 x 75 Poisson NMF of ``bench.py sti-rank``.
+discretisation bias, for the 100 x 75 Poisson NMF of ``chib_sti_ranks.py
+sti-rank``.
 
 Self-contained numpy, sharing nothing with the package but the data: the
 target is the power posterior in φ = log Z with Gamma(1, 1) priors,
@@ -9,22 +10,25 @@ inverse of the Gamma conditionals' shape (as ``inference.sgld`` uses),
 re-estimated during each temperature's warm-up, where the step is also tuned
 to 60% acceptance; the same ladder (40 temperatures, power 6) and corrected
 trapezoid rule as ``evidence.sti_log_evidence``. One chain walks up the
-ladder. Usage (from ``benchmarks/``)::
+ladder. Run from the repository's root (minutes per rank and seed)::
 
-    python ti_mala_check.py 1,2,3,4,5 2     # ranks, seeds per rank
+    python doc/validation/ti_mala_check.py 1,2,3,4,5 2     # ranks, seeds per rank
 
 Prints rank, seed, the estimate of log p(X | rank), the acceptance rate at
-t = 1, the final step and seconds.
+t = 1, the final step and seconds, and writes them to
+``doc/_static/validation/ti_mala_check.json``.
 """
-import sys
-import time
+from _setup import line, write_json  # first: one core and the Agg backend, before numpy
 
-import numpy as np
-from scipy.special import gammaln
+import sys  # noqa: E402
+import time  # noqa: E402
 
-from bench import _poisson_nmf_data
+import numpy as np  # noqa: E402
+from scipy.special import gammaln  # noqa: E402
 
-X = _poisson_nmf_data(1.0, 3)  # the rate-1 data of ``bench.py sti-rank``
+from chib_sti_ranks import poisson_nmf_data  # noqa: E402
+
+X = poisson_nmf_data(1.0, 3)  # the rate-1 data of ``chib_sti_ranks.py sti-rank``
 A, B = 1.0, 1.0  # the Gamma(shape, rate) prior of every factor entry
 LOG_FACTORIALS = gammaln(X + 1).sum()
 
@@ -93,5 +97,7 @@ if __name__ == "__main__":
         for seed in range(n_seeds):
             start = time.perf_counter()
             estimate, acceptance, step = mala_ti(rank, seed)
-            print(rank, seed, round(estimate, 2), "acceptance", round(acceptance, 2), "step",
-                  round(step, 3), "seconds", round(time.perf_counter() - start, 1), flush=True)
+            line(rank=rank, seed=seed, estimate=round(estimate, 2),
+                 acceptance=round(acceptance, 2), step=round(step, 3),
+                 seconds=round(time.perf_counter() - start, 1))
+    write_json("ti_mala_check")

@@ -119,7 +119,7 @@ def test_on_ten_data_sets_the_evidence_finds_the_structure_and_the_true_rank(cou
     data sets get the model that drew them and its rank 3 from a grid over
     ranks 2-4 and both structures. The rates average 9 a cell: at 3 a cell
     each matrix alone supports only rank 2 by its own evidence
-    (``bench.py coupled``), so the true rank is not what the data say."""
+    (``doc/validation/coupled.py selection``), so the true rank is not what the data say."""
     right_model = right_rank = 0
     for seed in range(10):
         tensors = list(_draw(seed, coupled=coupled, shape=(60, 40, 20), scale=3.0))

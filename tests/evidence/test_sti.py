@@ -156,13 +156,14 @@ def test_sti_is_reproducible():
 def test_sti_curve_matches_analytic_curve():
     """Every rank 1..10 within 1 nat of the analytic evidence, and the same
     argmax wherever the analytic best beats the runner-up by over 1 nat.
-    Data drawn at rank 3; ``bench.py sti-analytic`` runs the
-    same check on data drawn at ranks 5 and 7, left out of CI for its time.
+    Data drawn at rank 3; ``doc/validation/sti_analytic.py --long`` runs
+    the same check on data drawn at ranks 5 and 7, left out of CI for its time.
 
     12,000 kept steps per temperature: ranks far below the truth carry the
     largest Monte Carlo error, since the log-likelihood's spread along the
-    ladder between prior and posterior is large there (``bench.py
-    sti-analytic`` prints the standard errors at fewer steps)."""
+    ladder between prior and posterior is large there
+    (``doc/validation/sti_analytic.py`` gives the standard errors at 3000
+    steps and self-tuned)."""
     true_rank = 3
     x = draw_data(np.random.default_rng(true_rank), true_rank)
     exact = np.array([log_evidence(x, r) for r in RANKS])

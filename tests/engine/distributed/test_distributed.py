@@ -163,7 +163,7 @@ def test_what_needs_the_data_in_one_process_refuses_a_dask_array():
 
 
 def _nmf_counts(shape=(100, 75), rank=3, rate=5.0, seed=0):
-    """Poisson NMF counts with Exponential(rate) factors (``bench.py sti-rank``'s data)."""
+    """Poisson NMF counts with Exponential(rate) factors (``doc/validation/chib_sti_ranks.py``'s data)."""
     rng = np.random.default_rng(seed)
     W = rng.gamma(1.0, 1.0 / rate, size=(shape[0], rank))
     H = rng.gamma(1.0, 1.0 / rate, size=(rank, shape[1]))
