@@ -45,6 +45,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from . import BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
+from .estimators import check_ranks
 from ._cli_data import load_data
 from .metrics import link_prediction_auc
 from .model_selection import EntryKFold
@@ -406,7 +407,7 @@ def _ranks(text):
     try:
         if "-" in text:
             low, high = (int(part) for part in text.split("-"))
-            ranks = list(range(low, high + 1))
+            ranks = [low, high] if low <= high else []  # listed once checked
         else:
             ranks = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -415,7 +416,11 @@ def _ranks(text):
         raise argparse.ArgumentTypeError(f"{text!r} is an empty range: write it low-high")
     if min(ranks) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: ranks must be positive integers")
-    return ranks
+    try:  # the estimators' own limit, named as --ranks
+        check_ranks(max(ranks), name="--ranks")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return list(range(low, high + 1)) if "-" in text else ranks
 
 
 def _floats(text):

@@ -1,6 +1,7 @@
 """scikit-learn's estimator checks over every estimator the package exports."""
 
 import warnings
+from numbers import Integral
 
 import array_api_compat
 import numpy as np
@@ -21,9 +22,11 @@ from sklearn.utils.estimator_checks import (
     check_transformer_get_feature_names_out_pandas,
     parametrize_with_checks,
 )
+from sklearn.utils._param_validation import Interval, InvalidParameterError
 from sklearn.utils._testing import _array_api_for_tests
 
 import sklearn_pltf
+from sklearn_pltf.estimators import MAX_RANK, check_ranks
 from sklearn_pltf import (
     PLTF,
     AllocationSMC,
@@ -255,3 +258,82 @@ def test_sklearn_output_checks(estimator, check):
     if isinstance(est, GibbsNTF):
         est.set_params(evidence=None)
     check(type(estimator).__name__, est)
+
+
+# ------------------------------------------------ parameters beyond the table
+# One estimator of each exported class, for the parameter checks below.
+_ONE_OF_EACH = [e for i, e in enumerate(ESTIMATORS + MULTI_TENSOR)
+                if type(e) not in {type(f) for f in (ESTIMATORS + MULTI_TENSOR)[:i]}]
+def _parameter_cases(make_cases):
+    """``make_cases(estimator)`` for one estimator of each class."""
+    return [pytest.param(estimator, *case, id=f"{type(estimator).__name__}-{case[0]}")
+            for estimator in _ONE_OF_EACH for case in make_cases(estimator)]
+
+
+def _fit_data(estimator):
+    if isinstance(estimator, CoupledPLTF):
+        X = _natural_data(estimator)
+        return [X, X[:, :3]]
+    return _natural_data(estimator)
+
+
+def _integer_parameters(estimator):
+    """The parameters whose constraints declare an integer (``Integral`` or
+    an ``Interval`` over it) and take no bool otherwise."""
+    def integer(c):
+        return c is Integral or c is int or isinstance(c, Interval) and c.type is Integral
+
+    return sorted(name for name, table in type(estimator)._parameter_constraints.items()
+                  if any(integer(c) for c in table) and "boolean" not in table)
+
+
+def test_the_integer_parameters_are_found():
+    found = {type(e).__name__: _integer_parameters(e) for e in _ONE_OF_EACH}
+    assert {"n_components", "max_iter", "n_init", "n_draws", "n_warmup", "n_jobs"} <= set(
+        found["PoissonCP"])
+    assert {"n_components", "n_particles", "n_moves", "n_islands", "max_iter"} <= set(
+        found["AllocationSMC"])
+    assert {"n_components", "n_draws", "n_warmup"} <= set(found["GibbsNTF"])
+    assert {"n_components", "max_iter", "n_warmup"} <= set(found["CoupledPLTF"])
+
+
+@pytest.mark.parametrize("estimator, name, value", _parameter_cases(
+    lambda e: [(name, value) for name in _integer_parameters(e) for value in (True, False)]))
+def test_a_bool_for_an_integer_parameter_is_refused_at_fit(estimator, name, value):
+    """scikit-learn's Interval(Integral, ...) takes a bool (bool is an
+    Integral): n_warmup=True ran as 1, and SGLD then failed inside NumPy.
+    Every integer parameter of every estimator refuses it, by one rule
+    (scikit-learn's own message where the bool is also out of range, as
+    max_iter=False)."""
+    est = clone(estimator).set_params(**{name: value})
+    with pytest.raises(InvalidParameterError,
+                       match=rf"The '{name}' parameter of {type(estimator).__name__} must be "
+                             rf".*Got {value} instead\."):
+        est.fit(_fit_data(estimator))
+
+
+def _huge_ranks(estimator):
+    cases = [("n_components", 10**20, "n_components=100000000000000000000")]
+    if isinstance(estimator, TuckerVB):
+        cases.append(("n_components", (2, 10**20), r"n_components\[1\]=100000000000000000000"))
+    if isinstance(estimator, (PLTF, CoupledPLTF)):
+        cases.append(("n_components", {"k": 10**20}, r"n_components\['k'\]=100000000000000000000"))
+    return cases
+
+
+@pytest.mark.parametrize("estimator, name, value, where", _parameter_cases(_huge_ranks))
+def test_a_rank_no_array_can_hold_names_n_components_and_the_limit(estimator, name, value,
+                                                                    where):
+    """n_components=10**20 was refused deep in the fit as 'prior_shape of
+    shape () does not broadcast'; now one check names it and the limit."""
+    est = clone(estimator).set_params(**{name: value})
+    with pytest.raises(ValueError, match=rf"{where} is more than the largest rank a factor can "
+                                         rf"have, {MAX_RANK} \(2\^60 - 1\)"):
+        est.fit(_fit_data(estimator))
+
+
+def test_the_largest_rank_an_array_can_hold_passes_the_check():
+    for ranks in (MAX_RANK, (2, MAX_RANK), {"k": MAX_RANK}, "not a rank", True):
+        check_ranks(ranks)  # what is left is the constraints' and the model's to check
+    with pytest.raises(ValueError, match=r"--ranks=1152921504606846976 is more than"):
+        check_ranks(MAX_RANK + 1, name="--ranks")

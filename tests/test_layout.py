@@ -5,6 +5,7 @@ estimators, optional dependencies are imported inside functions, and no
 module or function outgrows what a reader can hold."""
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -268,3 +269,72 @@ def test_the_test_layout_rules_catch_a_violation():
     source = ("import test_rescal\nfrom test_gaussian import _cp\n"
               "def f():\n    from . import test_sti\n    from _helpers import BINARY\n")
     assert _imported_test_modules(source) == ["test_rescal", "test_gaussian", "test_sti"]
+
+
+# ------------------------------------------------------ the estimator layer
+ESTIMATOR_MODULES = sorted((PACKAGE / "estimators").glob("*.py"))
+#: The one module of the estimator layer that sets fitted attributes.
+SETTER = "_fitting.py"
+
+
+def _fitted_attribute_writes(source):
+    """Line numbers where ``source`` assigns an attribute whose name ends in
+    ``_`` (a fitted attribute, not a dunder) or calls ``setattr``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [node.lineno for t in targets for sub in ast.walk(t)
+                      if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store)
+                      and sub.attr.endswith("_") and not sub.attr.endswith("__")]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "setattr"):
+            found.append(node.lineno)
+    return found
+
+
+def test_fitted_attributes_are_set_in_one_module():
+    """A fit's steps return what they found and one function
+    (``estimators._fitting.set_fitted``) sets it when the fit is done:
+    nothing writes a fitted attribute in the middle of a fit."""
+    writes = {path.name: _fitted_attribute_writes(path.read_text())
+              for path in ESTIMATOR_MODULES}
+    elsewhere = {name: lines for name, lines in writes.items() if lines and name != SETTER}
+    assert not elsewhere, elsewhere
+    assert writes[SETTER], "the setter itself is found"
+
+
+def test_the_structure_of_a_fit_is_chosen_once():
+    """No ``tie is None`` switches: the base chooses the fit's structure
+    (one tensor, a tie) once, and calls it."""
+    pattern = re.compile(r"\btie is (not )?None\b")
+    found = [f"{path.name}:{n}" for path in ESTIMATOR_MODULES
+             for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not found, found
+
+
+def test_the_estimator_layer_rules_catch_a_violation():
+    assert _fitted_attribute_writes("def f(est):\n    est.n_iter_ = 3\n    est.tol = 1\n") == [2]
+    assert _fitted_attribute_writes("setattr(est, 'x_', 1)\nest.__doc__ = ''\n") == [1]
+
+
+def _parallel_calls(path):
+    """The functions of ``path`` that run work in parallel (call joblib's ``Parallel``)."""
+    return sorted({func.name for func in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for node in ast.walk(func)
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                   and node.func.id == "Parallel"})
+
+
+def test_one_function_spawns_runs_and_pools_chains():
+    """Every sampler's chains (Poisson, RESCAL, SGLD, coupled and the Gaussian
+    family's) run on ``inference._chains.run_chains``; the optimiser's
+    restarts on ``inference._driver.optimize``: nothing else in the fit's
+    layers runs work in parallel."""
+    found = {str(path.relative_to(PACKAGE)): _parallel_calls(path)
+             for folder in ("engine", "inference", "evidence", "estimators")
+             for path in sorted((PACKAGE / folder).rglob("*.py"))}
+    found = {path: funcs for path, funcs in found.items() if funcs}
+    assert found == {str(Path("inference", "_chains.py")): ["run_chains"],
+                     str(Path("inference", "_driver.py")): ["optimize"]}, found

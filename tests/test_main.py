@@ -138,6 +138,12 @@ def _refused(argv, user_counts, capsys):
     (["--plot", "/no/such/dir/e.png"], "the folder /no/such/dir does not exist"),
     (["--plot", "{tmp}/evidence.nope"], "name a file ending in one of .*png"),
     (["--ranks", "5-1"], "'5-1' is an empty range"),
+    # a rank no array can hold: named as --ranks, with the limit, before any
+    # fit (or any list of the range's 10^20 ranks)
+    (["--ranks", "99999999999999999999"],
+     r"argument --ranks: --ranks=99999999999999999999 is more than the largest rank a factor "
+     r"can have, 1152921504606846975 \(2\^60 - 1\)"),
+    (["--ranks", "1-99999999999999999999"], r"--ranks=99999999999999999999 is more than"),
     (["--seed", "-1"], "a seed is an integer from 0"),
     (["--data", "{tmp}/zeros.npy"], "every observed entry is zero"),
     (["--data", "{tmp}/text.npy"], "is not a NumPy .npy file.*np.save"),

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
+from typing import Protocol, runtime_checkable
 
 import numba
 import numpy as np
@@ -62,8 +63,62 @@ from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, MIDDLE_BLOCK, POISSON_RA
                        SERIES_LIMIT, SMALL_Z, TINY, compound_log_sum, middle_entries,
                        middle_log_sum, small_compound_series)
 
-__all__ = ["LIKELIHOODS", "get_likelihood", "PoissonLikelihood", "BernoulliPoissonLikelihood",
-           "CompoundPoisson"]
+__all__ = ["LIKELIHOODS", "Likelihood", "get_likelihood", "PoissonLikelihood",
+           "BernoulliPoissonLikelihood", "CompoundPoisson"]
+
+
+@runtime_checkable
+class Likelihood(Protocol):
+    """What every path of the engine reads of a likelihood (the declared
+    interface a new one implements; ``x`` the observed non-zeros, ``xhat``
+    :math:`\hat X` there, or the geometric means' for VB's bound).
+
+    ``kernel_mode`` names the compiled element-wise pass that evaluates
+    :meth:`count_ratio` and :meth:`log_terms` over dense data and in the
+    sparse kernels (:data:`~._kernels.POISSON_RATIO`,
+    :data:`~._kernels.BERNOULLI_RATIO` or :data:`~._kernels.COMPOUND_RATIO`;
+    ``_elementwise`` and ``_kernels`` dispatch on it, passing ``jump_rate``,
+    which only the compound pass reads): a new likelihood whose ratio is one
+    of these declares it; one with a new ratio adds its mode to those two
+    modules' passes. ``name`` identifies it (the array-API engine runs
+    ``"poisson"`` and ``"bernoulli"``); ``counts_observed``: the data are
+    the latent counts (the samplers need not draw them);
+    ``mean_is_linear``: E[X] is linear in X̂ (a posterior predictive mean
+    needs only E[X̂])."""
+
+    name: str
+    kernel_mode: int
+    jump_rate: float
+    counts_observed: bool
+    mean_is_linear: bool
+
+    def check(self, data):
+        """Raise a ValueError naming the problem unless ``data`` (an
+        ``ObservedTensor``) can be of this likelihood."""
+
+    def count_ratio(self, x, xhat, out=None):
+        """:math:`E[N \mid X, \hat X] / \hat X` at the non-zeros."""
+
+    def entry_log_terms(self, x, xhat):
+        """Each non-zero's log-likelihood term besides :math:`-\hat X`."""
+
+    def log_terms(self, x, xhat, out=None):
+        """:meth:`entry_log_terms` summed (float64)."""
+
+    def entry_log_likelihood(self, x, xhat):
+        """log p(x | X̂) of each entry, zeros included."""
+
+    def log_base_measure(self, data):
+        """The terms of log p(X | X̂) that do not depend on X̂, summed."""
+
+    def draw_counts(self, rng, x, xhat):
+        """A draw of the latent counts N given X and X̂ (the samplers)."""
+
+    def predictive(self, xhat_draws):
+        """The posterior predictive mean of an entry from draws of X̂."""
+
+    def saturated_log_likelihood(self, data):
+        """The most log p(X | X̂) any X̂ gives ``data`` (an evidence's check)."""
 
 
 class PoissonLikelihood:
@@ -440,8 +495,9 @@ LIKELIHOODS = {"poisson": PoissonLikelihood(), "bernoulli": BernoulliPoissonLike
 
 
 def get_likelihood(likelihood):
-    """The likelihood object for a name in :data:`LIKELIHOODS` (or the object itself)."""
-    if isinstance(likelihood, (PoissonLikelihood, BernoulliPoissonLikelihood, CompoundPoisson)):
+    """The likelihood object for a name in :data:`LIKELIHOODS` (or the
+    object itself, anything with the :class:`Likelihood` interface)."""
+    if isinstance(likelihood, Likelihood):
         return likelihood
     try:
         return LIKELIHOODS[likelihood]

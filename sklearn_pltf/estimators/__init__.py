@@ -8,6 +8,8 @@ from .nmf import BayesianNMF
 from .pltf import PLTF
 from .rescal import BayesianRESCAL
 from .tucker import TuckerVB
+# The one check of a rank's size, for the tools that take ranks (the command line).
+from ._validation import MAX_RANK, check_ranks
 
 __all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC",
            "BayesianRESCAL", "CoupledPLTF"]

@@ -2,65 +2,47 @@
 
 The base class owns everything but the model: input validation, one
 :class:`numpy.random.Generator` per fit spawned into the restarts (or chains),
-the fit problem (bound model, priors, what is learned) handed to the
-optimiser driver (:mod:`._fitting`) or to the samplers (:mod:`._sampled`),
-fold-in of new samples, ``transform``, ``inverse_transform``, ``score`` and
-entry predictions. A subclass says which model string, latent sizes and
-fixed factors it fits (:meth:`_model_spec`), and which factors are tied
-(:meth:`_tied_positions`; :class:`~._tied.TiedFit` then runs the steps a
-tie changes).
+the plan of the fit (its :class:`~._fitting.FitSettings`, the bound model,
+priors, what is learned, the evidence, the structure) handed to the
+optimiser driver or to the samplers, ``transform``, ``inverse_transform``,
+``score`` and entry predictions. A subclass says which model string,
+latent sizes and fixed factors it fits (:meth:`_model_spec`), and which
+factors are tied (:meth:`_tied_positions`): the fit's structure is then
+:class:`~._tied.TiedFit`, else :class:`~._one_tensor.OneTensorFit`, chosen
+once by :meth:`_structure`.
 """
 from __future__ import annotations
 
 import functools
 from abc import abstractmethod
-from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine._array_api import (array_api_refusal, as_namespace, device_of, like, moveaxis,
-                          namespace_of, to_numpy)
-from ..engine._contract import full_xhat, make_contractor
-from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
+from ..engine._array_api import array_api_refusal, like, to_numpy
+from ..engine._contract import full_xhat
+from ..engine._likelihood import LIKELIHOODS, Likelihood, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
-from ..evidence._checks import check_poisson_log_evidence
-from ..inference import em, vb
-from ..inference._fold_in import fold_in, with_factor
+from ..inference import em
 from ..inference._common import gamma_priors, priors_for
-from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
 from ..inference._methods import METHODS, choose_evidence, method_names
-from ..inference._driver import OptimizerProblem, Settings
-from ..inference._hyperparameters import LearnedRatesKernel, NewEntityRatesKernel
 from ..inference._svd_start import svd_start
 from ..engine.distributed import block_grid
 from ..engine.model import Model
 from ..inference._predictive import predictive_at_entries
-from ..inference._relevance import hold_learned_rates
-from ._relevance import check_learning, given_priors, learning_of, set_learned_attributes
-from ._fitting import FittedModel, fit_by_optimizer, optimizer_start
+from ._relevance import given_priors
+from ._fitting import FittedModel, FittedView, fit_settings
+from ._one_tensor import OneTensorFit, copy_array, sample_major, sample_start, with_n_samples
 from ._sampled import export_draws, fit_sampler
 from ._skeleton import BaseFactorization
 from ._tied import TiedFit
 from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
                           given_start, validate_tensor)
 
-__all__ = ["BasePoissonPLTF", "cp_reconstruction", "with_n_samples"]
-
-_KERNELS = {"vb": vb, "em": em}
-
-#: A fold-in stops each sample once a step changes its factor by less than
-#: this (or ``tol``, if smaller) relative to its largest entry.
-FOLD_IN_TOL = 1e-6
-
-
-def with_n_samples(model, n_samples):
-    """The bound ``model`` with its sample axis (axis 0) of size ``n_samples``."""
-    return replace(model, sizes={**model.sizes, model.output[0]: n_samples})
+__all__ = ["BasePoissonPLTF", "cp_reconstruction"]
 
 
 def cp_reconstruction(estimator, W):
@@ -76,12 +58,6 @@ def cp_reconstruction(estimator, W):
     return full_xhat(with_n_samples(estimator.model_, W.shape[0]), [W, *estimator.factors_[1:]])
 
 
-def _kernel(method, learning):
-    """VB or EM, with its rates learned where ``learning`` (a
-    :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`) says."""
-    return _KERNELS[method] if learning is None else LearnedRatesKernel(_KERNELS[method], learning)
-
-
 class BasePoissonPLTF(BaseFactorization):
     """Base class of the Poisson–Gamma PLTF estimators (not for direct use)."""
 
@@ -90,7 +66,7 @@ class BasePoissonPLTF(BaseFactorization):
                          "log_likelihoods_", "log_evidence_error_", "rhat_", "n_batch_iter_")
 
     _parameter_constraints: dict = {
-        "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood],
         "method": [StrOptions(set(method_names("poisson")))],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict,
@@ -163,15 +139,20 @@ class BasePoissonPLTF(BaseFactorization):
         factor that is another: :class:`~._tied.TiedFit` fits them)."""
         return {}
 
-    def _tied_start(self, restart):
-        """Where a tied model's VB restart ``restart`` starts: ``"mode"``
-        (around EM's posterior mode) for the first, ``"random"`` after."""
-        return rescal.mode_first(restart)
+    def _tied_start(self):
+        """Where a tied model's VB restarts start: ``"auto"``, around EM's
+        posterior mode for the first and at random after."""
+        return "auto"
 
-    def _tie(self, model):
-        """The :class:`~._tied.TiedFit` of ``model``, or None without a tie."""
+    def _structure(self, model):
+        """The fit's structure, chosen once: :class:`~._tied.TiedFit` where
+        ``model`` has tied factors, else :class:`~._one_tensor.OneTensorFit`."""
         tied = self._tied_positions(model)
-        return TiedFit(self, model, tied) if tied else None
+        return TiedFit(model, tied, type(self).__name__) if tied else OneTensorFit()
+
+    def _fit_settings(self):
+        """The fit's :class:`~._fitting.FitSettings`, from the parameters."""
+        return fit_settings(self.get_params(deep=False), tied_start=self._tied_start())
 
     def _has_tied_factor(self):
         return bool(self._tied_positions(Model.parse(self._model_spec(3)[0])))
@@ -198,12 +179,6 @@ class BasePoissonPLTF(BaseFactorization):
     def _ard_indices(self, model):
         """The latent indices of ``model`` with a relevance per value (``ard``)."""
         return ""
-
-    def _rate_learning_for(self, model):
-        """What rates the fit learns (None: none), checked against ``method``."""
-        learning = learning_of(self, model, self._ard_indices(model))
-        check_learning(self, learning)
-        return learning
 
     def _array_api_refusal(self):
         """None where VB or EM fits array-API input where it lives (the dense
@@ -250,13 +225,13 @@ class BasePoissonPLTF(BaseFactorization):
         SADA and the SVD start need the data in one process."""
         if (isinstance(self.init, str) and self.init == "svd") or self._has_tied_factor():
             return False  # the SVD, and a tie's row updates, pair entries across blocks
-        how, n_blocks = METHODS[self.method].distributed, self._sgld_settings()["n_blocks"]
+        how, n_blocks = METHODS[self.method].distributed, self.get_params().get("n_blocks")
         return how == "whole" or (how == "blocks" and n_blocks is not None)
 
     @property
     def _distributed_chunks(self):
         """For SGLD, the chunking of a Dask array into its parallel blocks."""
-        n_blocks = self._sgld_settings()["n_blocks"]
+        n_blocks = self.get_params().get("n_blocks")
         if METHODS[self.method].distributed != "blocks" or n_blocks is None:
             return None
         return functools.partial(block_grid, n_blocks=n_blocks)
@@ -264,34 +239,35 @@ class BasePoissonPLTF(BaseFactorization):
     # ------------------------------------------------------------------- fit
     def _fit_data(self, data, rng):
         """Fit the factors to validated ``data``: the restarts or chains of
-        ``method``, the evidence, and the state transform and score read."""
-        get_likelihood(self.likelihood).check(data)
+        ``method``, the evidence, and the state transform and score read.
+        Returns the fitted attributes (:meth:`_skeleton.BaseFactorization._fit`
+        sets them)."""
+        settings = self._fit_settings()
+        get_likelihood(settings.likelihood).check(data)
         spec, sizes, fixed = self._model_spec(len(data.shape))
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
-        tie = self._tie(model)
-        method = METHODS[self.method]
+        structure, method = self._structure(model), METHODS[settings.method]
         # AIS from the prior is far too short for real data: where no start
         # can be fitted to the posterior, "auto" passes it over (Chib then).
         free = tuple(a for a in model.free if a not in fixed)
         evidence = choose_evidence(
-            self.method, self.evidence, "poisson" if tie is None else "tied",
-            sparse=data.is_sparse,
+            settings.method, settings.evidence, structure.family, sparse=data.is_sparse,
             passed_over=() if has_posterior_start(model, free, tuple(fixed)) else ("ais",))
         if data.is_array_api:  # every factor where the data live
             fixed = {a: like(f, data.dense) for a, f in fixed.items()}
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = priors_for(self._gamma_priors(model), data)
-        learning = self._rate_learning_for(model) if tie is None else tie.rate_learning(model)
+        learning = structure.rate_learning(model, self._ard_indices(model), settings)
         if method.mode:  # which needs shapes of at least 1
             em.check_priors(priors)
         first_start = self._first_start(model, data, fixed)
         if method.sampler:
-            state = fit_sampler(self, data, model, priors, fixed, rng, evidence, tie)
-            fitted, folded_in = FittedModel(model, priors, None, _sample_start(model, state)), False
+            state, attributes = fit_sampler(settings, structure, data, model, priors, fixed, rng,
+                                            evidence)
+            fitted, folded_in = FittedModel(model, priors, None, sample_start(model, state)), False
         else:
-            fit_optimizer = self._fit_optimizer if tie is None else tie.fit_optimizer
-            state, fitted, folded_in = fit_optimizer(data, model, priors, fixed, rng, evidence,
-                                                     first_start, learning)
+            state, fitted, folded_in, attributes = structure.fit_optimizer(
+                settings, data, model, priors, fixed, rng, evidence, first_start, learning)
             model, priors = fitted.model, fitted.priors
         if evidence == "ais":
             # The path starts from a Gamma fit to the fitted posterior marginals
@@ -300,18 +276,19 @@ class BasePoissonPLTF(BaseFactorization):
             start = (None if method.mode
                      else posterior_start(model, state.mean, state.geometric, held=tuple(fixed)))
             estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed, start=start,
-                                        verbose=self.verbose, likelihood=self.likelihood)
-            self.log_evidence_ = check_poisson_log_evidence(
+                                        verbose=settings.verbose, likelihood=settings.likelihood)
+            attributes["log_evidence_"] = structure.check_log_evidence(
                 estimate.log_evidence, data, standard_error=estimate.standard_error,
                 advice=("evidence='ais' runs sklearn_pltf.evidence.ais_log_evidence at its "
                         "defaults; call it directly with more runs or temperatures."),
-                likelihood=self.likelihood)
-            self.log_evidence_error_ = estimate.standard_error
-        self._state, self._folded_in_fit = state, folded_in
-        self.model_, self._fitted_priors, self._rate_learning, self._sample_start = fitted
-        # Seeds predict_entries' draws: its own stream, spawned last.
-        self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
-        self.factors_ = tuple(_copy(m) for m in state.mean)
+                likelihood=settings.likelihood)
+            attributes["log_evidence_error_"] = estimate.standard_error
+        return {**attributes, "model_": fitted.model, "factors_": tuple(map(copy_array,
+                                                                          state.mean)),
+                "_state": state, "_folded_in_fit": folded_in, "_fitted_priors": fitted.priors,
+                "_rate_learning": fitted.learning, "_sample_start": fitted.sample_start,
+                # Seeds predict_entries' draws: its own stream, spawned last.
+                "_predictive_seed": int(rng.spawn(1)[0].integers(2**63))}
 
     def _first_start(self, model, data, fixed):
         """Where the first restart starts, ``{position: array}``, or None
@@ -332,79 +309,6 @@ class BasePoissonPLTF(BaseFactorization):
             return svd_start(model, data, model.free, fixed)
         return given_start(model, init)
 
-    def _fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start, learning):
-        """VB or EM: restarts to convergence (the first from ``first_start``,
-        ``{position: array}``, if given), the best kept, the learned rates
-        held, the final fold-in. Returns the state, the :class:`FittedModel`
-        and whether the fit ended with the fold-in ``transform`` would do."""
-        given = {a: (f, f) for a, f in fixed.items()}
-        kernel = _kernel(self.method, learning)
-        # One contractor serves every restart run here and the final fold-in;
-        # restarts in other processes build their own.
-        problem = OptimizerProblem(
-            kernel, make_contractor(model, data, self.likelihood), priors,
-            start=functools.partial(optimizer_start, kernel, model, priors, given, first_start),
-            rebuild=functools.partial(make_contractor, model, data, self.likelihood))
-        contractor = problem.contractor
-        # Distributed data: the restarts run one after another, each over the
-        # whole cluster, on the one set of blocks.
-        # Array-API data: one after another on the data's device.
-        in_process = data.is_distributed or data.is_array_api
-        state, objectives, converged, _ = fit_by_optimizer(
-            problem, rng.spawn(self.n_init), self._optimizer_settings(),
-            n_jobs=1 if in_process else effective_n_jobs(self.n_jobs))
-        final_objective = objectives[-1]
-        if learning is not None:
-            model, state, priors, contractor, final_objective = self._hold_learned_rates(
-                data, model, state, priors, contractor, final_objective, learning)
-        fitted = FittedModel(model, priors, learning, _sample_start(model, state))
-        # With a rate per sample the fit's own sample factor and its q(β)
-        # stay (a fold-in infers a rate per sample at the held hyper-rate).
-        folded_in = fitted.sample_start is not None and not (
-            priors.new_entity_rate is not None
-            and priors.new_entity_rate[model.sample_factor()] is not None)
-        if folded_in:
-            # Final fold-in: the sample-mode factor re-inferred exactly as
-            # transform does, so fit_transform(X) equals fit(X).transform(X).
-            alpha = model.sample_factor()
-            folded, fold_contractor, _ = self._fold_in(data, state, contractor, fitted)
-            state = with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
-            final_objective = _KERNELS[self.method].objective(state, fold_contractor, priors)
-        self.n_iter_ = len(objectives)
-        self.converged_ = converged
-        self.lower_bounds_ = like(np.asarray(objectives), state.mean[0])
-        self.lower_bound_ = final_objective
-        if evidence == "vb":
-            # The converged bound is the VB estimate of log p(X) (a lower bound).
-            self.log_evidence_ = check_poisson_log_evidence(
-                self.lower_bound_, data,
-                advice="A variational bound cannot lie above log p(X): please report this.",
-                likelihood=self.likelihood)
-        return state, fitted, folded_in
-
-    def _optimizer_settings(self):
-        """The optimiser driver's loop settings from the parameters."""
-        return Settings(self.max_iter, self.tol, self.acceleration, self.verbose,
-                        self.verbose_interval)
-
-    def _hold_learned_rates(self, data, model, state, priors, contractor, bound, learning):
-        """After VB with learned rates (:func:`~sklearn_pltf.inference._relevance.hold_learned_rates`):
-        the rates held at ``state`` from here on; with ARD, the relevances read
-        and, with ``prune``, the unneeded components removed. Returns the
-        ``(model, state, priors, contractor, bound)`` to go on with."""
-        held = hold_learned_rates(
-            _kernel(self.method, learning), learning, model, state, priors, self.tol,
-            contractor_for=lambda small: make_contractor(small, data, self.likelihood),
-            bound=bound, prune=self.prune)
-        if held.model is not model:
-            contractor = make_contractor(held.model, data, self.likelihood)
-        set_learned_attributes(self, learning, held.relevance, held.priors, pruned=self.prune)
-        return held.model, held.state, held.priors, contractor, held.bound
-
-    def _sgld_settings(self):
-        """What SGLD and STI take from the estimator's parameters."""
-        return {name: getattr(self, name) for name in (
-            "batch_size", "n_blocks", "n_temperatures", "steps_per_temperature", "step_size")}
 
     def to_inference_data(self, X=None, *, mask=None, factor_names=None):
         """The kept draws as an ArviZ ``InferenceData`` (needs the
@@ -455,91 +359,23 @@ class BasePoissonPLTF(BaseFactorization):
         return FittedModel(self.model_, self._fitted_priors, self._rate_learning,
                            self._sample_start)
 
-    def _fold_in(self, data, held_state, contractor=None, fitted=None):
-        """Infer the sample-mode factor of ``data``, every other factor held at
-        its value in ``held_state``. Returns ``(state, contractor, priors)``: the
-        contractor for ``data`` (``contractor`` if given, one already built for
-        it), and priors with only that factor free (the objective of the new
-        data is the kernel's objective of these three). ``fitted``: the
-        :class:`FittedModel` to fold into (default: the fitted estimator's).
-
-        Every sample starts from the fitted factor's mean over samples and is
-        updated on its own (:func:`~sklearn_pltf.inference._fold_in.fold_in`),
-        so its result does not depend on the batch. Under hierarchical rates
-        each sample's rate is inferred with it
-        (:class:`~sklearn_pltf.inference._hyperparameters.NewEntityRatesKernel`),
-        and the returned priors hold the rates at the result.
-        """
-        if fitted is None:
-            self._sample_factor()  # raises unless the model has a sample-mode factor
-            fitted = self._fitted()
-        model = fitted.model
-        alpha = model.sample_factor()
-        kernel = _KERNELS[self._fold_in_method]
-        axis = model.factors[alpha].index(model.output[0])
-        learning = fitted.learning
-        if (self._fold_in_method == "vb" and learning is not None and learning.entity_axes
-                and learning.entity_axes[alpha] == (axis,)):
-            kernel = NewEntityRatesKernel(kernel, alpha, axis)
-        given = {
-            a: (held_state.mean[a], held_state.geometric[a])
-            for a in range(model.n_factors)
-            if a != alpha
-        }
-
-        def problem(sub_data, contractor=None):
-            sub_model = with_n_samples(model, sub_data.shape[0])
-            priors = priors_for(self._sample_priors(sub_model, alpha, fitted), sub_data)
-            if contractor is None:
-                contractor = make_contractor(sub_model, sub_data, self.likelihood)
-            return contractor, priors
-
-        contractor, priors = problem(data, contractor)
-        means = [given.get(a, (None,))[0] for a in range(model.n_factors)]
-        start = fitted.sample_start
-        means[alpha] = _copy(namespace_of(start).broadcast_to(
-            start, contractor.model.factor_shape(alpha)))
-        state = kernel.state_from_means(means, priors, given)
-        state = fold_in(kernel, state, contractor, priors, alpha, axis,
-                        lambda rows: problem(data.take_samples(rows)),
-                        tol=min(self.tol, FOLD_IN_TOL),
-                        max_iter=self.max_iter)
-        if isinstance(kernel, NewEntityRatesKernel):
-            priors = kernel.priors_at(state, priors)
-        return state, contractor, priors
-
-    def _sample_priors(self, sub_model, alpha, fitted=None):
-        """The prior of the sample-mode factor (at ``alpha``) of ``sub_model``,
-        the fitted model with other samples: the given one, or the learned
-        one (which does not vary along the samples)."""
-        fitted = self._fitted() if fitted is None else fitted
-        if fitted.learning is None:
-            return gamma_priors(sub_model, self.prior_shape, self.prior_rate, free=(alpha,))
-        model, priors = fitted.model, fitted.priors
-        axis = model.factors[alpha].index(model.output[0])
-        # With hierarchical rates a sample's rate is its own: the fold-in
-        # starts new samples at the hyperprior's mean and infers theirs
-        # (NewEntityRatesKernel).
-        entity_rates = priors.new_entity_rate
-        rates = priors.rate if entity_rates is None or entity_rates[alpha] is None else entity_rates
-        per_sample = [np.take(np.broadcast_to(field[alpha], model.factor_shape(alpha)),
-                              [0], axis=axis) for field in (priors.shape, rates)]
-        return gamma_priors(sub_model, {alpha: per_sample[0]}, {alpha: per_sample[1]},
-                            free=(alpha,))
+    def _view(self, data=None):
+        """What the steps after the fit read (:class:`~._fitting.FittedView`),
+        ``data`` the data at hand (None: no data)."""
+        return FittedView(self.model_, self._state, self.factors_, self._fitted(),
+                          self._fit_settings(), data is not None and self._is_training_data(data),
+                          type(self).__name__)
 
     def _transform_data(self, data):
         """:meth:`transform` of validated data."""
-        tie = self._tie(self.model_)
-        if tie is not None:
-            return tie.transform(data)
-        alpha = self._sample_factor()
+        self._sample_factor()  # raises unless the model has a sample-mode factor
         self._check_sample_shape(data)
-        return _sample_major(self._fold_in(data, self._state)[0].mean[alpha], self.model_, alpha)
+        return self._structure(self.model_).transform(data, self._view(data))
 
     def _fitted_transform(self, data):
         if self._folded_in_fit:  # fit ended with this fold-in
             alpha = self._sample_factor()
-            return _sample_major(_copy(self._state.mean[alpha]), self.model_, alpha)
+            return sample_major(copy_array(self._state.mean[alpha]), self.model_, alpha)
         return self._transform_data(data)
 
     def transform(self, X, mask=None):
@@ -571,28 +407,8 @@ class BasePoissonPLTF(BaseFactorization):
             means (tied: (n_entities, n_entities[, n_relations])).
         """
         check_is_fitted(self)
-        tie = self._tie(self.model_)
-        if tie is not None:
-            return tie.inverse_transform(X)
-        alpha = self._sample_factor()
-        model = self.model_
-        fitted = self._state.mean[alpha]
-        if isinstance(fitted, np.ndarray):
-            W = np.asarray(X, dtype=np.float64)
-        else:  # fitted where array-API data live: W goes there too
-            W = as_namespace(X, namespace_of(fitted), device_of(fitted), fitted.dtype)
-        own = model.factors[alpha]
-        latent_shape = tuple(model.sizes[c] for c in own if c != model.output[0])
-        if W.ndim != 2 or W.shape[1] != int(np.prod(latent_shape)):
-            raise ValueError(
-                f"Expected an array of shape (n_samples, {int(np.prod(latent_shape))}), got {W.shape}."
-            )
-        new_model = self._resized_model(W.shape[0])
-        factor = moveaxis(namespace_of(W).reshape(W, (W.shape[0],) + latent_shape), 0,
-                          own.index(model.output[0]))
-        factors = list(self._state.mean)
-        factors[alpha] = factor
-        return full_xhat(new_model, factors)
+        self._sample_factor()  # raises unless the model has a sample-mode factor
+        return self._structure(self.model_).inverse_transform(X, self._view())
 
     # ------------------------------------------------------- prediction, score
     def predict_entries(self, indices):
@@ -648,17 +464,7 @@ class BasePoissonPLTF(BaseFactorization):
         return super().score(X, y, mask)
 
     def _predictive_score(self, data):
-        tie = self._tie(self.model_)
-        if tie is not None:
-            tie.require_training_data(data, "scores")
-        return _KERNELS[self._fold_in_method].objective(*self._fold_in(data, self._state))
-
-    @property
-    def _fold_in_method(self):
-        """How new samples are folded in: EM for an EM fit, else VB (a sampler
-        fit's other factors are held at their posterior mean and geometric
-        mean exp E[log Z])."""
-        return METHODS[self.method].fold_in
+        return self._structure(self.model_).predictive_score(data, self._view(data))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -667,28 +473,3 @@ class BasePoissonPLTF(BaseFactorization):
         tags.array_api_support = self._array_api_refusal() is None
         return tags
 
-
-def _sample_start(model, state):
-    """Where a fold-in starts every sample: the fitted sample-mode factor's
-    mean over the samples; None if the model has no such factor."""
-    alpha = model.sample_factor()
-    if alpha is None:
-        return None
-    mean = state.mean[alpha]
-    return namespace_of(mean).mean(mean, axis=model.factors[alpha].index(model.output[0]),
-                                   keepdims=True)
-
-
-def _sample_major(mean, model, alpha):
-    """The sample-mode factor as (n_samples, prod of its latent sizes)."""
-    moved = moveaxis(mean, model.factors[alpha].index(model.output[0]), 0)
-    if not isinstance(moved, np.ndarray):
-        return namespace_of(moved).reshape(moved, (moved.shape[0], -1))
-    return np.ascontiguousarray(moved.reshape(moved.shape[0], -1))
-
-
-def _copy(array):
-    """A new array with ``array``'s values, in its namespace and on its device."""
-    if isinstance(array, np.ndarray):
-        return np.array(array)
-    return namespace_of(array).asarray(array, copy=True)

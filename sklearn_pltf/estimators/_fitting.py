@@ -1,7 +1,8 @@
-"""What every fit of the Poisson–Gamma estimators shares: the settings the
-parameters decide once (:class:`FitSettings`, read by the fit's steps in
-place of the estimator), the optimiser driver's one call, where a restart
-starts, and the fitted model a fit hands to its fold-ins."""
+"""What every fit of the estimators shares: the settings the parameters
+decide once (:class:`FitSettings`, read by the fit's steps in place of the
+estimator), the optimiser driver's one call, where a restart starts, the
+fitted model a fit hands to its fold-ins, and the one setter of fitted
+attributes (:func:`set_fitted`)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,23 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..inference._driver import Settings, optimize
 
-__all__ = ["FitSettings", "FittedModel", "fit_by_optimizer", "optimizer_start"]
+__all__ = ["FitSettings", "FittedModel", "FittedView", "SGLD_PARAMETERS", "fit_by_optimizer",
+           "fit_settings", "optimizer_start", "set_fitted"]
 
 
 class FitSettings(NamedTuple):
     """What a fit's steps read of the estimator's parameters, decided once
-    per fit (:meth:`~._base.BasePoissonPLTF._fit_settings`): the steps take
-    this, never the estimator.
+    per fit by :func:`fit_settings`: the steps take this, never the
+    estimator.
 
     ``loop``: the optimiser driver's :class:`~sklearn_pltf.inference._driver.Settings`;
     ``chains``: the samplers' lengths and keeping (``n_warmup``,
     ``n_draws``, ``thin``, ``keep_draws``); ``sgld``: SGLD's and STI's
     settings; ``tied_start``: where a tied model's restarts start
     (``"auto"``: around EM's mode first, then at random; ``"mode"``,
-    ``"random"``); ``prior_shape``, ``prior_rate``: as given (what a fold-in
-    of new samples takes where nothing was learned)."""
+    ``"random"``); ``prior_shape``, ``prior_rate``: as given (where a fold-in
+    of new samples takes its prior when nothing was learned); ``ard``: as
+    given."""
 
     method: str
     likelihood: object
@@ -43,6 +46,55 @@ class FitSettings(NamedTuple):
     tied_start: str
     prior_shape: object
     prior_rate: object
+    ard: object
+
+
+#: SGLD's and STI's parameters (none where an estimator has no SGLD).
+SGLD_PARAMETERS = ("batch_size", "n_blocks", "n_temperatures", "steps_per_temperature",
+                   "step_size")
+
+
+def fit_settings(params, tied_start="auto"):
+    """The :class:`FitSettings` of a fit with the estimator's parameters
+    ``params`` (``get_params(deep=False)``): the one place a fit reads them.
+    A parameter an estimator does not have takes its neutral value (no
+    pruning, no SGLD blocks)."""
+    return FitSettings(
+        params["method"], params["likelihood"], params["evidence"], params["n_init"],
+        params.get("n_jobs"), params["tol"], params["max_iter"], params.get("prune", False),
+        params.get("verbose", 0),
+        Settings(params["max_iter"], params["tol"], params["acceleration"],
+                 params.get("verbose", 0), params.get("verbose_interval", 10)),
+        {name: params[name] for name in ("n_warmup", "n_draws", "thin", "keep_draws")},
+        {name: params.get(name) for name in SGLD_PARAMETERS}, tied_start,
+        params["prior_shape"], params["prior_rate"], params.get("ard", False))
+
+
+class FittedView(NamedTuple):
+    """What the steps after a fit (``transform``, ``inverse_transform``,
+    ``score`` of new data) read of a fitted estimator: its model, state and
+    factors, the :class:`FittedModel` its fold-ins take, its settings,
+    whether the data at hand are its training data, and its name (for
+    messages)."""
+
+    model: object
+    state: object
+    factors: tuple
+    fitted: object
+    settings: FitSettings
+    is_training_data: bool
+    name: str
+
+
+def set_fitted(estimator, attributes, stale=()):
+    """The one place the estimator layer sets fitted attributes: a fit's
+    steps return what they found, and this sets it when the fit is done
+    (the ``stale`` attributes of an earlier fit removed first, so that none
+    survives that this fit does not set)."""
+    for name in stale:
+        estimator.__dict__.pop(name, None)
+    for name, value in attributes.items():
+        setattr(estimator, name, value)
 
 
 def fit_by_optimizer(problem, rngs, settings, n_jobs=1):

@@ -26,14 +26,18 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
 from ..inference._driver import OptimizerProblem
-from ._base import _kernel, _sample_start
-from ._fitting import fit_by_optimizer, optimizer_start
+from ._fitting import FittedModel, fit_by_optimizer, optimizer_start, set_fitted
+from ._one_tensor import fold_in_samples, kernel_for, sample_priors, sample_start
 from ..inference._relevance import held_priors, hold_learned_rates
-from ._relevance import LEARNED_ATTRIBUTES, set_learned_attributes
+from ._relevance import LEARNED_ATTRIBUTES, learned_attributes
 from ._validation import check_fixed_factors_reach_the_data, input_namespace
 from ._skeleton import restore_on_failure
 
 __all__ = ["OnlineVBMixin", "ONLINE_PARAMETERS", "ONLINE_CONSTRAINTS"]
+
+#: What a later batch continues from the fit or the batches before it.
+_CONTINUED = ("model_", "_state", "_fitted_priors", "_rate_learning", "_sample_start",
+              "_predictive_seed", "prior_rate_", "prior_shape_", "relevance_", "effective_rank_")
 
 ONLINE_CONSTRAINTS = {
     "total_samples": [Interval(Real, 0, None, closed="neither")],
@@ -100,23 +104,32 @@ class OnlineVBMixin:
                 "removes components, needs fit.")
         first = not hasattr(self, "factors_")
         data = self._observed(X, mask, reset=first)
-        get_likelihood(self.likelihood).check(data)
+        settings = self._fit_settings()
+        get_likelihood(settings.likelihood).check(data)
         if first:
-            self._start_online(data)
-        self._check_sample_shape(data)
-        if not first:
+            fit = self._start_online(data, settings)
+        else:
+            self._check_sample_shape(data)
             self._check_continuable(data)
-        alpha = self._sample_factor()
-        folded, contractor, _ = self._fold_in(data, self._state)
-        state = with_factor(self._state, alpha, folded, lambda batch, _: batch)
+            fit = {name: getattr(self, name) for name in _CONTINUED if hasattr(self, name)}
+        model = fit["model_"]
+        alpha = self._sample_factor(model)
+        fitted = FittedModel(model, fit["_fitted_priors"], fit["_rate_learning"],
+                             fit["_sample_start"])
+        folded, contractor, _ = fold_in_samples(settings, fitted, data, fit["_state"])
+        state = with_factor(fit["_state"], alpha, folded, lambda batch, _: batch)
         model = contractor.model
         priors = self._gamma_priors(model)
-        learning = self._rate_learning
+        learning = fitted.learning
         if learning is not None:
             # The held rates at this batch's size: the sample factor's do not
             # vary along the samples, so they are re-broadcast per batch.
-            priors = held_priors(priors, self._fitted_priors, self._sample_priors(model, alpha),
-                                 alpha)
+            priors = held_priors(priors, fitted.priors,
+                                 sample_priors(settings, fitted, model, alpha), alpha)
+            # The held priors follow ``model_`` (fold-ins read the sample
+            # factor's per-sample rate from them at its shape), and so does
+            # ``prior_rate_``; the rates themselves are the first batch's.
+            fit.update(learned_attributes(learning, None, priors), _fitted_priors=priors)
         step = getattr(self, "n_batch_iter_", 1)
         rho = svi.learning_rate(step, self.learning_offset, self.learning_decay)
         state = svi.global_step(state, contractor, priors,
@@ -124,20 +137,12 @@ class OnlineVBMixin:
                                 self.total_samples / data.shape[0], rho)
         if self.verbose:
             print(f"Batch {step}: {data.shape[0]} samples, step weight {rho:.4g}")
-        for stale in self._stale_attributes + ("n_iter_",):
-            if stale not in LEARNED_ATTRIBUTES:  # the rates learned on the first batch stay
-                self.__dict__.pop(stale, None)
-        self.model_, self._state = model, state
-        if learning is not None:
-            # The held priors follow ``model_`` (fold-ins read the sample
-            # factor's per-sample rate from them at its shape), and so does
-            # ``prior_rate_``; the rates themselves are the first batch's.
-            self._fitted_priors = priors
-            set_learned_attributes(self, learning, None, priors)
-        self._sample_start = _sample_start(model, state)
-        self._fingerprint, self._folded_in_fit = None, False
-        self.factors_ = tuple(m.copy() for m in state.mean)
-        self.n_batch_iter_ = step + 1
+        set_fitted(self, {
+            **fit, "model_": model, "_state": state, "_sample_start": sample_start(model, state),
+            "_fingerprint": None, "_folded_in_fit": False,
+            "factors_": tuple(m.copy() for m in state.mean), "n_batch_iter_": step + 1},
+            # the rates learned on the first batch stay
+            stale=[a for a in (*self._stale_attributes, "n_iter_") if a not in LEARNED_ATTRIBUTES])
         return self
 
     def _check_continuable(self, data):
@@ -159,9 +164,10 @@ class OnlineVBMixin:
                 f"{self._resized_model(data.shape[0]).sizes} (set_params since the last "
                 f"partial_fit?); partial_fit continues the fitted posterior: {restart}")
 
-    def _start_online(self, data):
+    def _start_online(self, data, settings):
         """The first batch: the model, and every factor's q fitted to the batch
-        by VB from a random start (or ``init``), as :meth:`fit` would."""
+        by VB from a random start (or ``init``), as :meth:`fit` would; returns
+        what the later batches continue (fitted attributes)."""
         if data.total == 0:
             # VB on zeros shrinks every factor towards zero; the next batch's
             # samples, folded in against those, would carry the whole scale.
@@ -173,25 +179,24 @@ class OnlineVBMixin:
         model = Model.parse(spec).bind(data.shape, sizes, {a: f.shape for a, f in fixed.items()})
         check_fixed_factors_reach_the_data(model, data, fixed)
         priors = self._gamma_priors(model)
-        learning = self._rate_learning_for(model)
-        kernel = _kernel("vb", learning)
+        learning = self._structure(model).rate_learning(model, self._ard_indices(model),
+                                                        settings)
+        kernel = kernel_for("vb", learning)
         rng = as_generator(self.random_state)
         given = {a: (f, f) for a, f in fixed.items()}
         problem = OptimizerProblem(
-            kernel, make_contractor(model, data, self.likelihood), priors,
+            kernel, make_contractor(model, data, settings.likelihood), priors,
             start=functools.partial(optimizer_start, kernel, model, priors, given,
                                     self._first_start(model, data, fixed)))
-        self._state, objectives, _, _ = fit_by_optimizer(problem, [rng],
-                                                         self._optimizer_settings())
-        self._rate_learning, self._fitted_priors = learning, priors
+        state, objectives, _, _ = fit_by_optimizer(problem, [rng], settings.loop)
+        fit = {"_rate_learning": learning, "_fitted_priors": priors}
         if learning is not None:  # learned on this batch, held for the later ones
             held = hold_learned_rates(
-                kernel, learning, model, self._state, priors, self.tol,
-                contractor_for=lambda small: make_contractor(small, data, self.likelihood),
+                kernel, learning, model, state, priors, settings.tol,
+                contractor_for=lambda small: make_contractor(small, data, settings.likelihood),
                 bound=objectives[-1])
-            self._fitted_priors = held.priors
-            set_learned_attributes(self, learning, held.relevance, held.priors,
-                                   pruned=self.prune)
-        self.model_ = model
-        self._predictive_seed = int(rng.spawn(1)[0].integers(2**63))
-        self._sample_start = _sample_start(model, self._state)
+            fit.update(learned_attributes(learning, held.relevance, held.priors,
+                                          pruned=settings.prune), _fitted_priors=held.priors)
+        return {**fit, "model_": model, "_state": state,
+                "_predictive_seed": int(rng.spawn(1)[0].integers(2**63)),
+                "_sample_start": sample_start(model, state)}

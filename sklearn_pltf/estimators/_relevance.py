@@ -17,7 +17,7 @@ from ..inference._hyperparameters import index_letter, rate_learning
 from ..inference._methods import require
 
 __all__ = ["ARD_PARAMETERS", "ARD_ATTRIBUTES", "LEARNED_ATTRIBUTES", "learning_of",
-           "learned_kinds", "given_priors", "set_learned_attributes", "check_learning"]
+           "learned_kinds", "given_priors", "learned_attributes", "check_learning"]
 
 ARD_PARAMETERS = """\
     ard : bool, default=False
@@ -65,11 +65,12 @@ ARD_ATTRIBUTES = """\
 LEARNED_ATTRIBUTES = ("prior_rate_", "prior_shape_", "relevance_", "effective_rank_")
 
 
-def learning_of(estimator, model, ard_indices):
-    """The :class:`RateLearning` that ``estimator``'s ``prior_rate`` and
-    ``ard_indices`` (a string of latent indices) ask for, or None."""
-    per_factor, hierarchical, learn_shape = learned_kinds(estimator)
-    if estimator.ard and not ard_indices:
+def learning_of(settings, model, ard_indices):
+    """The :class:`RateLearning` that a fit's ``prior_rate`` and ``prior_shape``
+    (its :class:`~._fitting.FitSettings`) and ``ard_indices`` (a string of
+    latent indices) ask for, or None."""
+    per_factor, hierarchical, learn_shape = learned_kinds(settings)
+    if settings.ard and not ard_indices:
         raise ValueError(f"ard asks for a relevance per component, and {model.string!r} has "
                          "no latent index to give one to.")
     if not ard_indices and not (per_factor or hierarchical or learn_shape):
@@ -77,24 +78,24 @@ def learning_of(estimator, model, ard_indices):
     return rate_learning(model, model.free, ard_indices, per_factor, hierarchical, learn_shape)
 
 
-def learned_kinds(estimator):
-    """``(per_factor, hierarchical, learn_shape)``: what ``estimator``'s
-    ``prior_rate`` (``"auto"``, ``"hierarchical"``) and ``prior_shape``
-    (``"auto"``) ask to learn."""
-    rate = estimator.prior_rate if isinstance(estimator.prior_rate, str) else None
-    return rate == "auto", rate == "hierarchical", isinstance(estimator.prior_shape, str)
+def learned_kinds(given):
+    """``(per_factor, hierarchical, learn_shape)``: what ``prior_rate``
+    (``"auto"``, ``"hierarchical"``) and ``prior_shape`` (``"auto"``) ask to
+    learn (``given``: the parameters, or the :class:`~._fitting.FitSettings`)."""
+    rate = given.prior_rate if isinstance(given.prior_rate, str) else None
+    return rate == "auto", rate == "hierarchical", isinstance(given.prior_shape, str)
 
 
-def given_priors(estimator):
-    """``(prior_shape, prior_rate)`` of ``estimator`` with 1 for what is
-    learned (a string): where the fit starts them."""
+def given_priors(given):
+    """``(prior_shape, prior_rate)`` with 1 for what is learned (a string):
+    where the fit starts them."""
     return tuple(1.0 if isinstance(value, str) else value
-                 for value in (estimator.prior_shape, estimator.prior_rate))
+                 for value in (given.prior_shape, given.prior_rate))
 
 
-def check_learning(estimator, learning):
-    """Raise unless ``estimator``'s method learns rates (VB)."""
-    if estimator.prune and (learning is None or not learning.indices):
+def check_learning(settings, learning):
+    """Raise unless the fit's method learns rates (VB)."""
+    if settings.prune and (learning is None or not learning.indices):
         raise ValueError("prune=True removes the components that ARD switched off: it needs "
                          "ard=True.")
     if learning is None:
@@ -102,30 +103,32 @@ def check_learning(estimator, learning):
     # (EM cannot: the posterior mode taken jointly over the factors and their
     # rates does not exist, a factor at zero under a rate that grows without
     # bound having unbounded density.)
-    require(estimator.method, "poisson", "learns_priors",
+    require(settings.method, "poisson", "learns_priors",
             "prior_rate='auto' or 'hierarchical', prior_shape='auto' and ard=True learn the "
             "prior by the evidence: they need")
-    if estimator.evidence not in ("auto", "vb", None):
+    if settings.evidence not in ("auto", "vb", None):
         raise ValueError(
-            f"evidence={estimator.evidence!r} with learned rates: the evidence is the VB "
+            f"evidence={settings.evidence!r} with learned rates: the evidence is the VB "
             "bound at the learned rates; use evidence='auto' or 'vb'.")
 
 
-def set_learned_attributes(estimator, learning, relevance, priors, pruned=False):
-    """``prior_rate_`` and, with ARD, ``relevance_`` and ``effective_rank_``
-    (one array and int per ARD index; the array and int themselves where
-    there is one)."""
-    estimator.prior_rate_ = tuple(None if r is None else np.array(r) for r in priors.rate)
+def learned_attributes(learning, relevance, priors, pruned=False):
+    """The fitted attributes of learned priors: ``prior_rate_``, with learned
+    shapes ``prior_shape_`` and, with ARD, ``relevance_`` and
+    ``effective_rank_`` (one array and int per ARD index; the array and int
+    themselves where there is one)."""
+    attributes = {"prior_rate_": tuple(None if r is None else np.array(r) for r in priors.rate)}
     if learning.learn_shape:
-        estimator.prior_shape_ = tuple(None if s is None else float(np.asarray(s).flat[0])
-                                       for s in priors.shape)
+        attributes["prior_shape_"] = tuple(None if s is None else float(np.asarray(s).flat[0])
+                                           for s in priors.shape)
     if relevance is None:
-        return
+        return attributes
     values = {key: relevance.values[key][relevance.kept[index_letter(key)]] if pruned
               else relevance.values[key] for key in learning.indices}
     ranks = {c: int(relevance.kept[c].size) for c in learning.letters}
     single = len(learning.letters) == 1
     if len(values) > len(ranks) and single:  # a relevance per factor, one index: by factor
         values = {factor: value for (_, factor), value in values.items()}
-    estimator.relevance_ = next(iter(values.values())) if len(values) == 1 else values
-    estimator.effective_rank_ = next(iter(ranks.values())) if single else ranks
+    attributes["relevance_"] = next(iter(values.values())) if len(values) == 1 else values
+    attributes["effective_rank_"] = next(iter(ranks.values())) if single else ranks
+    return attributes

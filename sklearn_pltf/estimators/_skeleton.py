@@ -11,7 +11,8 @@ estimator as it was when a fit raises, fingerprints the training data so that
 
 - ``_observed(X, mask, reset)``: the checks of its data model, returning an
   :class:`~sklearn_pltf.engine._data.ObservedTensor`;
-- ``_fit_data(data, rng)``: the fit itself, setting the fitted attributes;
+- ``_fit_data(data, rng)``: the fit itself, returning the fitted
+  attributes (:func:`set_fitted` sets them when it is done);
 - ``_transform_data(data)``: the sample-mode factor of validated new data;
 - ``_predictive_score(data)``: the score of new samples;
 - ``_stale_attributes``: fitted attributes that only some fits set, removed
@@ -31,6 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine._array_api import array_api_refusal
 from ..engine._contract import full_xhat
 from ..engine._random import as_generator
+from ._fitting import set_fitted
+from ._validation import check_parameters
 
 __all__ = ["BaseFactorization", "restore_on_failure", "unmasked_fingerprint",
            "is_training_data_without_its_mask"]
@@ -59,6 +62,14 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     #: Fitted attributes that only some fits set (see the module docstring).
     _stale_attributes: tuple = ()
+
+    def _validate_params(self):
+        """scikit-learn's check of ``_parameter_constraints``, then what it
+        lets through but no fit can take (:func:`._validation.check_parameters`:
+        a bool for an integer, a rank no array can hold); ``fit``,
+        ``fit_transform`` and ``partial_fit`` run it first."""
+        super()._validate_params()
+        check_parameters(self)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
@@ -158,13 +169,14 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     def _fit(self, X, mask):
         """Validate ``X``, fit, fingerprint the data; returns the validated data."""
         data = self._observed(X, mask, reset=True)
-        for stale in self._stale_attributes:
-            self.__dict__.pop(stale, None)
-        self._data_namespace = _namespace_and_device(data)
-        self._fit_data(data, as_generator(self.random_state))
-        self._fingerprint = data.fingerprint
-        self._unmasked_fingerprint = None if data.is_distributed else unmasked_fingerprint(
-            data.fingerprint, mask, lambda: self._observed(X, None, reset=False).fingerprint)
+        attributes = self._fit_data(data, as_generator(self.random_state))
+        set_fitted(self, {
+            **attributes, "_data_namespace": _namespace_and_device(data),
+            "_fingerprint": data.fingerprint,
+            "_unmasked_fingerprint": None if data.is_distributed else unmasked_fingerprint(
+                data.fingerprint, mask,
+                lambda: self._observed(X, None, reset=False).fingerprint)},
+            stale=self._stale_attributes)
         return data
 
     def _observed_like_fit(self, X, mask, method):
@@ -185,7 +197,8 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
 
     @abstractmethod
     def _fit_data(self, data, rng):
-        """Fit to validated ``data`` with the generator ``rng``."""
+        """Fit to validated ``data`` with the generator ``rng``; returns the
+        fitted attributes, ``{name: value}``."""
 
     @abstractmethod
     def _transform_data(self, data):
@@ -200,13 +213,15 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         subclass returns what its fit already computed)."""
         return self._transform_data(data)
 
-    def _sample_factor(self):
-        """Position of the fitted model's sample-mode factor, which
-        :meth:`transform` returns; a ValueError if the model has none."""
-        alpha = self.model_.sample_factor()
+    def _sample_factor(self, model=None):
+        """Position of the sample-mode factor of ``model`` (default: the
+        fitted one), which :meth:`transform` returns; a ValueError if the
+        model has none."""
+        model = self.model_ if model is None else model
+        alpha = model.sample_factor()
         if alpha is None:
             raise ValueError(
-                f"Model {self.model_.string!r} has no sample-mode factor (one free factor "
+                f"Model {model.string!r} has no sample-mode factor (one free factor "
                 "carrying axis 0 and no other observed index), so new samples cannot be "
                 "folded in."
             )

@@ -1,11 +1,12 @@
 """The fit of a Poisson–Gamma model whose factor sits at two positions (a tied factor).
 
-:class:`TiedFit` is what :class:`~._base.BasePoissonPLTF` consults, in
-place of its own steps, when the model has a tied factor: the fit, the
-evidence and the training-data-only ``transform``/``score`` of a model in
-the RESCAL structure (:mod:`sklearn_pltf.inference.relational.structure`
-maps it onto the canonical ``"ia,jb,abk->ijk"`` of the relational family's
-kernels). An estimator offers ties by its ``_tied_positions`` hook.
+:class:`TiedFit` is the structure :class:`~._base.BasePoissonPLTF` fits
+when the model has a tied factor (:class:`~._one_tensor.OneTensorFit`
+otherwise): the fit, the evidence and the training-data-only
+``transform``/``score`` of a model in the RESCAL structure
+(:mod:`sklearn_pltf.inference.relational.structure` maps it onto the
+canonical ``"ia,jb,abk->ijk"`` of the relational family's kernels). An
+estimator offers ties by its ``_tied_positions`` hook.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from ..inference.relational._relational import (drop_relation_axis, relational_d
 from ..inference.relational.rescal_sgld import RescalTarget
 from ..inference.relational.structure import RESCAL_MODEL, tied_structure
 from ._fitting import FittedModel, fit_by_optimizer
-from ._relevance import check_learning, learned_kinds, set_learned_attributes
+from ._one_tensor import BOUND_ADVICE, optimizer_attributes
+from ._relevance import check_learning, learned_attributes, learned_kinds
 
 __all__ = ["TiedFit", "rescal_learning", "tied_rate_learning"]
 
@@ -78,48 +80,38 @@ def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_fac
 
 
 class TiedFit:
-    """The steps of a fit of ``estimator`` (a
-    :class:`~._base.BasePoissonPLTF`) that differ where its bound ``model``
-    has the factors ``tied`` (``{position: source position}``), in the
-    RESCAL structure
+    """The steps of a fit, and after it, of a bound ``model`` whose factors
+    ``tied`` (``{position: source position}``) are in the RESCAL structure
     (:func:`~sklearn_pltf.inference.relational.structure.tied_structure`
-    checks it).
-
-    The base class builds one per fit (and after it, for ``transform``,
-    ``score`` and ``inverse_transform``) and calls it where it would run
-    its own step; the estimator's parameters are read, its fitted
-    attributes written, as the base's own steps do.
-    """
+    checks it): the interface :class:`~._one_tensor.OneTensorFit` shares.
+    It takes the fit's :class:`~._fitting.FitSettings` and returns values;
+    ``name`` (the estimator's) is for messages."""
 
     #: Its family in the table of methods (:mod:`sklearn_pltf.inference._methods`).
     family = "tied"
 
-    def __init__(self, estimator, model, tied):
+    def __init__(self, model, tied, name):
         shape = model.observed_shape
         if shape[0] != shape[1]:  # the data's first two axes hold the same entities
             raise ValueError(
-                f"{type(estimator).__name__} with a tied entity factor needs an entity x "
-                f"entity (x relation) array, its first two axes the same size; got shape {shape}.")
-        self.estimator = estimator
+                f"{name} with a tied entity factor needs an entity x entity (x relation) "
+                f"array, its first two axes the same size; got shape {shape}.")
         self.structure = tied_structure(model, tied)
 
-    # ------------------------------------------------------- before the fit
-
-    def rate_learning(self, model):
+    # ------------------------------------------------------------- the fit
+    def rate_learning(self, model, ard_indices, settings):
         """:func:`rescal_learning`: a relevance per entity cluster."""
-        est = self.estimator
-        indices = est._ard_indices(model)
-        stray = sorted(set(indices) - set(model.latent))
+        stray = sorted(set(ard_indices) - set(model.latent))
         if stray:
             raise ValueError(f"ARD indices {stray} are not latent indices of {model.string!r}; "
                              "a tied model's relevances are its entity clusters'.")
-        learning = rescal_learning(bool(indices), *learned_kinds(est))
-        check_learning(est, learning)
+        learning = rescal_learning(bool(ard_indices), *learned_kinds(settings))
+        check_learning(settings, learning)
         return learning
 
-    def _relational(self, data, priors):
+    def _relational(self, data, priors, likelihood):
         """The data and priors in the canonical layout RESCAL's kernels read."""
-        return (relational_data(with_relation_axis(data), self.estimator.likelihood),
+        return (relational_data(with_relation_axis(data), likelihood),
                 self.structure.priors_to_canonical(priors))
 
     def _to_model(self, state, data):
@@ -128,88 +120,88 @@ class TiedFit:
             state = without_relation_axis(state)
         return type(state)(*(self.structure.to_model_order(field) for field in state))
 
-    # ---------------------------------------------------------------- fit
-    def fit_optimizer(self, data, model, priors, fixed, rng, evidence, first_start, learning):
+    def fit_optimizer(self, settings, data, model, priors, fixed, rng, evidence, first_start,
+                      learning):
         """VB or EM on RESCAL's kernels: restarts to convergence, the best
-        kept, learned rates held (the base's returns: the state, the
-        :class:`~._fitting.FittedModel`, no fold-in)."""
-        est, structure = self.estimator, self.structure
+        kept, learned rates held (returns as
+        :meth:`~._one_tensor.OneTensorFit.fit_optimizer`; no fold-in)."""
         if first_start is not None:
             raise ValueError("init and warm_start are not supported with tied factors; leave "
                              "init='random' and warm_start=False.")
-        relational, canonical_priors = self._relational(data, priors)
-        kernels, settings = _rescal_kernels(learning), est._optimizer_settings()
+        relational, canonical_priors = self._relational(data, priors, settings.likelihood)
+        kernels = _rescal_kernels(learning)
         problem = OptimizerProblem(
-            kernels[est.method], relational, canonical_priors,
+            kernels[settings.method], relational, canonical_priors,
             start=functools.partial(rescal.restart_start, kernels, rescal.state_around_mode,
-                                    est.method, est._tied_start, settings, canonical_priors,
-                                    structure.canonical.sizes["a"]))
+                                    settings.method,
+                                    functools.partial(rescal.vb_start, settings.tied_start),
+                                    settings.loop, canonical_priors,
+                                    self.structure.canonical.sizes["a"]))
         state, objectives, converged, _ = fit_by_optimizer(
-            problem, rng.spawn(est.n_init), settings, n_jobs=effective_n_jobs(est.n_jobs))
-        est.lower_bound_ = objectives[-1]
+            problem, rng.spawn(settings.n_init), settings.loop,
+            n_jobs=effective_n_jobs(settings.n_jobs))
+        bound, attributes = objectives[-1], {}
         if learning is not None:
-            state, priors, model = self._hold_rates(relational, model, state, canonical_priors,
-                                                    learning)
-        est.n_iter_ = len(objectives)
-        est.converged_ = converged
-        est.lower_bounds_ = np.asarray(objectives)
+            state, priors, model, bound, attributes = self._hold_rates(
+                settings, relational, model, state, canonical_priors, learning, bound)
+        attributes.update(optimizer_attributes(objectives, converged, bound))
         if evidence == "vb":
-            est.log_evidence_ = check_poisson_log_evidence(
-                est.lower_bound_, relational.observed,
-                advice="A variational bound cannot lie above log p(X): please report this.",
-                likelihood=est.likelihood)
-        return self._to_model(state, data), FittedModel(model, priors, learning, None), False
+            attributes["log_evidence_"] = check_poisson_log_evidence(
+                bound, relational.observed, advice=BOUND_ADVICE, likelihood=settings.likelihood)
+        return (self._to_model(state, data), FittedModel(model, priors, learning, None), False,
+                attributes)
 
-    def _hold_rates(self, relational, model, state, priors, learning):
+    def _hold_rates(self, settings, relational, model, state, priors, learning, bound):
         """After VB with learned rates, on the canonical state: the relevances,
         the unneeded clusters removed with ``prune``, the rates held. Returns
-        the canonical ``(state, priors)`` and the model with its cluster sizes."""
-        est, structure = self.estimator, self.structure
+        the canonical ``(state, priors)``, the model with its cluster sizes,
+        the bound at the held rates and the learned attributes."""
+        structure = self.structure
         r = state.mean[0].shape[1]
         canonical = Model.parse(RESCAL_MODEL).bind(relational.observed.shape, {"a": r, "b": r})
         held = hold_learned_rates(
-            _rescal_kernels(learning)["vb"], learning, canonical, state, priors, est.tol,
-            contractor_for=lambda _: relational, bound=est.lower_bound_, prune=est.prune,
+            _rescal_kernels(learning)["vb"], learning, canonical, state, priors, settings.tol,
+            contractor_for=lambda _: relational, bound=bound, prune=settings.prune,
             tied={"a": "b"})
         if held.model is not canonical:  # pruned: the model's two cluster indices shrink
             clusters = [model.factors[a].replace(model.output[n], "")
                         for n, a in enumerate((structure.first, structure.second))]
             model = replace(model, sizes={**model.sizes,
                                           **{c: held.model.sizes["a"] for c in clusters}})
-        est.lower_bound_ = held.bound  # with learned shapes, at their held maximum
         # A's prior at both of its positions (the kernel reads the first only).
         rates = (held.priors.rate[0],) * 2 + tuple(held.priors.rate[2:])
         shapes = (held.priors.shape[0],) * 2 + tuple(held.priors.shape[2:])
         if len(model.output) == 2:  # one relation: G without its relation axis
             rates, shapes = drop_relation_axis(rates), drop_relation_axis(shapes)
-        set_learned_attributes(est, learning, held.relevance, held.priors._replace(
+        attributes = learned_attributes(learning, held.relevance, held.priors._replace(
             rate=structure.to_model_order(rates), shape=structure.to_model_order(shapes)),
-            pruned=est.prune)
-        return held.state, held.priors, model
+            pruned=settings.prune)
+        # With learned shapes, the bound at their held maximum.
+        return held.state, held.priors, model, held.bound, attributes
 
-    def sample_posterior(self, data, model, priors, fixed, rng, evidence, common):
+    def sample_posterior(self, settings, data, model, priors, fixed, rng, evidence, common):
         """Gibbs or SADA chains with the rows of A drawn in turn
         (:mod:`sklearn_pltf.inference.relational.rescal_gibbs`) and Chib's
         evidence on request, or SGLD chains
         (:mod:`sklearn_pltf.inference.relational.rescal_sgld`) and STI's
-        (``common``: :func:`~._sampled.chain_settings`)."""
-        est, structure = self.estimator, self.structure
-        relational, canonical_priors = self._relational(data, priors)
+        (``common``: the chains' settings)."""
+        structure = self.structure
+        relational, canonical_priors = self._relational(data, priors, settings.likelihood)
         r = structure.canonical.sizes["a"]
-        if METHODS[est.method].minibatch:
-            settings = est._sgld_settings()
-            if settings["n_blocks"] is not None:
+        if METHODS[settings.method].minibatch:
+            sgld = settings.sgld
+            if sgld["n_blocks"] is not None:
                 raise ValueError(
                     "n_blocks: parallel blocks share no factor rows, which a tied entity factor "
                     "(on both entity axes) cannot give; use batch_size.")
             make_target = functools.partial(RescalTarget, relational, canonical_priors, r,
-                                            settings["batch_size"])
+                                            sgld["batch_size"])
             posterior = _mcmc.sgld_posterior(rng, make_target, structure.canonical, (0, 1, 2),
-                                             sti=evidence == "sti", settings=settings,
+                                             sti=evidence == "sti", settings=sgld,
                                              tied_labels=[("a", "b")], **common)
         else:
-            posterior = _mcmc.rescal_posterior(est.method, rng, structure.canonical, relational,
-                                               canonical_priors, r, **common)
+            posterior = _mcmc.rescal_posterior(settings.method, rng, structure.canonical,
+                                               relational, canonical_priors, r, **common)
         draws = drop_relation_axis(posterior.draws) if data.ndim == 2 else posterior.draws
         return posterior._replace(state=self._to_model(posterior.state, data),
                                   draws=structure.to_model_order(draws, lead=2))
@@ -220,43 +212,43 @@ class TiedFit:
         off_diagonal = coords[0] != coords[1]
         return coords[:, off_diagonal], values[off_diagonal]
 
-    def modelled_data(self, data):
-        """The observed entries :meth:`modelled_entries` keeps, as data: what
-        the evidence is of."""
-        return relational_data(with_relation_axis(data), self.estimator.likelihood).observed
-
-    def check_log_evidence(self, value, data, **checks):
-        """:func:`check_poisson_log_evidence` of the data the evidence is of
-        (:meth:`modelled_data`)."""
-        return check_poisson_log_evidence(value, self.modelled_data(data), **checks)
+    def check_log_evidence(self, value, data, likelihood, **checks):
+        """:func:`check_poisson_log_evidence` of the data the evidence is of:
+        the observed entries :meth:`modelled_entries` keeps."""
+        modelled = relational_data(with_relation_axis(data), likelihood).observed
+        return check_poisson_log_evidence(value, modelled, likelihood=likelihood, **checks)
 
     # -------------------------------------------------------- after the fit
-    def require_training_data(self, data, what):
-        """A ValueError unless ``data`` are the training data: a tied fit's
+    def _require_training_data(self, view, what):
+        """A ValueError unless the data are the training data: a tied fit's
         entities are that tensor's."""
-        est = self.estimator
-        if not est._is_training_data(data):
+        if not view.is_training_data:
             raise ValueError(
-                f"{type(est).__name__} with a tied entity factor {what} its training data "
-                "only: its entities are that tensor's, and a new entity needs its relations "
-                "to them; refit on the tensor with the new entities.")
+                f"{view.name} with a tied entity factor {what} its training data only: its "
+                "entities are that tensor's, and a new entity needs its relations to them; "
+                "refit on the tensor with the new entities.")
 
-    def transform(self, data):
+    def transform(self, data, view):
         """The entity factor A of the training data, (n_entities, n_components)."""
-        self.require_training_data(data, "transforms")
+        self._require_training_data(view, "transforms")
         structure = self.structure
-        return np.array(structure.entity_to_canonical(
-            structure.first, self.estimator.factors_[structure.first]))
+        return np.array(structure.entity_to_canonical(structure.first,
+                                                      view.factors[structure.first]))
 
-    def inverse_transform(self, X):
+    def predictive_score(self, data, view):
+        """No new data to score: a ValueError (training data are scored by
+        their evidence before this is asked)."""
+        self._require_training_data(view, "scores")
+
+    def inverse_transform(self, X, view):
         """X̂ from entity factor rows ``X`` at both entity positions and the
         fitted core."""
-        est, structure = self.estimator, self.structure
+        structure = self.structure
         W = np.asarray(X, dtype=np.float64)
         r = structure.canonical.sizes["a"]
         if W.ndim != 2 or W.shape[1] != r:
             raise ValueError(f"Expected an array of shape (n_entities, {r}), got {W.shape}.")
-        factors = list(est.factors_)
+        factors = list(view.factors)
         factors[structure.first] = structure.entity_to_model(structure.first, W)
         factors[structure.second] = structure.entity_to_model(structure.second, W)
-        return np.einsum(est.model_.string, *factors)
+        return np.einsum(view.model.string, *factors)

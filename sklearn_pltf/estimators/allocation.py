@@ -19,7 +19,7 @@ from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
 from ..engine._contract import full_xhat
 from ..engine.model import cp_model_string
-from ._base import with_n_samples
+from ._one_tensor import with_n_samples
 from ._validation import check_entry_indices, validate_tensor
 from ..inference._inference_data import (export_inference_data, factor_names_of,
                                          mode_factor_names)
@@ -96,8 +96,10 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         Dirichlet of total ``concentration`` over all indices. Write the
         implicit root as a factor (``"ir,jr,kr,r->ijk"``) to give its prior.
     method : {"smc", "vb"}, default="smc"
-        Sequential Monte Carlo over the tokens, or variational Bayes. VB's
-        bound is exact to rounding (relative 1e-13, or 1e-6 nats where it is
+        Sequential Monte Carlo over the tokens, or variational Bayes. SMC
+        places at most 2^31 - 1 tokens (the sum of the counts) and refuses
+        more; VB takes any total of counts up to 2^62 each. VB's bound is
+        exact to rounding (relative 1e-13, or 1e-6 nats where it is
         small) for counts up to 2^62; above 2^36 tokens in all it sums the
         zero cells one by one, and refuses data with more of them than
         non-zero cells and 2^22.
@@ -262,8 +264,9 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
             coords, counts, observed.shape, self._latent_sizes(), self.concentration,
             self.prior_rate, model=self._model_string(observed.ndim),
             dirichlet_prior=self.dirichlet_prior, missing=observed.missing_entries)
-        network = data.network
+        network, fitted = data.network, {}
         if self.method == "smc":
+            allocation.require_smc_tokens(data, "AllocationSMC(method='smc')")
             # Per token: its cells (int64 coordinates), its segment offsets
             # (int64 per table) and, for the moves, every particle's allocation.
             observed.require_tokens_in_memory(
@@ -276,10 +279,9 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
                                         n_islands=self.n_islands,
                                         resample_threshold=self.resample_threshold,
                                         n_moves=self.n_moves, verbose=self.verbose)
-            self.log_evidence_ = result.log_evidence
-            self.log_evidence_error_ = result.standard_error
-            self.n_resampled_ = result.n_resampled
-            self.n_iter_ = data.total
+            fitted.update(log_evidence_=result.log_evidence,
+                          log_evidence_error_=result.standard_error,
+                          n_resampled_=result.n_resampled, n_iter_=data.total)
             if result.missing_gap < _TAIL_WARNING:
                 warnings.warn(
                     f"The SMC's sum over the missing entries' counts stopped at its cap of "
@@ -297,24 +299,22 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         else:
             result = allocation.run_vb(rng, data, max_iter=self.max_iter, tol=self.tol,
                                        verbose=self.verbose)
-            self.log_evidence_ = result.lower_bound
-            self.lower_bounds_ = result.lower_bounds
-            self.converged_ = result.converged
-            self.n_iter_ = result.lower_bounds.size - 1
+            fitted.update(log_evidence_=result.lower_bound, lower_bounds_=result.lower_bounds,
+                          converged_=result.converged, n_iter_=result.lower_bounds.size - 1)
             summary = result.state
             total = allocation.vb_total_posterior(result.state, data)
             factors = allocation.vb_factor_means(result.state, data.network, total)
         check_poisson_log_evidence(
-            self.log_evidence_, observed,
+            fitted["log_evidence_"], observed,
             standard_error=result.standard_error if self.method == "smc" else 0.0,
             advice=("Use more particles (n_particles)." if self.method == "smc" else
                     "A variational bound cannot lie above log p(X): please report this."))
-        self.model_ = network.model
-        self.factors_ = tuple(factors)
+        fitted.update(model_=network.model, factors_=tuple(factors))
         # What to_inference_data draws from: the resampled particles, or q.
-        self._posterior = (network, summary, total)
+        fitted["_posterior"] = (network, summary, total)
         # Seeds to_inference_data's draws: its own stream, spawned last.
-        self._export_seed = int(rng.spawn(1)[0].integers(2**63))
+        fitted["_export_seed"] = int(rng.spawn(1)[0].integers(2**63))
+        return fitted
 
     def _model_string(self, ndim):
         return cp_model_string(ndim) if self.model is None else self.model

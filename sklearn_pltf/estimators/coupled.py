@@ -16,11 +16,11 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine._array_api import array_api_refusal
 from ..engine._coupled import CoupledContractor, CoupledData, CoupledModel, bind_models
 from ..engine._data import as_observed_tensor, is_dask_array
-from ..engine._likelihood import LIKELIHOODS, CompoundPoisson, get_likelihood
+from ..engine._likelihood import LIKELIHOODS, Likelihood, get_likelihood
 from ..engine._random import as_generator
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_log_evidence, saturated_log_likelihood
-from ..inference import em, vb
+from ..inference import vb
 from ..inference._states import VBState
 from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
@@ -29,14 +29,14 @@ from ..inference._convergence import ACCELERATIONS
 from ..inference._methods import METHODS, choose_evidence, method_names, require
 from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
 from ..inference._relevance import components_by_tensor, hold_learned_rates
-from ..inference._driver import OptimizerProblem, Settings
+from ..inference._driver import OptimizerProblem
 from ..inference.relational import coupled as rescal_coupled
-from ._fitting import fit_by_optimizer, optimizer_start
-from ._relevance import (LEARNED_ATTRIBUTES, given_priors, learned_kinds,
-                         set_learned_attributes)
+from ._fitting import fit_by_optimizer, fit_settings, optimizer_start, set_fitted
+from ._one_tensor import BOUND_ADVICE, KERNELS, optimizer_attributes
+from ._relevance import LEARNED_ATTRIBUTES, given_priors, learned_attributes, learned_kinds
 from ._sampled import fit_sampler
 from ._tied import tied_rate_learning
-from ._validation import check_entry_indices, input_namespace, tied_positions
+from ._validation import check_entry_indices, check_parameters, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
                         unmasked_fingerprint)
@@ -44,7 +44,6 @@ from ..inference.relational.structure import tied_structure
 
 __all__ = ["CoupledPLTF"]
 
-_KERNELS = {"vb": vb, "em": em}
 # What one method's fit sets and another's does not: a refit clears them.
 _METHOD_ATTRIBUTES = ("log_evidence_", "log_evidence_error_", "lower_bound_", "lower_bounds_",
                       "converged_", "draws_", "log_likelihoods_", "rhat_", "n_warmup_")
@@ -69,19 +68,21 @@ def _tied_layout(models, tied_factors):
 
 
 class _CoupledChains:
-    """What :func:`~._sampled.fit_sampler` asks of a coupled model's chains:
-    the chains over every tensor (:class:`~sklearn_pltf.engine._coupled.CoupledContractor`,
-    built in each chain's worker) and the evidence's check against the
-    tensors' saturated log-likelihoods."""
+    """The structure of a coupled model's chains for
+    :func:`~._sampled.fit_sampler` (the interface of
+    :class:`~._one_tensor.OneTensorFit`'s fit): the chains over every tensor
+    (:class:`~sklearn_pltf.engine._coupled.CoupledContractor`, built in each
+    chain's worker) and the evidence's check against the tensors' saturated
+    log-likelihoods."""
 
     family = "coupled"
 
-    def __init__(self, method, likelihoods):
-        self.method, self.likelihoods = method, likelihoods
+    def __init__(self, likelihoods):
+        self.likelihoods = likelihoods
 
-    def sample_posterior(self, data, model, priors, fixed, rng, evidence, common):
+    def sample_posterior(self, settings, data, model, priors, fixed, rng, evidence, common):
         contractor_for = functools.partial(CoupledContractor, model, data.parts, self.likelihoods)
-        return _mcmc.sample_posterior(self.method, rng, model, contractor_for, priors, fixed,
+        return _mcmc.sample_posterior(settings.method, rng, model, contractor_for, priors, fixed,
                                       **common)
 
     def check_log_evidence(self, value, data, *, standard_error, advice, likelihood):
@@ -274,7 +275,7 @@ class CoupledPLTF(BaseEstimator):
     _parameter_constraints: dict = {
         "models": ["array-like"],
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
-        "likelihood": [StrOptions(set(LIKELIHOODS)), CompoundPoisson, list, tuple],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood, list, tuple],
         "method": [StrOptions(set(method_names("coupled")))],
         "evidence": [StrOptions({"auto", "vb", "chib"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
@@ -323,6 +324,13 @@ class CoupledPLTF(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _validate_params(self):
+        """scikit-learn's check of ``_parameter_constraints``, then the
+        package's (:func:`._validation.check_parameters`), as every other
+        estimator's base runs them."""
+        super()._validate_params()
+        check_parameters(self)
+
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
@@ -346,112 +354,109 @@ class CoupledPLTF(BaseEstimator):
         strings, datas, likelihoods = self._observed(X, mask)
         models = bind_models(strings, [d.shape for d in datas], self.n_components)
         model = CoupledModel.from_models(models)
-        learning = self._rate_learning(model)
-        method = METHODS[self.method]
-        evidence = choose_evidence(self.method, self.evidence, "coupled")
+        settings = fit_settings(self.get_params(deep=False))
+        learning = self._rate_learning(model, settings)
+        method = METHODS[settings.method]
+        evidence = choose_evidence(settings.method, settings.evidence, "coupled")
         if method.mode and self.prior_shape < 1:
             raise ValueError("method='em' needs prior_shape >= 1 (the mode is then finite).")
-        priors = gamma_priors(model, *given_priors(self))
+        priors = gamma_priors(model, *given_priors(settings))
         weights = self._weights(len(models))
         generator = as_generator(self.random_state)
-        for stale in _METHOD_ATTRIBUTES + LEARNED_ATTRIBUTES:  # a refit may set others
-            self.__dict__.pop(stale, None)
         if method.sampler:
-            state = self._fit_sampler(model, datas, likelihoods, priors, weights, generator,
-                                      evidence)
+            state, attributes = self._fit_sampler(settings, model, datas, likelihoods, priors,
+                                                  weights, generator, evidence)
         else:
-            state, priors = self._fit_optimizer(models, model, datas, likelihoods, priors,
-                                                weights, learning, generator, evidence)
-        self._priors = priors
-        self.models_, self._coupled = tuple(models), model
-        self._likelihoods = tuple(likelihoods)
-        self.factor_indices_ = model.factors
-        self.shared_factors_ = tuple(model.factors[a] for a in model.sharing())
-        self.factors_ = tuple(np.array(m) for m in state.mean)
-        self._state = state
-        self._fingerprints = tuple(d.fingerprint for d in datas)
-        self._unmasked_fingerprints = unmasked_fingerprint(  # score(X) without the masks
-            self._fingerprints, mask,
-            lambda: tuple(d.fingerprint for d in self._observed(X, None)[1]))
-        # Seeds predict_entries' draws: its own stream, spawned last.
-        self._predictive_seed = int(generator.spawn(1)[0].integers(2**63))
+            state, priors, attributes = self._fit_optimizer(
+                settings, models, model, datas, likelihoods, priors, weights, learning,
+                generator, evidence)
+        fingerprints = tuple(d.fingerprint for d in datas)
+        set_fitted(self, {
+            **attributes, "_priors": priors, "models_": tuple(models), "_coupled": model,
+            "_likelihoods": tuple(likelihoods), "factor_indices_": model.factors,
+            "shared_factors_": tuple(model.factors[a] for a in model.sharing()),
+            "factors_": tuple(np.array(m) for m in state.mean), "_state": state,
+            "_fingerprints": fingerprints,
+            "_unmasked_fingerprints": unmasked_fingerprint(  # score(X) without the masks
+                fingerprints, mask,
+                lambda: tuple(d.fingerprint for d in self._observed(X, None)[1])),
+            # Seeds predict_entries' draws: its own stream, spawned last.
+            "_predictive_seed": int(generator.spawn(1)[0].integers(2**63))},
+            stale=_METHOD_ATTRIBUTES + LEARNED_ATTRIBUTES)  # a refit may set others
         return self
 
-    def _fit_optimizer(self, models, model, datas, likelihoods, priors, weights, learning,
-                       generator, evidence):
+    def _fit_optimizer(self, settings, models, model, datas, likelihoods, priors, weights,
+                       learning, generator, evidence):
         """VB or EM restarts (:func:`~._fitting.fit_by_optimizer`), the learned
-        priors held, and the bound as the evidence: sets the optimiser's
-        attributes and returns ``(state, priors)``."""
-        settings = Settings(self.max_iter, self.tol, self.acceleration, self.verbose)
-        base_kernels = rescal_coupled.KERNELS if self.tied_factors else _KERNELS
+        priors held, and the bound as the evidence: returns ``(state, priors,
+        fitted attributes)``."""
+        base_kernels = rescal_coupled.KERNELS if self.tied_factors else KERNELS
         kernels = (base_kernels if learning is None else
                    {**base_kernels, "vb": LearnedRatesKernel(base_kernels["vb"], learning)})
-        kernel = kernels[self.method]
+        kernel = kernels[settings.method]
         if self.tied_factors:
             def contractor_for(coupled):
                 return self._tied_data(coupled.models, coupled, datas, likelihoods, weights)
 
             contractor = contractor_for(model)
             start = functools.partial(rescal.restart_start, kernels,
-                                      rescal_coupled.vb_state_around, self.method,
-                                      rescal.mode_first, settings, priors,
+                                      rescal_coupled.vb_state_around, settings.method,
+                                      rescal.mode_first, settings.loop, priors,
                                       contractor.n_components)
             # A's two positions take the same clusters.
-            tie = {model.factors[0][1]: model.factors[1][1]}
+            same_clusters = {model.factors[0][1]: model.factors[1][1]}
         else:
             def contractor_for(coupled):
                 return CoupledContractor(coupled, datas, likelihoods, weights)
 
             contractor = contractor_for(model)
             start = functools.partial(optimizer_start, kernel, model, priors, {}, None)  # at random
-            tie = None
+            same_clusters = None
         state, objectives, converged, _ = fit_by_optimizer(
-            OptimizerProblem(kernel, contractor, priors, start), generator.spawn(self.n_init),
-            settings)
-        bound = float(objectives[-1])
+            OptimizerProblem(kernel, contractor, priors, start),
+            generator.spawn(settings.n_init), settings.loop)
+        bound, attributes = float(objectives[-1]), {}
         if learning is not None:
             held = hold_learned_rates(
                 LearnedRatesKernel(base_kernels["vb"], learning), learning, model, state, priors,
-                self.tol, contractor_for=contractor_for, bound=bound, tied=tie)
+                settings.tol, contractor_for=contractor_for, bound=bound, tied=same_clusters)
             shown = held.priors
             if self.tied_factors:  # the second entity factor is A: A's prior shown there too
                 shown = shown._replace(**{field: getattr(shown, field)[:1] * 2
                                           + getattr(shown, field)[2:]
                                           for field in ("shape", "rate")})
-            set_learned_attributes(self, learning, held.relevance, shown)
+            attributes = learned_attributes(learning, held.relevance, shown)
             state, bound, priors = held.state, float(held.bound), held.priors
-        self.lower_bounds_ = np.asarray(objectives)
-        self.lower_bound_ = bound
-        self.n_iter_, self.converged_ = len(objectives), converged
+        attributes.update(optimizer_attributes(objectives, converged, bound))
         if evidence == "vb" and all(w == 1.0 for w in weights):
             modelled = list(datas)
             if self.tied_factors:  # the diagonal of the relations is not modelled
                 modelled[0] = contractor.relational.observed
-            self.log_evidence_ = _checked_evidence(
-                bound, modelled, likelihoods,
-                advice="A variational bound cannot lie above log p(X): please report this.")
-        return state, priors
+            attributes["log_evidence_"] = _checked_evidence(bound, modelled, likelihoods,
+                                                            advice=BOUND_ADVICE)
+        return state, priors, attributes
 
-    def _fit_sampler(self, model, datas, likelihoods, priors, weights, generator, evidence):
+    def _fit_sampler(self, settings, model, datas, likelihoods, priors, weights, generator,
+                     evidence):
         """Gibbs or SADA chains on every tensor at once, and Chib's evidence
-        (:func:`~._sampled.fit_sampler`, which sets the samplers'
-        attributes); returns the pooled posterior state."""
+        (:func:`~._sampled.fit_sampler`); returns the pooled posterior state
+        and the fitted attributes."""
         if self.tied_factors:
-            raise ValueError(f"method={self.method!r} in CoupledPLTF is built without "
+            raise ValueError(f"method={settings.method!r} in CoupledPLTF is built without "
                              "tied_factors; use method='vb' or 'em' there.")
         if any(w != 1.0 for w in weights):
-            raise ValueError(f"method={self.method!r} samples the model itself; tensor_weights "
-                             "other than 1 temper it, which only VB and EM fit.")
-        return fit_sampler(self, CoupledData(datas), model, priors, {}, generator, evidence,
-                           tie=_CoupledChains(self.method, tuple(likelihoods)))
+            raise ValueError(f"method={settings.method!r} samples the model itself; "
+                             "tensor_weights other than 1 temper it, which only VB and EM fit.")
+        return fit_sampler(settings, _CoupledChains(tuple(likelihoods)), CoupledData(datas),
+                           model, priors, {}, generator, evidence)
 
-    def _rate_learning(self, model):
+    def _rate_learning(self, model, settings):
         """What the fit learns of the priors
         (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning`), or None."""
-        per_factor, hierarchical, learn_shape = learned_kinds(self)
+        per_factor, hierarchical, learn_shape = learned_kinds(settings)
         if not (self.ard or per_factor or hierarchical or learn_shape):
             return None
-        require(self.method, "coupled", "learns_priors",
+        require(settings.method, "coupled", "learns_priors",
                 "Learned prior rates, shapes and relevances (prior_rate='auto' or "
                 "'hierarchical', prior_shape='auto', ard=True or 'factor') need")
         if self.ard and not model.latent:
@@ -494,7 +499,7 @@ class CoupledPLTF(BaseEstimator):
             mask, "mask", len(strings), "masks (a list or tuple; None where a tensor has none)",
             or_none=True, sequence="a sequence")
         likelihoods = ([self.likelihood] * len(strings)
-                       if isinstance(self.likelihood, (str, CompoundPoisson))
+                       if isinstance(self.likelihood, (str, Likelihood))
                        else _one_per_tensor(self.likelihood, "likelihood given per tensor",
                                             len(strings), "likelihoods"))
         datas = []

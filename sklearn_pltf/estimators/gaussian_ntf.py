@@ -3,10 +3,10 @@ noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
 
 from __future__ import annotations
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -17,12 +17,13 @@ from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._methods import choose_evidence, method_names
+from ..inference._chains import run_chains
 from ..inference._cp_stats import CPStatistics
-from ..inference._diagnostics import chain_lengths, warm_up_until_mixed
+from ..inference._diagnostics import chain_lengths, sample_until_mixed
 from ..engine.model import Model, cp_model_string
 from ..evidence import _posterior as _mcmc
 from ._base import cp_reconstruction
-from ._sampled import Replay, lengthen_advice, warn_unless_mixed
+from ._sampled import lengthen_advice, warn_unless_mixed
 from ._validation import check_entry_indices, validate_tensor
 from ..inference._inference_data import (export_inference_data, factor_names_of,
                                          mode_factor_names)
@@ -317,7 +318,6 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         evidence = choose_evidence(
             self.method, self.evidence, "gaussian", sparse=data.is_sparse, refused=refused,
             passed_over=() if has_posterior_start(model, tuple(range(data.ndim))) else ("ais",))
-        self.model_ = model
         lengths = chain_lengths(self.n_warmup, self.n_draws, DEFAULT_N_WARMUP, DEFAULT_N_DRAWS)
         chain, n_warmup = self._run_chains(chain_rng, stats, priors, lengths)
         if not (np.isfinite(chain.mean_noise_variance)
@@ -326,25 +326,23 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                 "The chain's factors or noise variance became non-finite; scale X to unit "
                 "standard deviation, or check noise_shape and noise_scale."
             )
-        self.factors_ = chain.mean_factors
-        self.noise_variance_ = float(chain.mean_noise_variance)
-        self._sample_hyper = (chain.mean_hyper_means[0], chain.mean_hyper_variances[0])
+        fitted = {
+            "model_": model, "factors_": chain.mean_factors,
+            "noise_variance_": float(chain.mean_noise_variance),
+            "_sample_hyper": (chain.mean_hyper_means[0], chain.mean_hyper_variances[0]),
+            "log_likelihoods_": chain.log_likelihoods, "acceptance_rate_": chain.acceptance,
+            "step_size_": chain.step_size, "n_iter_": chain.log_likelihoods.shape[1],
+            "n_warmup_": n_warmup,
+            "rhat_": warn_unless_mixed(chain.log_likelihoods[:, n_warmup:],
+                                       advice=lengthen_advice(self.n_warmup, lengths))}
         if self.ard:
-            self.relevance_ = np.array(chain.mean_hyper_variances[0])
-            self.effective_rank_ = int(np.count_nonzero(
+            fitted["relevance_"] = np.array(chain.mean_hyper_variances[0])
+            fitted["effective_rank_"] = int(np.count_nonzero(
                 gaussian.component_energy_shares(chain.mean_factors) >= EFFECTIVE_SHARE))
-        self.log_likelihoods_ = chain.log_likelihoods
-        self.acceptance_rate_ = chain.acceptance
-        self.step_size_ = chain.step_size
-        self.n_iter_ = chain.log_likelihoods.shape[1]
-        self.n_warmup_ = n_warmup
-        self.rhat_ = warn_unless_mixed(chain.log_likelihoods[:, n_warmup:],
-                                       advice=lengthen_advice(self.n_warmup, lengths))
         if self.keep_draws:
-            self.draws_ = chain.draws
-            self._noise_variance_draws = chain.noise_variance_draws
+            fitted.update(draws_=chain.draws, _noise_variance_draws=chain.noise_variance_draws)
         if evidence == "ais":
-            start = posterior_start(self.model_, chain.mean_factors,
+            start = posterior_start(model, chain.mean_factors,
                                     [np.exp(m) for m in chain.mean_log_factors])
             estimate = gaussian_ais_log_evidence(evidence_rng, data, self.n_components, priors,
                                                  start, verbose=self.verbose)
@@ -358,34 +356,27 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
         if evidence is not None:
             # A density: no bound above, so only finiteness is checked.
-            self.log_evidence_ = check_log_evidence(estimate.log_evidence, advice=advice)
-            self.log_evidence_error_ = estimate.standard_error
+            fitted.update(log_evidence_=check_log_evidence(estimate.log_evidence, advice=advice),
+                          log_evidence_error_=estimate.standard_error)
+        return fitted
 
     def _run_chains(self, rng, stats, priors, lengths):
         """The pooled chains and their warm-up: ``n_init`` chains, run again
         with a longer warm-up until they mix (``n_warmup="auto"``,
-        :func:`~sklearn_pltf.inference._diagnostics.warm_up_until_mixed`)."""
-        replay = Replay(rng, lengths.max_warmup > lengths.n_warmup)
-
-        def run(n_warmup):
+        :func:`~sklearn_pltf.inference._diagnostics.sample_until_mixed`)."""
+        def run(n_warmup, rng):
             # The same seeds at every warm-up: a longer Gibbs warm-up repeats the
             # shorter one's sweeps (HMC adapts over the warm-up, so its chain differs).
-            chain = gaussian.pool_chains(Parallel(n_jobs=self.n_jobs)(
-                delayed(gaussian.run_chain)(
-                    child, stats, self.n_components, priors, sampler=self.method,
-                    n_warmup=n_warmup, n_draws=lengths.n_draws, thin=self.thin,
-                    keep_draws=self.keep_draws, step_size=self.step_size,
-                    n_leapfrog=self.n_leapfrog, target_acceptance=self.target_acceptance,
-                    verbose=self.verbose, label=f"{self.method} chain {k + 1}/{self.n_init}",
-                )
-                for k, child in enumerate(replay().spawn(self.n_init))
-            ))
+            one = functools.partial(
+                gaussian.run_chain, stats=stats, rank=self.n_components, priors=priors,
+                sampler=self.method, n_warmup=n_warmup, n_draws=lengths.n_draws, thin=self.thin,
+                keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
+                target_acceptance=self.target_acceptance, verbose=self.verbose)
+            chain, _ = run_chains(rng, one, self.n_init, pool=gaussian.pool_chains,
+                                  n_jobs=self.n_jobs, label=self.method)
             return chain, chain.log_likelihoods
 
-        chain, n_warmup, _ = warm_up_until_mixed(run, lengths.n_warmup, lengths.max_warmup,
-                                                 verbose=self.verbose)
-        replay.done()
-        return chain, n_warmup
+        return sample_until_mixed(run, rng, lengths, verbose=self.verbose)
 
     # ------------------------------------------------------------ transform
     def transform(self, X, mask=None):

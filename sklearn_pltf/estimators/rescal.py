@@ -238,12 +238,8 @@ class BayesianRESCAL(BasePoissonPLTF):
     def _first_start(self, model, data, fixed):
         return None  # init here chooses between EM's mode and random (_tied_start)
 
-    def _tied_start(self, restart):
-        return super()._tied_start(restart) if self.init == "auto" else self.init
-
-    def _sgld_settings(self):
-        return {"n_blocks": None, **{name: getattr(self, name) for name in (
-            "batch_size", "n_temperatures", "steps_per_temperature", "step_size")}}
+    def _tied_start(self):
+        return self.init
 
     def _observed(self, X, mask, reset):
         data = super()._observed(X, mask, reset)

@@ -1,7 +1,9 @@
-"""The samplers' driver above the chains: ``n_chains`` chains of a sampler
-(in parallel through joblib), their labels aligned and summaries pooled into
-one posterior, and its evidence (Chib's or STI's) — what an estimator with
-``method="gibbs"``, ``"sada"`` or ``"sgld"`` calls. One chain runs on
+"""The samplers' posteriors and their evidence: ``n_chains`` chains of a
+sampler on the multi-chain driver
+(:func:`~sklearn_pltf.inference._chains.run_chains`: spawned, run in
+parallel, labels aligned, summaries pooled) and Chib's or STI's estimate of
+log p(X) from them — what an estimator with ``method="gibbs"``, ``"sada"``
+or ``"sgld"`` calls. One chain runs on
 :func:`~sklearn_pltf.inference._chains.drive_chain`."""
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed
 
 from ..engine._contract import make_contractor
 from ._chib import chib_log_evidence
@@ -19,7 +20,7 @@ from ._sti import sti_log_evidence
 from ._rescal_chib import rescal_chib_log_evidence
 from ..inference import gibbs, sgld, vb
 from ..inference.relational import rescal_gibbs
-from ..inference._chains import align_labels, drive_chain
+from ..inference._chains import drive_chain, pool_aligned, run_chains
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "contractor_of", "rescal_posterior",
            "poisson_target", "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree",
@@ -51,11 +52,19 @@ class SampledPosterior(NamedTuple):
                              log_evidence_error=estimate.standard_error)
 
 
-def _chain(sweep, rng, model, contractor_for, priors, given, n_warmup, n_draws, thin,
-           keep_draws, verbose, label):
+def _chain(rng, *, label, sweep, model, contractor_for, priors, given, n_warmup, n_draws, thin,
+           keep_draws, verbose):
     return gibbs.run_chain(rng, model, contractor_for(), priors, given, sweep, n_warmup=n_warmup,
                            n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
                            label=label)
+
+
+def _posterior_of(pooled, **fields):
+    """The :class:`SampledPosterior` of pooled chains
+    (:class:`~sklearn_pltf.inference._chains.PooledChains`)."""
+    none = (None,) * len(pooled.mean)
+    state = vb.VBState(none, none, pooled.mean, pooled.geometric, none)
+    return SampledPosterior(state, pooled.draws, pooled.trace, **fields)
 
 
 def contractor_of(model, data, likelihood="poisson"):
@@ -75,28 +84,25 @@ def sample_posterior(method, rng, model, contractor_for, priors, given, *, n_cha
     ``CoupledContractor``'s arguments bound), in each chain's worker.
     ``verbose`` reports the progress of each chain and of Chib's clamped runs."""
     sweep = gibbs.SWEEPS[method]
-    children = rng.spawn(n_chains + 1)
-    chains = Parallel(n_jobs=n_jobs)(
-        delayed(_chain)(sweep, child, model, contractor_for, priors, given, n_warmup, n_draws,
-                        thin, keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
-        for k, child in enumerate(children[:-1])
-    )
-    chains = align_labels(chains, model, priors.free)
-    state, draws = _pooled(chains, model)
-    best = max(chains, key=lambda c: c.best_log_joint).best
+    chain = functools.partial(_chain, sweep=sweep, model=model, contractor_for=contractor_for,
+                              priors=priors, given=given, n_warmup=n_warmup, n_draws=n_draws,
+                              thin=thin, keep_draws=keep_draws, verbose=verbose)
+    pooled, (spare,) = run_chains(
+        rng, chain, n_chains, n_jobs=n_jobs, label=method, spare=1,
+        pool=functools.partial(pool_aligned, model=model, free=priors.free))
+    best = max(pooled.chains, key=lambda c: c.best_log_joint).best
 
     def chib(**settings):
         return chib_log_evidence(
-            children[-1], model, contractor_for(), priors, given,
+            spare, model, contractor_for(), priors, given,
             sweep=sweep, n_draws=n_draws, n_warmup=n_warmup, point=best, verbose=verbose,
             **settings)
 
-    trace = np.stack([c.log_likelihoods for c in chains])
-    return SampledPosterior(state, draws, trace, None, chib=chib)
+    return _posterior_of(pooled, log_evidence=None, chib=chib)
 
 
-def _rescal_chain(method, rng, data, priors, n_components, n_warmup, n_draws, thin, keep_draws,
-                  verbose, label):
+def _rescal_chain(rng, *, label, method, data, priors, n_components, n_warmup, n_draws, thin,
+                  keep_draws, verbose):
     state = rescal_gibbs.init(rng, data, priors, n_components)
     chain = drive_chain(
         rng, state, lambda rng, state: rescal_gibbs.step(rng, state, data, priors, method),
@@ -124,34 +130,20 @@ def rescal_posterior(method, rng, model, data, priors, n_components, *, n_chains
     aligned (A's columns and both axes of G together), and its ``chib``
     the estimate of :func:`rescal_chib_log_evidence` at the best draw. G
     keeps its relation axis (of length one for one relation)."""
-    children = rng.spawn(n_chains + 1)
-    chains = Parallel(n_jobs=n_jobs)(
-        delayed(_rescal_chain)(method, child, data, priors, n_components, n_warmup, n_draws, thin,
-                               keep_draws, verbose, f"{method} chain {k + 1}/{n_chains}")
-        for k, child in enumerate(children[:-1])
-    )
-    best = max(chains, key=lambda c: c.best_log_joint).best
-    chains = align_labels(chains, model, (0, 1, 2), tied=[("a", "b")])
-    state, draws = _pooled(chains, model)
-    chib = functools.partial(rescal_chib_log_evidence, children[-1], data, priors, best,
+    chain = functools.partial(_rescal_chain, method=method, data=data, priors=priors,
+                              n_components=n_components, n_warmup=n_warmup, n_draws=n_draws,
+                              thin=thin, keep_draws=keep_draws, verbose=verbose)
+    best = []
+
+    def pool(chains):  # the best draw as the chain found it, before the labels are aligned
+        best.append(max(chains, key=lambda c: c.best_log_joint).best)
+        return pool_aligned(chains, model, (0, 1, 2), tied=[("a", "b")])
+
+    pooled, (spare,) = run_chains(rng, chain, n_chains, n_jobs=n_jobs, label=method, spare=1,
+                                  pool=pool)
+    chib = functools.partial(rescal_chib_log_evidence, spare, data, priors, best[0],
                              method=method, n_draws=n_draws, n_warmup=n_warmup, verbose=verbose)
-    trace = np.stack([c.log_likelihoods for c in chains])
-    return SampledPosterior(state, draws, trace, None, chib=chib)
-
-
-def _pooled(chains, model):
-    """The aligned chains' pooled posterior summaries (a ``VBState`` holding
-    means and geometric means) and their draws stacked (chain, draw, ...)."""
-    n = model.n_factors
-    mean = tuple(np.mean([c.mean[a] for c in chains], axis=0) for a in range(n))
-    mean_log = tuple(np.mean([c.mean_log[a] for c in chains], axis=0) for a in range(n))
-    none = (None,) * n
-    state = vb.VBState(none, none, mean, tuple(np.exp(m) for m in mean_log), none)
-    draws = tuple(
-        None if chains[0].draws[a] is None else np.stack([c.draws[a] for c in chains])
-        for a in range(n)
-    )
-    return state, draws
+    return _posterior_of(pooled, log_evidence=None, chib=chib)
 
 
 def poisson_target(model, data, likelihood, priors, given, batch_size, n_blocks):
@@ -164,8 +156,8 @@ def poisson_target(model, data, likelihood, priors, given, batch_size, n_blocks)
                               n_blocks=n_blocks)
 
 
-def _sgld_chain(rng, make_target, settings, sti, n_warmup, n_draws, thin, keep_draws, verbose=0,
-                label="sgld chain"):
+def _sgld_chain(rng, *, make_target, settings, sti, n_warmup, n_draws, thin, keep_draws,
+                verbose=0, label="sgld chain"):
     """One SGLD chain on ``make_target()``: the STI ladder (if ``sti``), then
     ``n_warmup`` + ``n_draws * thin`` steps at t = 1 for the posterior
     summaries of the factors at ``target.positions`` (and of the positions
@@ -204,17 +196,18 @@ def sgld_posterior(rng, make_target, model, free, *, n_chains, n_warmup, n_draws
     ``sti`` each first walks the temperature ladder and log p(X) is the mean
     of the chains' STI estimates; its standard error is the larger of their
     combined errors and their spread (standard deviation / sqrt(n_chains))."""
-    results = Parallel(n_jobs=n_jobs)(
-        delayed(_sgld_chain)(child, make_target, settings, sti, n_warmup, n_draws, thin,
-                             keep_draws, verbose, f"sgld chain {k + 1}/{n_chains}")
-        for k, child in enumerate(rng.spawn(n_chains))
-    )
-    chains = align_labels([chain for chain, _ in results], model, free, tied=tied_labels)
-    state, draws = _pooled(chains, model)
-    trace = np.stack([c.log_likelihoods for c in chains])
+    chain = functools.partial(_sgld_chain, make_target=make_target, settings=settings, sti=sti,
+                              n_warmup=n_warmup, n_draws=n_draws, thin=thin,
+                              keep_draws=keep_draws, verbose=verbose)
+    estimates = []
+
+    def pool(results):
+        estimates.extend(estimate for _, estimate in results)
+        return pool_aligned([chain for chain, _ in results], model, free, tied=tied_labels)
+
+    pooled, _ = run_chains(rng, chain, n_chains, n_jobs=n_jobs, label="sgld", pool=pool)
     if not sti:
-        return SampledPosterior(state, draws, trace, None)
-    estimates = [estimate for _, estimate in results]
+        return _posterior_of(pooled, log_evidence=None)
     values = np.array([e.log_evidence for e in estimates])
     if not np.all(np.isfinite(values)):
         raise FloatingPointError(
@@ -225,7 +218,7 @@ def sgld_posterior(rng, make_target, model, free, *, n_chains, n_warmup, n_draws
     value, error = combine_chain_estimates(values, errors)
     warn_if_chains_disagree(values, errors)
     warn_if_unsettled(estimates)
-    return SampledPosterior(state, draws, trace, value, error)
+    return _posterior_of(pooled, log_evidence=value, log_evidence_error=error)
 
 
 #: Chains whose STI estimates scatter this many times more than their own

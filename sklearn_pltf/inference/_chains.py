@@ -1,5 +1,7 @@
-"""Running a Poisson–Gamma sampler chain, summarising its draws, and aligning
-the labels of several chains.
+"""The samplers' driver: running chains (:func:`run_chains`, the one place
+several chains are spawned, run and pooled, for every sampler of every
+family), one chain of any kernel (:func:`drive_chain`), summarising its
+draws, and aligning the labels of several chains.
 
 A chain runs ``n_warmup`` sweeps that are discarded, then keeps every
 ``thin``-th of the next ``n_draws * thin`` sweeps. Its summaries are the
@@ -12,14 +14,68 @@ when asked: running sums need memory for one draw.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy.optimize import linear_sum_assignment
 
 from ..engine._progress import progress_or_none
 
-__all__ = ["ChainResult", "drive_chain", "align_labels"]
+__all__ = ["ChainResult", "SamplerStep", "align_labels", "drive_chain", "pool_aligned",
+           "run_chains"]
+
+
+class SamplerStep(Protocol):
+    """The declared interface of a sampler's kernel for :func:`drive_chain`:
+    ``step(rng, state) -> (state, info)``, one transition that leaves the
+    posterior invariant, with ``info.log_likelihood`` the log p(X | Z) of
+    the new state (or the estimate the step has of it)."""
+
+    def __call__(self, rng, state):
+        """One transition from ``state``."""
+
+
+def run_chains(rng, chain, n_chains, *, pool, n_jobs=None, label="chain", spare=0):
+    """The multi-chain driver of every sampler: ``n_chains`` independent
+    chains, each ``chain(rng, label=...)`` with its own generator spawned
+    from ``rng``, run in parallel (joblib, ``n_jobs``), and pooled by
+    ``pool(results)`` (their labels aligned and summaries averaged: for the
+    Poisson–Gamma family :func:`pool_aligned`). ``spare`` more generators
+    are spawned after the chains' for what runs after them (Chib's clamped
+    runs). Returns ``(pooled, spare generators)``."""
+    children = rng.spawn(n_chains + spare)
+    results = Parallel(n_jobs=n_jobs)(
+        delayed(chain)(child, label=f"{label} chain {k + 1}/{n_chains}")
+        for k, child in enumerate(children[:n_chains]))
+    return pool(results), children[n_chains:]
+
+
+class PooledChains(NamedTuple):
+    """Chains of the Poisson–Gamma family pooled: the chains aligned to the
+    first's labels, their posterior means and geometric means (``mean``,
+    ``geometric``, per factor), their draws stacked (chain, draw, ...) per
+    factor (None where not kept or held), and their log-likelihood traces
+    (chain, sweep)."""
+
+    chains: list
+    mean: tuple
+    geometric: tuple
+    draws: tuple
+    trace: np.ndarray
+
+
+def pool_aligned(chains, model, free, tied=()):
+    """:class:`PooledChains` of ``chains`` (:class:`ChainResult`), their
+    labels aligned by :func:`align_labels` (``free``, ``tied``)."""
+    chains = align_labels(chains, model, free, tied=tied)
+    n = model.n_factors
+    mean = tuple(np.mean([c.mean[a] for c in chains], axis=0) for a in range(n))
+    mean_log = tuple(np.mean([c.mean_log[a] for c in chains], axis=0) for a in range(n))
+    draws = tuple(None if chains[0].draws[a] is None
+                  else np.stack([c.draws[a] for c in chains]) for a in range(n))
+    return PooledChains(chains, mean, tuple(np.exp(m) for m in mean_log), draws,
+                        np.stack([c.log_likelihoods for c in chains]))
 
 
 class ChainResult(NamedTuple):

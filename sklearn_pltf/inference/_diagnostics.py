@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 __all__ = ["RHAT_LIMIT", "WARMUP_BUDGET", "DRAWS_BUDGET", "ChainLengths", "chain_lengths",
-           "split_rhat", "warm_up_until_mixed"]
+           "split_rhat", "sample_until_mixed", "warm_up_until_mixed"]
 
 #: Split R-hat above this says the chains have not mixed (Vehtari et al. 2021
 #: recommend 1.01 for their rank-normalised version, which needs many more
@@ -118,3 +121,66 @@ def warm_up_until_mixed(run, n_warmup, max_warmup, *, verbose=0):
                   flush=True)
         n_warmup = longer
     return result, n_warmup, rhat
+
+
+def sample_until_mixed(run, rng, lengths, *, verbose=0):
+    """:func:`warm_up_until_mixed` of chains that take their generator:
+    ``run(n_warmup, rng) -> (result, trace)``. With a warm-up that may grow
+    (``lengths``, a :class:`ChainLengths`), every attempt gets a copy of
+    ``rng`` as it is now (the same seeds, so a longer Gibbs warm-up repeats
+    the earlier sweeps; :class:`Replay`), ``rng`` is left as the last
+    attempt left its copy, and only the last attempt's warnings are shown
+    (each once: the earlier ones were superseded). Returns the last
+    attempt's result and warm-up."""
+    replay = Replay(rng, lengths.max_warmup > lengths.n_warmup)
+
+    def attempt(n_warmup):
+        with _warnings_of_the_last(replay.replays) as caught:
+            result, trace = run(n_warmup, replay())
+        return (result, caught), trace
+
+    (result, caught), n_warmup, _ = warm_up_until_mixed(
+        attempt, lengths.n_warmup, lengths.max_warmup, verbose=verbose)
+    replay.done()
+    shown = dict.fromkeys((str(w.message), w.category, w.filename, w.lineno) for w in caught)
+    for message, category, filename, lineno in shown:
+        warnings.warn_explicit(message, category, filename, lineno)
+    return result, n_warmup
+
+
+@contextlib.contextmanager
+def _warnings_of_the_last(attempts):
+    """Record the warnings of one attempt when there may be several (they are
+    shown for the last only), else let them through: yields a list."""
+    if not attempts:
+        yield []
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
+class Replay:
+    """Generators for the attempts of :func:`warm_up_until_mixed`: with
+    ``replays``, each a copy of ``rng`` as it is now (the same seeds for every
+    attempt, so a longer warm-up repeats the earlier sweeps), and ``done()``
+    leaves ``rng`` as the last attempt left its copy; else ``rng`` itself
+    (one run, exactly as without the loop)."""
+
+    def __init__(self, rng, replays):
+        self.rng, self.start = rng, copy.deepcopy(rng) if replays else None
+        self.last, self.replays = rng, replays
+
+    def __call__(self):
+        self.last = self.rng if self.start is None else copy.deepcopy(self.start)
+        return self.last
+
+    def done(self):
+        """Advance ``rng`` to where the last attempt's copy ended."""
+        if self.last is self.rng:
+            return
+        self.rng.bit_generator.state = self.last.bit_generator.state
+        spawned = (self.last.bit_generator.seed_seq.n_children_spawned
+                   - self.rng.bit_generator.seed_seq.n_children_spawned)
+        if spawned > 0:
+            self.rng.spawn(spawned)

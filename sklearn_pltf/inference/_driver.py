@@ -10,12 +10,14 @@ calls :func:`optimize` and sets its attributes from the
 :class:`OptimizerResult`; what follows the loop (learned rates held, the
 final fold-in) reads the result, never the estimator.
 
-**The kernel protocol** (VB, EM, their learned-rates wrapper, RESCAL's and
-coupled RESCAL's kernels, the allocation model's VB):
+**The kernel protocol** (:class:`OptimizerKernel`; VB, EM, their
+learned-rates wrapper, RESCAL's and coupled RESCAL's kernels, the
+allocation model's VB):
 
-- ``step(state, contractor, priors) -> (state, info)``, a pure map, with
-  ``info.objective`` the objective of the new state (VB's bound, EM's log
-  joint; it never decreases from step to step);
+- ``step(state, contractor, priors, with_objective=True) -> (state, info)``,
+  a map of the state, with ``info.objective`` the objective of the new
+  state (VB's bound, EM's log joint; it never decreases from step to
+  step; ``with_objective=False`` may skip it);
 - ``objective(state, contractor, priors) -> float``;
 - for SQUAREM (:mod:`._acceleration`), the state is a
   :class:`~._states.VBState` or :class:`~._states.EMState`.
@@ -29,13 +31,32 @@ restart begins. The samplers have the other driver,
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
 from joblib import Parallel, delayed
 
 from ._convergence import distance_to_limit, rounding_allowance, run_to_convergence
 
-__all__ = ["OptimizerProblem", "OptimizerResult", "Settings", "optimize"]
+__all__ = ["OptimizerKernel", "OptimizerProblem", "OptimizerResult", "Settings", "optimize"]
+
+
+@runtime_checkable
+class OptimizerKernel(Protocol):
+    """The declared interface of a VB or EM kernel (a module such as
+    :mod:`~sklearn_pltf.inference.vb`, or an object): what the driver, the
+    loop and the accelerators call. A kernel whose priors are learned inside
+    its steps (:class:`~._hyperparameters.LearnedRatesKernel`) also has
+    ``priors_at``, ``remember``/``restore`` and ``advance``, which the loop
+    and the accelerators use where present."""
+
+    def init(self, rng, model, contractor, priors, given=None, start=None):
+        """A start: at random, or from ``start`` (``{position: array}``)."""
+
+    def step(self, state, contractor, priors, with_objective=True):
+        """One sweep: ``(state, info)``, ``info.objective`` the new state's."""
+
+    def objective(self, state, contractor, priors):
+        """The objective (VB's bound, EM's log joint) at ``state``."""
 
 
 class OptimizerProblem(NamedTuple):

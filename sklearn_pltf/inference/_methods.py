@@ -35,7 +35,7 @@ FAMILIES = {
 
 @dataclass(frozen=True)
 class Evidence:
-    """An estimator of log p(X): what it is (for messages and the table), the
+    """An estimator of log p(X): what it is (a predicate, for messages), the
     families it is built for, whether it needs dense data, and whether it
     runs after a fit by any method of those families (from the fitted
     posterior) rather than from the method's own output."""
@@ -111,13 +111,13 @@ class Method:
 _POISSON = frozenset({"poisson", "tied", "coupled"})
 
 EVIDENCE = {e.name: e for e in (
-    Evidence("vb", "the variational bound", _POISSON | {"allocation"}),
-    Evidence("chib", "estimated from Gibbs runs (Chib's method)", _POISSON | {"gaussian"}),
-    Evidence("sti", "integrated over SGLD runs at a ladder of temperatures (STI)",
+    Evidence("vb", "is the variational bound", _POISSON | {"allocation"}),
+    Evidence("chib", "is estimated from Gibbs runs (Chib's method)", _POISSON | {"gaussian"}),
+    Evidence("sti", "integrates over SGLD runs at a ladder of temperatures (STI)",
              frozenset({"poisson", "tied"})),
-    Evidence("ais", "annealed importance sampling (AIS)", frozenset({"poisson", "gaussian"}),
+    Evidence("ais", "is annealed importance sampling (AIS)", frozenset({"poisson", "gaussian"}),
              dense_only=True, after_any_fit=True),
-    Evidence("smc", "sequential Monte Carlo over the allocations", frozenset({"allocation"})),
+    Evidence("smc", "is sequential Monte Carlo over the allocations", frozenset({"allocation"})),
 )}
 
 METHODS = {m.name: m for m in (
@@ -221,7 +221,7 @@ def choose_evidence(name, asked, family, *, sparse=False, refused=None, passed_o
                          f"evidence={_quoted(usable)}.")
     if asked not in offered:
         able = [n for n in method_names(family) if asked in offered_evidence(n, family)]
-        raise ValueError(f"evidence={asked!r} is {estimator.summary}: it needs "
+        raise ValueError(f"evidence={asked!r} {estimator.summary}: it needs "
                          f"method={_quoted(able)}, got {name!r}.")
     if asked in refused:
         raise ValueError(refused[asked])

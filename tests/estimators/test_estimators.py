@@ -110,16 +110,16 @@ def test_nmf_features_in_a_pipeline_classify_digits():
 def test_fit_transform_folds_in_once(monkeypatch, rng):
     """fit_transform reuses the fold-in fit ends with (a second would double
     the cost of the final step) and gives what fit(X).transform(X) gives."""
-    from sklearn_pltf.estimators._base import BasePoissonPLTF
+    from sklearn_pltf.estimators import _one_tensor
 
     calls = []
-    fold_in = BasePoissonPLTF._fold_in
+    fold_in = _one_tensor.fold_in_samples
 
-    def counted(self, *args, **kwargs):
+    def counted(*args, **kwargs):
         calls.append(1)
-        return fold_in(self, *args, **kwargs)
+        return fold_in(*args, **kwargs)
 
-    monkeypatch.setattr(BasePoissonPLTF, "_fold_in", counted)
+    monkeypatch.setattr(_one_tensor, "fold_in_samples", counted)
     X = rng.poisson(2.0, size=(15, 6))
     W = BayesianNMF(2, random_state=0).fit_transform(X)
     assert len(calls) == 1

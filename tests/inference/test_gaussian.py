@@ -10,6 +10,8 @@ from scipy.integrate import quad
 
 from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.inference import gaussian
+from sklearn_pltf.inference.gaussian import hmc as gaussian_hmc
+from sklearn_pltf.inference.gaussian import sweeps as gaussian_sweeps
 from sklearn_pltf.inference._cp_stats import CPStatistics
 from sklearn_pltf.inference._truncnorm import (
     log_rectified_normal_density,
@@ -90,7 +92,7 @@ def test_column_conditional_is_the_log_joint_in_that_column(missing, signed):
                for s in X.shape]
     mean, variance, noise = 0.3, 2.0, 0.7
     for n in range(3):
-        terms = gaussian._mode_terms(stats, n, factors, stats.grams(factors))
+        terms = gaussian_sweeps._mode_terms(stats, n, factors, stats.grams(factors))
         location, scale = gaussian.column_conditional(
             stats, n, 1, factors[n], terms, stats.missing_xhat(factors), mean, variance, noise)
 
@@ -118,16 +120,16 @@ def test_hmc_gradient_matches_finite_differences(signed):
     priors = gaussian.GaussianPriors(nonnegative=not signed)
     state = gaussian.init(np.random.default_rng(3), stats, 2, priors)
     assert signed == any(np.any(f < 0) for f in state.factors)  # the start's signs
-    phi = [gaussian._to_position(f, priors) for f in state.factors]
-    value, gradient, _ = gaussian._log_target_and_gradient(phi, state, stats, not signed)
+    phi = [gaussian_hmc._to_position(f, priors) for f in state.factors]
+    value, gradient, _ = gaussian_hmc._log_target_and_gradient(phi, state, stats, not signed)
     h = 1e-6
     for n in range(3):
         for index in [(0, 0), (2, 1)]:
             moved = [p.copy() for p in phi]
             moved[n][index] += h
-            forward, _, _ = gaussian._log_target_and_gradient(moved, state, stats, not signed)
+            forward, _, _ = gaussian_hmc._log_target_and_gradient(moved, state, stats, not signed)
             moved[n][index] -= 2 * h
-            backward, _, _ = gaussian._log_target_and_gradient(moved, state, stats, not signed)
+            backward, _, _ = gaussian_hmc._log_target_and_gradient(moved, state, stats, not signed)
             assert gradient[n][index] == pytest.approx((forward - backward) / (2 * h), rel=1e-5, abs=1e-6)
 
 

@@ -18,7 +18,8 @@ from scipy.special import gammaln, logsumexp
 from sklearn_pltf import PLTF, BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
 from sklearn_pltf.datasets import make_poisson_cp, make_poisson_nmf
 from sklearn_pltf.evidence import exact_log_evidence
-from sklearn_pltf.estimators._base import with_n_samples
+from sklearn_pltf.estimators import _one_tensor as one_tensor
+from sklearn_pltf.estimators._one_tensor import with_n_samples
 from sklearn_pltf.inference._hyperparameters import HYPERPRIOR_SHAPE
 
 TINY = np.array([[2, 0, 1], [0, 3, 1], [1, 0, 2]])
@@ -163,7 +164,8 @@ def test_new_samples_are_folded_in_at_the_hyperprior_mean():
     X, _ = make_poisson_nmf(30, 20, 3, random_state=0)
     estimator = BayesianNMF(3, prior_rate="hierarchical", random_state=0).fit(X)
     priors = estimator._fitted_priors
-    sample_priors = estimator._sample_priors(with_n_samples(estimator.model_, 5), 0)
+    sample_priors = one_tensor.sample_priors(estimator._fit_settings(), estimator._fitted(),
+                                             with_n_samples(estimator.model_, 5), 0)
     np.testing.assert_allclose(sample_priors.rate[0], np.broadcast_to(
         priors.new_entity_rate[0][:1], (5, 3)))
     W = estimator.transform(X[:5])
@@ -184,9 +186,8 @@ def test_a_new_sample_s_rate_is_inferred_with_its_factor():
                             random_state=0).fit(X)
     W = estimator.factors_[0]
     np.testing.assert_allclose(estimator.transform(X), W, atol=1e-3 * W.max())
-    state, contractor, priors = estimator._fold_in(
-        _observed(X[:10]),
-        estimator._state)
+    state, contractor, priors = one_tensor.fold_in_samples(
+        estimator._fit_settings(), estimator._fitted(), _observed(X[:10]), estimator._state)
     rates = priors.rate[0][:, 0]
     busy, quiet = np.argmax(X[:10].sum(axis=1)), np.argmin(X[:10].sum(axis=1))
     assert rates[busy] < rates[quiet]

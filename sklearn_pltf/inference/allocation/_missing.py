@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ...engine._data import physical_memory
+from ._urn_kernels import SMC_MAX_TOKENS
 
 __all__ = ["log_missing_weight", "cell_probabilities", "within_island", "MissingPhase",
            "missing_phase"]
@@ -100,12 +101,14 @@ def within_island(log_weights, n_islands):
 def _token_cap(data, state):
     """At most this many tokens in M: many times the expected number under
     the urn's p_M of each island's first particle, for a fixed p_M
-    negative binomial, (a + T_O) p_M / (b + 1 - p_M)."""
+    negative binomial, (a + T_O) p_M / (b + 1 - p_M), and no more than the
+    urns' int32 counts hold beside the observed tokens
+    (:data:`._urn_kernels.SMC_MAX_TOKENS`)."""
     size = state.counts.shape[0] // state.log_evidence.size
     p_missing = cell_probabilities(state.counts[::size], data.network, data.missing).sum(axis=1)
     p_missing = float(np.clip(p_missing.mean(), 0.0, 1.0))
     expected = (data.concentration + data.total) * p_missing / (data.rate + 1.0 - p_missing)
-    return int(5 * expected + 50 * np.sqrt(expected) + 100)
+    return int(min(5 * expected + 50 * np.sqrt(expected) + 100, SMC_MAX_TOKENS - data.total))
 
 
 def missing_phase(rng, state, data, place_one, n_moves, progress_factory):
@@ -147,6 +150,7 @@ def missing_phase(rng, state, data, place_one, n_moves, progress_factory):
     kept = MissingPhase(state)
     progress = progress_factory(cap)
     recent = [state.log_evidence.copy()]  # the terms of the last _RATIO_SPAN + 1 tokens
+    u, gap = 0, -np.inf  # no room left for a token (cap 0): the sum is cut at once
     for u in range(1, cap + 1):
         state = place_one(state, missing_slots)
         terms = state.log_evidence + log_missing_weight(data.concentration, data.rate,

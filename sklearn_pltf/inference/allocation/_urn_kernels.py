@@ -31,7 +31,12 @@ _LOW = 1e-150
 _HIGH = 1e150
 _LOW_TOTAL = 1e-100
 
-__all__ = ["urn_smc"]
+#: The most tokens the SMC places, observed and in unobserved cells
+#: together: every particle's urn holds its counts as int32, and one cell
+#: may receive every token.
+SMC_MAX_TOKENS = int(np.iinfo(np.int32).max)
+
+__all__ = ["urn_smc", "SMC_MAX_TOKENS"]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -45,9 +45,11 @@ from ...engine._progress import progress_or_none
 from ...engine.model import Model, cp_model_string
 from ._missing import cell_probabilities, missing_phase, within_island
 from ._network import allocation_network
+from ._urn_kernels import SMC_MAX_TOKENS
 
 __all__ = [
-    "AllocationData", "allocation_data", "log_total_prior",
+    "AllocationData", "allocation_data", "exact_total", "SMC_MAX_TOKENS", "require_smc_tokens",
+    "log_total_prior",
     "SMCState", "SMCResult", "smc_init", "token_order", "smc_step", "run_smc",
     "particle_weights", "ParticleSample", "resample_particles", "particle_factor_means",
     "particle_dirichlet_parameters", "particle_predictive_means", "total_posterior", "draw_factors",
@@ -56,6 +58,18 @@ __all__ = [
 
 # Tokens per kernel call: bounds the pre-drawn uniforms to about 8 MB.
 _UNIFORMS_PER_CALL = 1 << 20
+
+
+def exact_total(counts):
+    """Σ ``counts`` (non-negative int64) as a Python int, exact however
+    large: each count is at most 2^62, so their int64 sum wraps from a
+    handful of them on. The sum is taken in 32-bit halves, whose int64 sums
+    cannot wrap below 2^31 entries (a Python sum beyond)."""
+    counts = np.asarray(counts, dtype=np.int64).ravel()
+    if counts.size >= 2**31:
+        return int(np.sum(counts, dtype=object))
+    high, low = counts >> 32, counts & 0xFFFFFFFF
+    return (int(high.sum()) << 32) + int(low.sum())
 
 
 class AllocationData(NamedTuple):
@@ -78,8 +92,8 @@ class AllocationData(NamedTuple):
 
     @property
     def total(self):
-        """T, the observed tokens."""
-        return int(self.counts.sum())
+        """T, the observed tokens (a Python int: :func:`exact_total`)."""
+        return exact_total(self.counts)
 
 
 def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate=None, *,
@@ -99,7 +113,7 @@ def allocation_data(coords, counts, shape, n_components, concentration=1.0, rate
     keep = counts > 0
     coords = np.asarray(coords, dtype=np.int64)[:, keep]
     counts = counts[keep].astype(np.int64)
-    total = int(counts.sum())
+    total = exact_total(counts)
     if rate is None:
         if total == 0:
             raise ValueError("The data hold no counts; pass rate= (the default a / T needs T > 0).")
@@ -160,6 +174,17 @@ class SMCResult(NamedTuple):
     n_missing: np.ndarray  # per particle, its kept number of tokens in unobserved cells
     n_missing_placed: int  # tokens placed in unobserved cells
     missing_gap: float  # nats of the rest of the sum over them below it (inf: none)
+
+
+def require_smc_tokens(data, who="The SMC"):
+    """Raise unless the SMC can place the data's tokens: at most
+    :data:`SMC_MAX_TOKENS` (its urns' int32 counts)."""
+    if data.total > SMC_MAX_TOKENS:
+        raise ValueError(
+            f"{who} places the data's tokens one by one, {data.total:.4g} of them (the sum of "
+            f"the counts), in urns of int32 counts, and runs at most {SMC_MAX_TOKENS} "
+            f"(2^31 - 1) of them; use method='vb' (its bound needs only the totals), or scale "
+            f"the counts down.")
 
 
 def smc_init(data, n_particles, n_islands, n_moves=0):
@@ -229,10 +254,13 @@ def run_smc(rng, data, *, n_particles=500, n_islands=10, resample_threshold=0.5,
     in them one at a time and sums their terms
     (:func:`._missing.missing_phase`).
 
+    The tokens are at most :data:`SMC_MAX_TOKENS` (:func:`require_smc_tokens`).
+
     Returns
     -------
     SMCResult
     """
+    require_smc_tokens(data)
     order = token_order(rng, data)
     slots = np.ascontiguousarray(data.network.slot_offsets(order))
     state = smc_init(data, n_particles, n_islands, n_moves)

@@ -17,10 +17,10 @@ from .._convergence import run_to_convergence
 from .smc import (AllocationData, _log_multinomial, _normalised, _written_factors,
                   log_total_prior, total_posterior)
 
-__all__ = ["VBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_tables", "vb_total_posterior", "vb_factor_means"]
+__all__ = ["AllocationVBState", "VBResult", "vb_init", "vb_step", "run_vb", "vb_tables", "vb_total_posterior", "vb_factor_means"]
 
 
-class VBState(NamedTuple):
+class AllocationVBState(NamedTuple):
     """Dirichlet parameters of q(θ), every table's laid out as the urn's
     counts (their parent cells hold their sums over the children)."""
 
@@ -74,7 +74,7 @@ def _from_expected(data, *pairs):
     """q(θ) from expected allocations: ``(indices, weighted)`` pairs, each a
     :class:`_CellPositions` and its cells' expected tokens (cells, H)."""
     L = data.network.n_cells
-    return VBState(data.network.alpha + sum(_expected(L, indices, weighted)
+    return AllocationVBState(data.network.alpha + sum(_expected(L, indices, weighted)
                                             for indices, weighted in pairs))
 
 
@@ -284,7 +284,7 @@ def vb_step(state, data, indices, missing_indices, zero_indices=None):
     slope = (data.concentration + data.total) / (data.rate + 1.0 - p_missing)
     weighted = data.counts[:, None] * responsibilities
     observed = _expected(data.network.n_cells, indices, weighted)
-    new = VBState(alpha + observed
+    new = AllocationVBState(alpha + observed
                   + _expected(data.network.n_cells, missing_indices, slope * missing_terms))
     bound = _bound(data, gamma, gaps, log_gamma, log_norm, log_responsibilities, weighted,
                    observed, observed_gaps, observed_log_mass[0] if subtracted else None,
@@ -362,7 +362,7 @@ def _bound(data, gamma, gaps, log_gamma, log_norm, log_responsibilities, weighte
 
 
 class VBResult(NamedTuple):
-    state: VBState
+    state: AllocationVBState
     lower_bound: float
     lower_bounds: np.ndarray
     converged: bool
@@ -381,9 +381,9 @@ class _VBIterate(NamedTuple):
     """q(θ), its bound, and q(θ) after one sweep from it (the sweep that
     evaluates a bound also makes the next update)."""
 
-    state: VBState
+    state: AllocationVBState
     bound: float
-    following: VBState
+    following: AllocationVBState
 
 
 class _VBInfo(NamedTuple):

@@ -190,6 +190,12 @@ def mode_first(restart):
     return "mode" if restart == 0 else "random"
 
 
+def vb_start(how, restart):
+    """Where VB's ``restart``-th run starts for the choice ``how``: ``"auto"``
+    as :func:`mode_first`, else ``how`` itself (``"mode"`` or ``"random"``)."""
+    return mode_first(restart) if how == "auto" else how
+
+
 def restart_start(kernels, state_around, method, vb_start, settings, priors, n_components, rng,
                   restart, data):
     """:func:`restart_state` as the optimiser driver's

@@ -436,6 +436,66 @@ def test_vb_refuses_huge_counts_with_zero_cells_too_many_to_list():
         AllocationSMC(2, method="vb").fit(X)
 
 
+# Each count within the documented 2^62, their total (2.4e19) beyond 2^63:
+# an int64 sum of them wraps (to a negative number here).
+BEYOND_INT64 = np.full((2, 3), 4 * 10**18)
+
+
+def test_exact_total_sums_counts_beyond_int64_exactly():
+    rng = np.random.default_rng(0)
+    for counts in (BEYOND_INT64.ravel(), rng.integers(0, 2**62, size=1000),
+                   rng.integers(0, 10, size=1000), np.zeros(0, dtype=np.int64)):
+        expected = sum(int(c) for c in counts)
+        assert allocation.exact_total(counts) == expected
+        assert type(allocation.exact_total(counts)) is int
+    data = _problem(BEYOND_INT64, 2)
+    assert data.total == 24 * 10**18
+    assert data.rate == 1.0 / (24 * 10**18)  # a / T, at the exact T
+
+
+def test_vb_on_counts_totalling_beyond_int64_gives_the_exact_evidence():
+    """With one component the bound is log p(X) itself: the closed form in
+    60-digit arithmetic at T = 2.4e19 > 2^63, where an int64 total wrapped
+    to a negative T and the fit stopped blaming the priors."""
+    X = BEYOND_INT64
+    T = int(X.sum(dtype=object))
+    with localcontext() as context:
+        context.prec = 60
+        a, T_ = Decimal(1), Decimal(T)
+        b = a / T_
+        exact = (_decimal_lgamma(a + T_) - _decimal_lgamma(a) + a * (b / (b + 1)).ln()
+                 - T_ * (b + 1).ln()
+                 - sum(_decimal_lgamma(Decimal(int(x)) + 1) for x in X.ravel()))
+        for margin in (X.sum(axis=1, dtype=object), X.sum(axis=0, dtype=object)):
+            share = a / len(margin)
+            exact += _decimal_lgamma(a) - _decimal_lgamma(a + T_) + sum(
+                _decimal_lgamma(share + int(m)) - _decimal_lgamma(share) for m in margin)
+    est = AllocationSMC(1, method="vb", random_state=0).fit(X)
+    assert est.log_evidence_ == pytest.approx(float(exact), abs=1e-6)
+    # E[λ] = (a + T) / (b + 1) = T at b = a / T: the first factor's total.
+    assert est.factors_[0].sum() == pytest.approx(T, rel=1e-12)
+    np.testing.assert_allclose(est.transform(X).sum(axis=1), [12 * 10**18] * 2, rtol=1e-12)
+
+
+def test_smc_refuses_more_tokens_than_its_urns_hold_naming_the_limit():
+    with pytest.raises(ValueError, match=r"2\.4e\+19 .*at most 2147483647 \(2\^31 - 1\)"):
+        AllocationSMC(2).fit(BEYOND_INT64)
+    # The SMC itself refuses them before laying the tokens out.
+    just_beyond = np.array([[2**30, 2**30], [0, 0]])
+    with pytest.raises(ValueError, match="at most 2147483647"):
+        allocation.run_smc(np.random.default_rng(0), _problem(just_beyond, 2), n_particles=1,
+                           n_islands=1)
+
+
+def test_smc_caps_the_tokens_in_unobserved_cells_at_what_its_urns_hold():
+    X = np.array([[allocation.SMC_MAX_TOKENS - 10, 0], [0, 0]])
+    coords = np.array([[0], [0]])
+    data = allocation.allocation_data(coords, X[0, :1], X.shape, 2,
+                                      missing=np.array([[1], [1]]))
+    state = allocation.smc_init(data, 1, 1)
+    assert allocation._missing._token_cap(data, state) <= 10
+
+
 def test_vb_with_no_counts_has_the_closed_form_bound():
     est = AllocationSMC(2, method="vb", prior_rate=2.0, random_state=0).fit(np.zeros((3, 4)))
     assert est.log_evidence_ == pytest.approx(np.log(2.0 / 3.0), abs=1e-12)
