@@ -36,6 +36,7 @@ def test_demo_chooses_a_model_and_predicts_links(capsys):
     assert len(re.findall(r"^\s+[123]\s+333[67]\s+0\.\d{3}\s+0\.\d{3}", out, re.M)) == 3
 
 
+@pytest.mark.slow(minutes=0.3)
 def test_ranks_auto_fits_each_structure_once_with_ard(user_counts, tmp_path, capsys):
     figure = tmp_path / "relevances.png"
     argv = ["--data", str(user_counts), "--ranks", "auto", "--models", "NMF,CP", "--folds", "2",

@@ -44,3 +44,12 @@ def write_json(name, **result):
     with open(OUT / f"{name}.json", "w") as f:
         json.dump({**result, "lines": LINES}, f, indent=1, default=float)
         f.write("\n")
+
+
+def chosen_parts(parser, parts, known):
+    """The parts of a study to run: ``parts`` as given on the command line
+    (all of ``known`` when none), or the parser's error naming the unknown."""
+    parts = parts or list(known)
+    if set(parts) - set(known):
+        parser.error(f"unknown parts {sorted(set(parts) - set(known))}")
+    return parts

@@ -22,7 +22,7 @@ Writes ``doc/_static/validation/chib_sti_ranks.json``; the Validation
 page's :ref:`validation-recorded-chib-sti` records its numbers.
 """
 
-from _setup import line, write_json  # first: one core and the Agg backend, before numpy
+from _setup import chosen_parts, line, write_json  # first: one core and the Agg backend, before numpy
 
 import argparse  # noqa: E402
 import time  # noqa: E402
@@ -161,9 +161,7 @@ def main():
                         help="sti-rank: STI's kept steps per temperature (steps_per_temperature)")
     args = parser.parse_args()
     known = ("sti-rank", "chib-rank")
-    parts = args.parts or list(known)
-    if set(parts) - set(known):
-        parser.error(f"unknown parts {sorted(set(parts) - set(known))}")
+    parts = chosen_parts(parser, args.parts, known)
     start = time.perf_counter()
     summary = {}
     if "sti-rank" in parts:

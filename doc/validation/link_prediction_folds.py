@@ -31,7 +31,7 @@ Writes ``doc/_static/validation/link_prediction_folds.json``; the
 Validation page's :ref:`validation-recorded-links` records its numbers.
 """
 
-from _setup import line, write_json  # first: one core and the Agg backend, before numpy
+from _setup import chosen_parts, line, write_json  # first: one core and the Agg backend, before numpy
 
 import argparse  # noqa: E402
 import logging  # noqa: E402
@@ -291,9 +291,7 @@ def main():
                         help="binary-links: fold every entry, the diagonal x(i, i, k) included")
     args = parser.parse_args()
     known = ("link-prediction", "binary-links")
-    parts = args.parts or list(known)
-    if set(parts) - set(known):
-        parser.error(f"unknown parts {sorted(set(parts) - set(known))}")
+    parts = chosen_parts(parser, args.parts, known)
     start = time.perf_counter()
     summary = {}
     if "link-prediction" in parts:

@@ -83,6 +83,7 @@ def _chib(X, n_components, prior, sweep, seed=0):
                              blocks="elements", n_draws=2000)
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_chib_is_close_to_the_exact_evidence():
     """Chib's estimate with the augmented sampler (latent counts drawn at
     the ones) within 0.25 nats of the exact value; at 2000 draws per clamped
@@ -105,6 +106,7 @@ def test_chib_is_close_to_the_exact_evidence_on_every_tiny_case(index, n_compone
     assert abs(_chib(X, n_components, prior, sweep).log_evidence - exact) < 0.25
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_estimator_chib_runs_with_the_bernoulli_likelihood():
     X = TINY_BINARY[0]
     exact = bernoulli_exact_log_evidence(X, 1)
@@ -230,6 +232,7 @@ def test_non_binary_values_are_rejected(make):
 
 
 @pytest.mark.parametrize("method", ["vb", "gibbs"])
+@pytest.mark.slow(minutes=0.1)
 def test_ais_is_close_to_the_exact_evidence(method):
     """AIS (the samplers' default evidence on dense data) under the
     Bernoulli–Poisson likelihood, from a Gamma fit to the posterior, within

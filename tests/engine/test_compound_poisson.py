@@ -148,6 +148,7 @@ def test_the_bound_lies_below_the_exact_evidence(exact_tiny):
 
 @pytest.mark.parametrize("method, evidence", [("gibbs", "chib"), ("gibbs", "ais"),
                                               ("sgld", "sti"), ("sgld", "ais")])
+@pytest.mark.slow(minutes=0.3)
 def test_every_sampled_evidence_meets_the_exact_evidence(method, evidence, exact_tiny):
     """Chib's, AIS's and STI's estimates lie within four of their standard
     errors of the exact evidence (a normal estimate strays that far once in

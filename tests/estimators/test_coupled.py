@@ -690,6 +690,7 @@ LEARNED = pytest.mark.parametrize("learned", [
 
 
 @LEARNED
+@pytest.mark.slow(minutes=0.1)
 def test_learned_priors_keep_the_coupled_bound_monotone(learned):
     X, Y = _draw(0)
     Y[np.random.default_rng(1).random(Y.shape) < 0.2] = np.nan
@@ -726,6 +727,7 @@ def test_coupled_learned_priors_need_vb():
 
 
 @LEARNED
+@pytest.mark.slow(minutes=0.4)
 def test_tied_learned_priors_keep_the_bound_monotone(learned):
     """RESCAL's tie with attributes: the bound at the learned priors never
     falls, with mixed likelihoods and missing entries; A's two positions
@@ -748,6 +750,7 @@ def test_tied_learned_priors_keep_the_bound_monotone(learned):
             "ia": (4,), "abk": (4,), "af": (4,)}
 
 
+@pytest.mark.slow(minutes=0.3)
 def test_tied_ard_finds_the_number_of_clusters_relations_and_attributes_need():
     found = []
     for seed in range(5):
@@ -758,6 +761,7 @@ def test_tied_ard_finds_the_number_of_clusters_relations_and_attributes_need():
     assert found.count(2) >= 4, found
 
 
+@pytest.mark.slow(minutes=0.2)
 def test_tied_ard_switches_off_a_cluster_in_a_and_in_the_attribute_factor_alike():
     """A cluster's relevance sets the rate of A's column, of G's row and
     column and of the attribute factor's row: a cluster switched off has
@@ -796,6 +800,7 @@ def test_on_ten_data_sets_the_bound_tells_shared_from_private_on_nine():
     assert sum(_finds_shared_and_private(seed, n_init=3) for seed in range(10)) >= 9
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_a_relevance_per_factor_tells_shared_from_private_where_one_per_component_cannot():
     """At a generous 8 components, ARD with a relevance per component and
     factor switches a private component off in the other tensor's own

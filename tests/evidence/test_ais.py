@@ -65,6 +65,7 @@ def test_ais_reproducible_and_refuses_sparse_data():
 
 
 @pytest.mark.parametrize("method", ["vb", "gibbs"])
+@pytest.mark.slow(minutes=0.1)
 def test_estimators_take_ais_evidence_without_changing_the_fit(method):
     from sklearn_pltf import BayesianNMF
 

@@ -81,6 +81,7 @@ def test_chib_with_a_tiny_prior_shape_raises_and_keeps_the_previous_fit(method):
         strict=True, reason="AIS from a VB fit of one mode of a multimodal posterior neither "
                             "mixes between the modes nor warns")),
 ])
+@pytest.mark.slow(minutes=0.2)
 def test_ais_with_a_tiny_prior_shape_warns_with_what_to_change(method):
     """The same prior by AIS: its draws are taken in log space and stay
     finite, but the evidence then hangs on rare runs, and the estimate says

@@ -79,6 +79,7 @@ def test_the_learned_per_factor_rates_bound_stays_below_the_exact_evidence(prior
 
 
 @pytest.mark.parametrize("prior_shape", [1.0, 2.0])
+@pytest.mark.slow(minutes=0.2)
 def test_the_ard_bound_stays_below_the_exact_evidence_at_the_learned_relevances(prior_shape):
     estimator = BayesianNMF(2, ard=True, prior_shape=prior_shape, tol=1e-8, max_iter=5000,
                             random_state=0).fit(TINY)
@@ -152,6 +153,7 @@ def test_the_learned_rates_maximise_the_bound(spec, sizes, ard, per_factor):
 
 
 @pytest.mark.parametrize("family", ["nmf", "cp", "tucker"])
+@pytest.mark.slow(minutes=0.2)
 def test_ard_finds_the_rank_from_twice_it(family):
     if family == "nmf":
         X, _ = make_poisson_nmf(100, 75, 3, random_state=3)
@@ -232,6 +234,7 @@ def test_rescal_ard_finds_the_clusters(init):
     dict(ard=True), dict(prior_rate="hierarchical"), dict(prior_shape="auto"),
     dict(ard=True, prior_rate="hierarchical", prior_shape="auto")],
     ids=lambda d: "+".join(f"{k}={v}" for k, v in d.items()))
+@pytest.mark.slow(minutes=0.1)
 def test_one_relation_rescal_learns_its_priors_and_shows_a_s_at_both_positions(learned):
     """RESCAL on one entity x entity matrix (the core without its relation
     axis) learns the priors as on a tensor: the fitted rates have the
@@ -279,6 +282,7 @@ def test_reproducible_picklable_and_clonable():
 
 
 @pytest.mark.parametrize("truth", ["cp", "tucker"])
+@pytest.mark.slow(minutes=0.1)
 def test_grid_search_over_the_structure_with_ard_picks_the_one_that_drew_the_data(truth):
     """The grid goes on over what ARD leaves: here the structure, each
     candidate finding its own sizes."""

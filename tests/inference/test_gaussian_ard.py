@@ -69,6 +69,7 @@ def test_chib_under_ard_matches_monte_carlo_integration_on_a_tiny_tensor():
 
 
 @pytest.mark.parametrize("nonnegative", [True, False])
+@pytest.mark.slow(minutes=0.2)
 def test_ard_finds_the_rank_of_an_incomplete_tensor(nonnegative):
     X, _ = make_gaussian_ntf((20, 15, 10), 3, noise_std=0.1, missing_fraction=0.5,
                              random_state=2)

@@ -51,6 +51,7 @@ def _leaves(value):
         yield value
 
 
+@pytest.mark.slow(minutes=0.4)
 def test_vb_on_a_cluster_gives_the_in_memory_fit_and_never_gathers_the_data(client, gathered):
     X, _ = make_dask_poisson_cp((30, 25, 20), 3, n_counts=3000, chunks=(12, 10, 20),
                                 random_state=0)
@@ -80,6 +81,7 @@ def test_vb_on_a_cluster_gives_the_in_memory_fit_and_never_gathers_the_data(clie
     assert not any(type(leaf).__name__ == "ObservedTensor" for leaf in leaves)
 
 
+@pytest.mark.slow(minutes=0.6)
 def test_compound_poisson_fits_on_a_cluster_at_each_jump_mean(client):
     """Real values on a cluster give the in-memory fit, at two jump means
     (the workers' compiled kernels read each one's jump rate)."""
@@ -99,6 +101,7 @@ def test_compound_poisson_fits_on_a_cluster_at_each_jump_mean(client):
         np.testing.assert_allclose(on_cluster.lower_bounds_, reference.lower_bounds_, rtol=1e-8)
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_ard_on_a_cluster_gives_the_in_memory_relevances_and_pruning(client):
     counts = _nmf_counts((24, 18))
     X = da.from_array(sparse.COO.from_numpy(counts), chunks=(12, 9))
@@ -132,6 +135,7 @@ def test_em_with_missing_entries_and_dense_chunks_matches_the_in_memory_fit(clie
         np.testing.assert_allclose(fitted.components_, reference.components_, rtol=1e-8)
 
 
+@pytest.mark.slow(minutes=0.2)
 def test_blocks_load_when_the_scheduler_lists_no_worker(client, monkeypatch):
     """A worker list read while workers (re)join can be empty: the blocks are
     then submitted without a placement preference, not divided among zero."""

@@ -22,6 +22,7 @@ def test_exact_oracle_is_a_distribution_over_binary_matrices():
 
 
 @pytest.mark.parametrize("likelihood, X", [("bernoulli", BINARY), ("poisson", COUNTS)])
+@pytest.mark.slow(minutes=0.1)
 def test_bound_lies_below_the_exact_evidence(likelihood, X):
     """The VB bound of the best of five starts is a lower bound on log p(X):
     below the exact value, and (a weak check that it bounds the right

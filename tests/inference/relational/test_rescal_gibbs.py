@@ -29,6 +29,7 @@ def _quiet_fit(estimator, X, **kwargs):
 
 @pytest.mark.parametrize("likelihood, X, method", [("bernoulli", BINARY, "gibbs"),
                                                    ("poisson", COUNTS, "sada")])
+@pytest.mark.slow(minutes=0.2)
 def test_chib_matches_the_exact_rank_one_evidence(likelihood, X, method):
     """The rank-one evidence by quadrature (test_rescal.py) against Chib's
     estimate at the defaults: within 0.25 nats, and within four of its own
@@ -75,6 +76,7 @@ def test_chib_matches_the_evidence_at_rank_two(likelihood, X, method):
     assert abs(est.log_evidence_ - reference) < 0.25
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_prior_monte_carlo_agrees_with_the_quadrature_at_rank_one():
     """The two references check each other: within four standard errors."""
     value, error = _prior_monte_carlo(BINARY, "bernoulli", 1)

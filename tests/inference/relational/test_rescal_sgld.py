@@ -64,6 +64,7 @@ def test_control_variates_are_exact_at_the_reference_point():
     assert batch[1] == pytest.approx(full[1], rel=1e-12)
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_sgld_predicts_as_gibbs_does():
     """The two samplers of one posterior give the same link probabilities up
     to their Monte Carlo error: each is a mean over 256 draws of values in
