@@ -497,7 +497,10 @@ LIKELIHOODS = {"poisson": PoissonLikelihood(), "bernoulli": BernoulliPoissonLike
 def get_likelihood(likelihood):
     """The likelihood object for a name in :data:`LIKELIHOODS` (or the
     object itself, anything with the :class:`Likelihood` interface)."""
-    if isinstance(likelihood, Likelihood):
+    # The shipped classes first: a Protocol's isinstance reads every member.
+    shipped = (PoissonLikelihood, BernoulliPoissonLikelihood, CompoundPoisson)
+    if isinstance(likelihood, shipped) or (not isinstance(likelihood, str)
+                                           and isinstance(likelihood, Likelihood)):
         return likelihood
     try:
         return LIKELIHOODS[likelihood]
