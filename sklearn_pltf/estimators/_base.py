@@ -155,7 +155,9 @@ class BasePoissonPLTF(BaseFactorization):
         return fit_settings(self.get_params(deep=False), tied_start=self._tied_start())
 
     def _has_tied_factor(self):
-        return bool(self._tied_positions(Model.parse(self._model_spec(3)[0])))
+        """Whether the parameters tie factors (known before the data are:
+        a subclass that offers ties says so)."""
+        return False
 
     @property
     def _tied_factors(self):

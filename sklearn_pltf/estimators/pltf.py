@@ -161,6 +161,9 @@ class PLTF(BasePoissonPLTF):
     def _tied_positions(self, model):
         return tied_positions(model, self.tied_factors)
 
+    def _has_tied_factor(self):
+        return bool(self.tied_factors)
+
     def _ard_indices(self, model):
         if isinstance(self.ard, str):
             return _checked_ard_letters(self.ard)

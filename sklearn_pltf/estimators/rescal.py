@@ -232,6 +232,9 @@ class BayesianRESCAL(BasePoissonPLTF):
     def _tied_positions(self, model):
         return dict(TIED)
 
+    def _has_tied_factor(self):
+        return True
+
     def _ard_indices(self, model):
         return model.latent if self.ard else ""
 

@@ -179,3 +179,11 @@ def test_dict_priors_of_the_tied_and_fixed_factors_are_accepted():
     H = rng.gamma(1.0, 1.0, size=(2, 6))
     PLTF("ik,kj->ij", 2, fixed_factors={1: H}, prior_rate={0: 1.0, 1: 3.0},
          max_iter=5, random_state=0).fit(X[:, :, 0])
+
+
+def test_tucker_fits_a_matrix_with_a_rank_per_mode():
+    """TuckerVB((2, 2)) on a matrix: the check of whether the parameters tie
+    factors once bound the model for three modes and refused the two ranks."""
+    X = np.random.default_rng(0).poisson(2.0, (8, 6)).astype(float)
+    est = TuckerVB((2, 2), random_state=0).fit(X)
+    assert est.core_.shape == (2, 2) and np.isfinite(est.lower_bound_)
