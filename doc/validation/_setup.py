@@ -7,6 +7,7 @@ it first."""
 import json
 import os
 import pathlib
+import time
 
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
@@ -38,9 +39,14 @@ def line(**fields):
     print(json.dumps(fields, default=float), flush=True)
 
 
-def write_json(name, **result):
-    """Write ``OUT / <name>.json``: ``result`` (a summary, the settings) and
-    every :func:`line` so far."""
+def write_json(name, start=None, **result):
+    """Write ``OUT / <name>.json``: ``result`` (a summary, the settings), the
+    wall seconds since ``start`` (a ``time.perf_counter()``), if given, and
+    every :func:`line` so far; a ``summary`` dict is printed too, a row each."""
+    for key, value in result.get("summary", {}).items():
+        print(f"  {key:60s} {value:8.3f}")
+    if start is not None:
+        result["wall_seconds"] = round(time.perf_counter() - start, 1)
     with open(OUT / f"{name}.json", "w") as f:
         json.dump({**result, "lines": LINES}, f, indent=1, default=float)
         f.write("\n")

@@ -221,7 +221,7 @@ def main():
     for key, value in summary.items():
         print(f"{key}: {value}")
     write_json(f"ard_{args.part}", summary=summary,
-               wall_seconds=round(time.perf_counter() - start, 1))
+               start=start)
 
 
 if __name__ == "__main__":

@@ -170,10 +170,8 @@ def main():
                                 args.chib_seed_offset))
     if "chib-rank" in parts:
         summary.update(chib_rank(args.chib_datasets))
-    for key, value in summary.items():
-        print(f"  {key:60s} {value:8.3f}")
     write_json("chib_sti_ranks", parts=parts, settings=vars(args), summary=summary,
-               wall_seconds=round(time.perf_counter() - start, 1))
+               start=start)
 
 
 if __name__ == "__main__":

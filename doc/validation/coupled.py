@@ -194,7 +194,7 @@ def main():
     if "kinships" in parts:
         for structure in args.structure:
             kinships(structure)
-    write_json("coupled", parts=parts, wall_seconds=round(time.perf_counter() - start, 1))
+    write_json("coupled", parts=parts, start=start)
 
 
 if __name__ == "__main__":

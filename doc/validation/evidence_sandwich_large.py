@@ -217,10 +217,8 @@ def main():
     start = time.perf_counter()
     summary = sandwich(args.cases, args.datasets, args.methods, args.temperatures,
                        first_dataset=args.first_dataset)
-    for key, value in summary.items():
-        print(f"  {key:60s} {value:8.3f}")
     write_json("evidence_sandwich_large", summary=summary,
-               wall_seconds=round(time.perf_counter() - start, 1))
+               start=start)
 
 
 if __name__ == "__main__":

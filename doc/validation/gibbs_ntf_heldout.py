@@ -126,10 +126,8 @@ def main():
     args = parser.parse_args()
     start = time.perf_counter()
     summary = heldout(args.splits)
-    for key, value in summary.items():
-        print(f"  {key:60s} {value:8.3f}")
     write_json("gibbs_ntf_heldout", summary=summary,
-               wall_seconds=round(time.perf_counter() - start, 1))
+               start=start)
 
 
 if __name__ == "__main__":

@@ -300,10 +300,8 @@ def main():
         families = (None if args.families is None
                     else [tuple(f.split(":")) if ":" in f else (f, None) for f in args.families])
         summary.update(binary_links(families=families, with_diagonal=args.with_diagonal))
-    for key, value in summary.items():
-        print(f"  {key:60s} {value:8.3f}")
     write_json("link_prediction_folds", parts=parts, summary=summary,
-               wall_seconds=round(time.perf_counter() - start, 1))
+               start=start)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def main():
         summary = long_study()
         print(json.dumps(summary, indent=1))
         write_json("sti_analytic_long", n_steps=12_000, summary=summary,
-                   wall_seconds=round(time.perf_counter() - start, 1))
+                   start=start)
         return
     start = time.perf_counter()
     x = draw_data(np.random.default_rng(TRUE_RANK), TRUE_RANK)
