@@ -33,7 +33,8 @@ from ._fitting import FittedModel, fit_by_optimizer
 from ._one_tensor import BOUND_ADVICE, optimizer_attributes
 from ._relevance import check_learning, learned_attributes, learned_kinds
 
-__all__ = ["TiedFit", "rescal_learning", "tied_rate_learning"]
+__all__ = ["TiedFit", "rescal_learning", "tied_rate_learning",
+           "with_entity_prior_at_both_positions"]
 
 
 def _rescal_kernels(learning):
@@ -77,6 +78,14 @@ def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_fac
     return rate_learning(model, tuple(a for a in model.free if a != 1),
                          tuple(c for c in model.latent if c != second) if ard else (),
                          per_factor, hierarchical, learn_shape, by_factor, tie={second: first})
+
+
+def with_entity_prior_at_both_positions(priors):
+    """``priors`` (of a model in RESCAL's layout, A at positions 0 and 1) with
+    A's shape and rate shown at both of its positions: the kernels read the
+    first only."""
+    return priors._replace(**{field: tuple(getattr(priors, field)[:1]) * 2
+                              + tuple(getattr(priors, field)[2:]) for field in ("shape", "rate")})
 
 
 class TiedFit:
@@ -168,9 +177,8 @@ class TiedFit:
                         for n, a in enumerate((structure.first, structure.second))]
             model = replace(model, sizes={**model.sizes,
                                           **{c: held.model.sizes["a"] for c in clusters}})
-        # A's prior at both of its positions (the kernel reads the first only).
-        rates = (held.priors.rate[0],) * 2 + tuple(held.priors.rate[2:])
-        shapes = (held.priors.shape[0],) * 2 + tuple(held.priors.shape[2:])
+        shown = with_entity_prior_at_both_positions(held.priors)
+        rates, shapes = shown.rate, shown.shape
         if len(model.output) == 2:  # one relation: G without its relation axis
             rates, shapes = drop_relation_axis(rates), drop_relation_axis(shapes)
         attributes = learned_attributes(learning, held.relevance, held.priors._replace(

@@ -35,7 +35,7 @@ from ._fitting import fit_by_optimizer, fit_settings, optimizer_start, set_fitte
 from ._one_tensor import BOUND_ADVICE, KERNELS, optimizer_attributes
 from ._relevance import LEARNED_ATTRIBUTES, given_priors, learned_attributes, learned_kinds
 from ._sampled import fit_sampler
-from ._tied import tied_rate_learning
+from ._tied import tied_rate_learning, with_entity_prior_at_both_positions
 from ._validation import check_entry_indices, check_parameters, input_namespace, tied_positions
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
@@ -422,9 +422,7 @@ class CoupledPLTF(BaseEstimator):
                 settings.tol, contractor_for=contractor_for, bound=bound, tied=same_clusters)
             shown = held.priors
             if self.tied_factors:  # the second entity factor is A: A's prior shown there too
-                shown = shown._replace(**{field: getattr(shown, field)[:1] * 2
-                                          + getattr(shown, field)[2:]
-                                          for field in ("shape", "rate")})
+                shown = with_entity_prior_at_both_positions(shown)
             attributes = learned_attributes(learning, held.relevance, shown)
             state, bound, priors = held.state, float(held.bound), held.priors
         attributes.update(optimizer_attributes(objectives, converged, bound))
