@@ -22,7 +22,7 @@ LAYERS = {
     "engine._kernels": 1, "engine._data": 1, "engine._elementwise": 1, "engine._array_data": 1,
     "engine._likelihood": 2,
     "engine._contract": 3, "engine.distributed": 3, "engine._coupled": 3,
-    "engine._array_contract": 3,
+    "engine._array_contract": 3, "engine._factor_checks": 3,
     "inference": 4,
     "evidence": 5,
     "estimators": 6,

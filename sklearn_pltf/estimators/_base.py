@@ -39,8 +39,9 @@ from ._one_tensor import OneTensorFit, copy_array, sample_major, sample_start, w
 from ._sampled import export_draws, fit_sampler
 from ._skeleton import BaseFactorization
 from ._tied import TiedFit
-from ._validation import (check_entry_indices, check_fixed_factors_reach_the_data,
-                          given_start, validate_tensor)
+from ..engine._factor_checks import (check_entry_indices, check_fixed_factors_reach_the_data,
+                                     given_start)
+from ._validation import validate_tensor
 
 __all__ = ["BasePoissonPLTF", "cp_reconstruction"]
 

@@ -30,7 +30,8 @@ from ._fitting import FittedModel, fit_by_optimizer, optimizer_start, set_fitted
 from ._one_tensor import fold_in_samples, kernel_for, sample_priors, sample_start
 from ..inference._relevance import held_priors, hold_learned_rates
 from ._relevance import LEARNED_ATTRIBUTES, learned_attributes
-from ._validation import check_fixed_factors_reach_the_data, input_namespace
+from ..engine._factor_checks import check_fixed_factors_reach_the_data
+from ._validation import input_namespace
 from ._skeleton import restore_on_failure
 
 __all__ = ["OnlineVBMixin", "ONLINE_PARAMETERS", "ONLINE_CONSTRAINTS"]

@@ -21,71 +21,20 @@ from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference._driver import OptimizerProblem
-from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
 from ..inference._methods import METHODS
 from ..inference._relevance import hold_learned_rates
 from ..inference.relational import rescal
 from ..inference.relational._relational import (drop_relation_axis, relational_data,
                                                  with_relation_axis, without_relation_axis)
 from ..inference.relational.rescal_sgld import RescalTarget
-from ..inference.relational.structure import RESCAL_MODEL, tied_structure
+from ..inference.relational.structure import (RESCAL_MODEL, rescal_kernels, rescal_learning,
+                                              tied_structure,
+                                              with_entity_prior_at_both_positions)
 from ._fitting import FittedModel, fit_by_optimizer
 from ._one_tensor import BOUND_ADVICE, optimizer_attributes
 from ._relevance import check_learning, learned_attributes, learned_kinds
 
-__all__ = ["TiedFit", "rescal_learning", "tied_rate_learning",
-           "with_entity_prior_at_both_positions"]
-
-
-def _rescal_kernels(learning):
-    """RESCAL's VB and EM, VB with its rates learned where ``learning`` says."""
-    if learning is None:
-        return rescal.KERNELS
-    return {**rescal.KERNELS, "vb": LearnedRatesKernel(rescal.KERNELS["vb"], learning)}
-
-
-def rescal_learning(ard, per_factor, hierarchical=False, learn_shape=False):
-    """The rates RESCAL learns, on its canonical ``(A, A, G)``
-    (:func:`tied_rate_learning` of ``"ia,jb,abk->ijk"``): with ``ard`` a
-    relevance λ per cluster, the rate of A(i, a) ``shape · λ_a`` and of
-    G(a, b, k) ``shape · λ_a λ_b`` (a cluster switched off leaves no mass in
-    A's column nor in G's row and column); with ``per_factor`` (and no
-    ``ard``) one rate for A and one for G; with ``hierarchical``, a rate per
-    entity (A's rows) and per relation (G's slices) under a Gamma
-    hyperprior, times the relevances under ARD; with ``learn_shape`` the
-    prior shapes of A and G; None if none."""
-    if not (ard or per_factor or hierarchical or learn_shape):
-        return None
-    return tied_rate_learning(Model.parse(RESCAL_MODEL), ard, per_factor, hierarchical,
-                              learn_shape)
-
-
-def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_factor=False):
-    """What a model with RESCAL's tie learns of its priors
-    (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning` on its
-    positions A, A, G, then any other tensors' own factors in a coupled
-    model).
-
-    :func:`~sklearn_pltf.inference._hyperparameters.rate_learning` with the
-    tie read into it: the second entity factor is A itself and learns
-    nothing of its own, and its cluster index is the first's, so under ARD
-    a cluster's relevance λ_a sets the rate of A's column, of G's row and
-    column (``λ_a λ_b``) and of every other factor that carries it; with
-    ``by_factor``, A, G and every other factor have relevances of their own
-    (G's one per cluster, on its row and column).
-    """
-    first, second = model.factors[0][1], model.factors[1][1]
-    return rate_learning(model, tuple(a for a in model.free if a != 1),
-                         tuple(c for c in model.latent if c != second) if ard else (),
-                         per_factor, hierarchical, learn_shape, by_factor, tie={second: first})
-
-
-def with_entity_prior_at_both_positions(priors):
-    """``priors`` (of a model in RESCAL's layout, A at positions 0 and 1) with
-    A's shape and rate shown at both of its positions: the kernels read the
-    first only."""
-    return priors._replace(**{field: tuple(getattr(priors, field)[:1]) * 2
-                              + tuple(getattr(priors, field)[2:]) for field in ("shape", "rate")})
+__all__ = ["TiedFit"]
 
 
 class TiedFit:
@@ -138,7 +87,7 @@ class TiedFit:
             raise ValueError("init and warm_start are not supported with tied factors; leave "
                              "init='random' and warm_start=False.")
         relational, canonical_priors = self._relational(data, priors, settings.likelihood)
-        kernels = _rescal_kernels(learning)
+        kernels = rescal_kernels(learning)
         problem = OptimizerProblem(
             kernels[settings.method], relational, canonical_priors,
             start=functools.partial(rescal.restart_start, kernels, rescal.state_around_mode,
@@ -169,7 +118,7 @@ class TiedFit:
         r = state.mean[0].shape[1]
         canonical = Model.parse(RESCAL_MODEL).bind(relational.observed.shape, {"a": r, "b": r})
         held = hold_learned_rates(
-            _rescal_kernels(learning)["vb"], learning, canonical, state, priors, settings.tol,
+            rescal_kernels(learning)["vb"], learning, canonical, state, priors, settings.tol,
             contractor_for=lambda _: relational, bound=bound, prune=settings.prune,
             tied={"a": "b"})
         if held.model is not canonical:  # pruned: the model's two cluster indices shrink

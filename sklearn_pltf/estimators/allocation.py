@@ -20,7 +20,8 @@ from ..inference import allocation
 from ..engine._contract import full_xhat
 from ..engine.model import cp_model_string
 from ._one_tensor import with_n_samples
-from ._validation import check_entry_indices, validate_tensor
+from ..engine._factor_checks import check_entry_indices
+from ._validation import validate_tensor
 from ..inference._inference_data import (export_inference_data, factor_names_of,
                                          mode_factor_names)
 from ._skeleton import BaseFactorization

@@ -35,12 +35,13 @@ from ._fitting import fit_by_optimizer, fit_settings, optimizer_start, set_fitte
 from ._one_tensor import BOUND_ADVICE, KERNELS, optimizer_attributes
 from ._relevance import LEARNED_ATTRIBUTES, given_priors, learned_attributes, learned_kinds
 from ._sampled import fit_sampler
-from ._tied import tied_rate_learning, with_entity_prior_at_both_positions
-from ._validation import check_entry_indices, check_parameters, input_namespace, tied_positions
+from ..engine._factor_checks import check_entry_indices, tied_positions
+from ._validation import check_parameters, input_namespace
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
                         unmasked_fingerprint)
-from ..inference.relational.structure import tied_structure
+from ..inference.relational.structure import (tied_rate_learning, tied_structure,
+                                              with_entity_prior_at_both_positions)
 
 __all__ = ["CoupledPLTF"]
 

@@ -24,7 +24,8 @@ from ..engine.model import Model, cp_model_string
 from ..evidence import _posterior as _mcmc
 from ._base import cp_reconstruction
 from ._sampled import lengthen_advice, warn_unless_mixed
-from ._validation import check_entry_indices, validate_tensor
+from ..engine._factor_checks import check_entry_indices
+from ._validation import validate_tensor
 from ..inference._inference_data import (export_inference_data, factor_names_of,
                                          mode_factor_names)
 from ._skeleton import BaseFactorization

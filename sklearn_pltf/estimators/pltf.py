@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from numbers import Integral
 
-import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ..engine.model import Model
 from ._base import BasePoissonPLTF
-from ._validation import by_factor_position, real_factor_copy, tied_positions
+from ..engine._factor_checks import fixed_factor_copies, tied_positions
 from ._named import fill_doc
 
 
@@ -153,7 +152,7 @@ class PLTF(BasePoissonPLTF):
 
     def _model_spec(self, ndim):
         model = Model.parse(self.model)
-        return model.string, self.n_components, _fixed_by_position(model, self.fixed_factors)
+        return model.string, self.n_components, fixed_factor_copies(model, self.fixed_factors)
 
     def _warm_start_requested(self):
         return self.warm_start
@@ -192,15 +191,3 @@ def _checked_ard_letters(ard):
             f"name each index once (e.g. ard={''.join(dict.fromkeys(ard))!r}).")
     return ard
 
-
-def _fixed_by_position(model, fixed_factors):
-    """``{position: float array}`` from keys given as positions or index
-    strings; each array a copy, so the fit never shares memory with the user's."""
-    fixed = {}
-    for position, (key, value) in by_factor_position(model, fixed_factors,
-                                                     "fixed_factors").items():
-        array = real_factor_copy(value, f"Fixed factor {key!r}")
-        if not np.all(np.isfinite(array)) or (array < 0).any():
-            raise ValueError(f"Fixed factor {key!r} must be finite and non-negative.")
-        fixed[position] = array
-    return fixed

@@ -20,9 +20,13 @@ import numpy as np
 
 from ...engine.model import Model
 from .._common import GammaPriors
+from .._hyperparameters import LearnedRatesKernel, rate_learning
+from . import rescal
 from ._relational import priors_with_relation_axis
 
-__all__ = ["RESCAL_MODEL", "SINGLE_RELATION_MODEL", "TiedStructure", "tied_structure"]
+__all__ = ["RESCAL_MODEL", "SINGLE_RELATION_MODEL", "TiedStructure", "tied_structure",
+           "rescal_kernels", "rescal_learning", "tied_rate_learning",
+           "with_entity_prior_at_both_positions"]
 
 #: The canonical structure for a relation tensor and for one relation.
 RESCAL_MODEL = "ia,jb,abk->ijk"
@@ -135,3 +139,54 @@ def tied_structure(model, tied):
     core_axes = tuple(canonical_order.index(c) for c in core_indices)
     latent_first = (entity_first.index(output[0]) == 1, entity_second.index(output[1]) == 1)
     return TiedStructure(first, second, core, core_axes, canonical, latent_first)
+
+
+def rescal_kernels(learning):
+    """RESCAL's VB and EM, VB with its rates learned where ``learning`` says."""
+    if learning is None:
+        return rescal.KERNELS
+    return {**rescal.KERNELS, "vb": LearnedRatesKernel(rescal.KERNELS["vb"], learning)}
+
+
+def rescal_learning(ard, per_factor, hierarchical=False, learn_shape=False):
+    """The rates RESCAL learns, on its canonical ``(A, A, G)``
+    (:func:`tied_rate_learning` of ``"ia,jb,abk->ijk"``): with ``ard`` a
+    relevance λ per cluster, the rate of A(i, a) ``shape · λ_a`` and of
+    G(a, b, k) ``shape · λ_a λ_b`` (a cluster switched off leaves no mass in
+    A's column nor in G's row and column); with ``per_factor`` (and no
+    ``ard``) one rate for A and one for G; with ``hierarchical``, a rate per
+    entity (A's rows) and per relation (G's slices) under a Gamma
+    hyperprior, times the relevances under ARD; with ``learn_shape`` the
+    prior shapes of A and G; None if none."""
+    if not (ard or per_factor or hierarchical or learn_shape):
+        return None
+    return tied_rate_learning(Model.parse(RESCAL_MODEL), ard, per_factor, hierarchical,
+                              learn_shape)
+
+
+def tied_rate_learning(model, ard, per_factor, hierarchical, learn_shape, by_factor=False):
+    """What a model with RESCAL's tie learns of its priors
+    (:class:`~sklearn_pltf.inference._hyperparameters.RateLearning` on its
+    positions A, A, G, then any other tensors' own factors in a coupled
+    model).
+
+    :func:`~sklearn_pltf.inference._hyperparameters.rate_learning` with the
+    tie read into it: the second entity factor is A itself and learns
+    nothing of its own, and its cluster index is the first's, so under ARD
+    a cluster's relevance λ_a sets the rate of A's column, of G's row and
+    column (``λ_a λ_b``) and of every other factor that carries it; with
+    ``by_factor``, A, G and every other factor have relevances of their own
+    (G's one per cluster, on its row and column).
+    """
+    first, second = model.factors[0][1], model.factors[1][1]
+    return rate_learning(model, tuple(a for a in model.free if a != 1),
+                         tuple(c for c in model.latent if c != second) if ard else (),
+                         per_factor, hierarchical, learn_shape, by_factor, tie={second: first})
+
+
+def with_entity_prior_at_both_positions(priors):
+    """``priors`` (of a model in RESCAL's layout, A at positions 0 and 1) with
+    A's shape and rate shown at both of its positions: the kernels read the
+    first only."""
+    return priors._replace(**{field: tuple(getattr(priors, field)[:1]) * 2
+                              + tuple(getattr(priors, field)[2:]) for field in ("shape", "rate")})
