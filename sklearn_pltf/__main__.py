@@ -271,7 +271,7 @@ def build_parser():
         epilog="Example: python -m sklearn_pltf --data counts.npz --models CP,Tucker "
                "--ranks 1-6 --folds 5 --n-jobs 2 --plot evidence.png")
     parser.add_argument("--data", default="nations", metavar="NAME|FILE",
-                        help="'nations' or 'kinships' (shipped, binary relations), or a .npy "
+                        help="'nations', 'kinships' or 'umls' (shipped, binary relations), or a .npy "
                              "or .npz file of non-negative counts or 0/1 links with at least "
                              "2 axes; NaN marks a missing entry (default: nations)")
     parser.add_argument("--key", help="the array's name inside a .npz file holding several")

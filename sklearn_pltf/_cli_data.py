@@ -8,11 +8,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .datasets import load_kinships, load_nations, off_diagonal_mask
+from .datasets import load_kinships, load_nations, load_umls, off_diagonal_mask
 
 __all__ = ["CommandData", "load_data", "SHIPPED"]
 
-SHIPPED = {"nations": load_nations, "kinships": load_kinships}
+SHIPPED = {"nations": load_nations, "kinships": load_kinships, "umls": load_umls}
 
 
 class CommandData(NamedTuple):

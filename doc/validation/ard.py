@@ -24,8 +24,7 @@ the recovered rank.
 **links.** The protocol of ``link_prediction_folds.py binary-links``: 10
 folds of the off-diagonal entries, the diagonal missing in every fit. Bernoulli–Poisson
 RESCAL with ``ard=True`` at a generous size, one fit per fold, no grid
-(``LINK_SETTINGS``); UMLS, which the package does not ship, from its triple
-files (``--umls FOLDER``).
+(``LINK_SETTINGS``); Nations, Kinships and UMLS as the package ships them.
 
 Each part writes ``doc/_static/validation/ard_<part>.json``; the Validation
 page's :ref:`validation-recorded-ard` and :ref:`validation-recorded-links`
@@ -139,44 +138,17 @@ LINK_SETTINGS = {"nations": dict(n_components=10, init="random", prior_shape=0.3
                  "umls": dict(n_components=30, init="auto", prior_shape=0.3)}
 
 
-def load_umls_triples(folder):
-    """UMLS (Kok & Domingos 2007; 135 concepts x 135 x 46 relations, 6529
-    links) as a 0/1 tensor from the knowledge-graph triple files
-    ``train.txt``, ``valid.txt``, ``test.txt`` (head, relation, tail per
-    line, tab-separated) and ``entities.dict``, ``relations.dict`` (index,
-    name per line) in ``folder``, as knowledge-graph repositories ship it."""
-    import pathlib
-
-    folder = pathlib.Path(folder)
-
-    def names(path):
-        return {text.split("\t")[1].strip(): int(text.split("\t")[0])
-                for text in path.read_text().splitlines() if text.strip()}
-
-    entities, relations = names(folder / "entities.dict"), names(folder / "relations.dict")
-    X = np.zeros((len(entities), len(entities), len(relations)))
-    for split in ("train", "valid", "test"):
-        for text in (folder / f"{split}.txt").read_text().splitlines():
-            if text.strip():
-                head, relation, tail = text.strip().split("\t")
-                X[entities[head], entities[tail], relations[relation]] = 1.0
-    return X
-
-
-def rescal_links(datasets=("nations", "kinships"), prior_shape=None, n_splits=10,
-                umls_folder=None):
+def rescal_links(datasets=("nations", "kinships"), prior_shape=None, n_splits=10):
     """10-fold AUC of Bernoulli–Poisson RESCAL with ARD, one fit per fold."""
     from sklearn_pltf import BayesianRESCAL
-    from sklearn_pltf.datasets import load_kinships, load_nations, off_diagonal_mask
+    from sklearn_pltf.datasets import load_kinships, load_nations, load_umls, off_diagonal_mask
     from sklearn_pltf.metrics import link_prediction_auc
     from sklearn_pltf.model_selection import EntryKFold
 
     summary = {}
     for name in datasets:
-        if name == "umls":
-            X = load_umls_triples(umls_folder)
-        else:
-            X = {"nations": load_nations, "kinships": load_kinships}[name]().data.astype(float)
+        X = {"nations": load_nations, "kinships": load_kinships,
+             "umls": load_umls}[name]().data.astype(float)
         settings = dict(LINK_SETTINGS[name])
         if prior_shape is not None:
             settings["prior_shape"] = prior_shape
@@ -208,8 +180,6 @@ def main():
                         choices=["nations", "kinships", "umls"])
     parser.add_argument("--prior-shape", type=float, default=None,
                         help="links: one prior shape for every data set")
-    parser.add_argument("--umls", metavar="FOLDER",
-                        help="links: the folder of UMLS's triple files (load_umls_triples)")
     args = parser.parse_args()
     start = time.perf_counter()
     if args.part == "rank":
@@ -217,7 +187,7 @@ def main():
     elif args.part == "gaussian":
         summary = gaussian_ard(args.datasets, nonnegative=not args.signed)
     else:
-        summary = rescal_links(args.links, args.prior_shape, umls_folder=args.umls)
+        summary = rescal_links(args.links, args.prior_shape)
     for key, value in summary.items():
         print(f"{key}: {value}")
     write_json(f"ard_{args.part}", summary=summary,

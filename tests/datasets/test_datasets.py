@@ -8,6 +8,7 @@ from sklearn_pltf.engine._contract import full_xhat
 from sklearn_pltf.datasets import (
     load_kinships,
     load_nations,
+    load_umls,
     make_bam,
     make_gaussian_ntf,
     make_pltf,
@@ -19,7 +20,8 @@ from sklearn_pltf.engine.model import Model
 
 
 @pytest.mark.parametrize("load, shape, ones", [(load_nations, (14, 14, 55), 1992),
-                                               (load_kinships, (104, 104, 25), 10686)])
+                                               (load_kinships, (104, 104, 25), 10686),
+                                               (load_umls, (135, 135, 46), 6529)])
 def test_relational_tensors(load, shape, ones):
     dense, coo = load(), load(as_sparse=True)
     assert dense.data.shape == shape and isinstance(dense.data, np.ndarray)
@@ -28,6 +30,9 @@ def test_relational_tensors(load, shape, ones):
     np.testing.assert_array_equal(coo.data.todense(), dense.data)
     assert len(dense.entities) == shape[0] and len(dense.relations) == shape[2]
     assert "PyKEEN" in dense.DESCR and f"{ones} ones" in dense.DESCR.replace(",", "")
+    entities, relations = dense.data.sum(axis=(1, 2)) + dense.data.sum(axis=(0, 2)), dense.data.sum(axis=(0, 1))
+    assert entities.min() > 0 and relations.min() > 0  # every name indexes some triple
+    assert not np.einsum("iik->", dense.data)  # no self-relations: off_diagonal_mask drops nothing
 
 
 def test_nations_names_are_in_index_order():
@@ -35,6 +40,13 @@ def test_nations_names_are_in_index_order():
     usa, uk = nations.entities.index("usa"), nations.entities.index("uk")
     embassy = nations.relations.index("embassy")
     assert nations.data[usa, uk, embassy] == 1
+
+
+def test_umls_names_are_in_index_order():
+    umls = load_umls()
+    drug, disease = (umls.entities.index(name) for name in
+                     ("pharmacologic_substance", "disease_or_syndrome"))
+    assert umls.data[drug, disease, umls.relations.index("treats")] == 1
 
 
 GENERATORS = [
