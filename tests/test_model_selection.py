@@ -65,7 +65,7 @@ def test_grid_search_picks_the_cp_rank_by_evidence():
     assert result.best_params_["n_components"] == 3
 
 
-@pytest.mark.slow(minutes=1)
+@pytest.mark.slow(minutes=1.5)
 def test_grid_search_picks_the_tucker_core_by_evidence():
     """Core (2, 3, 4) and every neighbour one rank away in one mode.
 
@@ -96,7 +96,7 @@ def test_predictive_evidence_picks_the_rank_or_a_neighbour(estimator, X, grid, t
     assert abs(chosen - truth) <= 1
 
 
-@pytest.mark.slow(minutes=2)
+@pytest.mark.slow(minutes=6)
 def test_predictive_evidence_picks_the_tucker_core_or_a_neighbour():
     """3-fold predictive evidence over a grid that reaches two and more steps
     from the core (2, 3, 4), on the data of the FullDataSplit test."""

@@ -957,7 +957,7 @@ def test_gibbs_refuses_non_integer_counts():
         CoupledPLTF(COUPLED, 2, method="gibbs").fit([X, Y + 0.5])
 
 
-@pytest.mark.slow(minutes=2.2)
+@pytest.mark.slow(minutes=3.4)
 @pytest.mark.parametrize("coupled", [True, False])
 def test_grid_search_by_chib_s_evidence_tells_coupled_from_independent(coupled):
     """GridSearchCV over the coupled and the independent strings, scored by

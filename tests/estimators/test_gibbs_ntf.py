@@ -186,7 +186,7 @@ def test_default_evidence_is_ais_on_dense_data_and_chib_on_sparse():
         GibbsNTF(2, evidence="ais", **settings).fit(sparse.COO.from_numpy(X))
 
 
-@pytest.mark.slow(minutes=2)
+@pytest.mark.slow(minutes=5)
 def test_evidence_is_highest_at_the_true_rank():
     # The paper's synthetic setting: 20 x 15 x 10, rank 3, Exponential factors,
     # noise 0.3 x the signal's standard deviation. Chib's estimate over ranks

@@ -64,7 +64,7 @@ def test_bound_picks_the_rank_small(missing):
     assert max(bounds, key=bounds.get) == 3, bounds
 
 
-@pytest.mark.slow(minutes=0.6)
+@pytest.mark.slow(minutes=1.5)
 @pytest.mark.parametrize("missing", [0.0, 0.4, 0.8])
 def test_bound_picks_the_rank_pltf_vb_setting(missing):
     """The PLTF-VB paper's setting: 50x50x50 CP of true rank 7, gamma priors of

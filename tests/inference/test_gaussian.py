@@ -199,7 +199,7 @@ def _tiny_gaussian_problem():
     return X, priors, reference, reference_error
 
 
-@pytest.mark.slow(minutes=0.35)
+@pytest.mark.slow(minutes=0.7)
 def test_chib_matches_monte_carlo_integration_on_a_tiny_tensor():
     # Chib's estimate (its first blocks average the label orders) against the
     # prior Monte Carlo integral, within 3 combined standard errors (each

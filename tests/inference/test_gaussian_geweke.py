@@ -73,7 +73,7 @@ def _transition(sampler, priors):
     return hmc
 
 
-@pytest.mark.slow(minutes=0.9)
+@pytest.mark.slow(minutes=1.6)
 @pytest.mark.parametrize("sampler, rank, priors, n_steps", [
     ("gibbs", 2, PRIORS, 40_000),
     ("hmc", 1, LIGHT_PRIORS, 20_000),
