@@ -28,7 +28,7 @@ from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_sta
 from ..inference import em
 from ..inference._common import gamma_priors, priors_for
 from ..inference._convergence import ACCELERATIONS
-from ..inference._methods import METHODS, choose_evidence, method_names
+from ..inference._methods import METHODS, FamilyMethods, choose_evidence
 from ..inference._svd_start import svd_start
 from ..engine.distributed import block_grid
 from ..engine.model import Model
@@ -68,7 +68,7 @@ class BasePoissonPLTF(BaseFactorization):
 
     _parameter_constraints: dict = {
         "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood],
-        "method": [StrOptions(set(method_names("poisson")))],
+        "method": [StrOptions(FamilyMethods("poisson"))],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti", "ais"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), "array-like", dict,
                         StrOptions({"auto"})],

@@ -21,21 +21,18 @@ from ..engine._array_api import like, moveaxis, namespace_of, as_namespace, devi
 from ..engine._contract import full_xhat, make_contractor
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference import em, vb
 from ..inference._common import gamma_priors, priors_for
 from ..inference._driver import OptimizerProblem
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._hyperparameters import LearnedRatesKernel, NewEntityRatesKernel
-from ..inference._methods import METHODS
+from ..inference._methods import METHODS, optimizer_kernel
 from ..inference._relevance import hold_learned_rates
 from ._fitting import FittedModel, fit_by_optimizer, optimizer_start
 from ._relevance import check_learning, learned_attributes, learning_of
 
-__all__ = ["FOLD_IN_TOL", "KERNELS", "OneTensorFit", "copy_array", "fold_in_samples",
+__all__ = ["FOLD_IN_TOL", "OneTensorFit", "copy_array", "fold_in_samples",
            "kernel_for", "optimizer_attributes", "sample_major", "sample_priors",
            "sample_start", "with_n_samples"]
-
-KERNELS = {"vb": vb, "em": em}
 
 #: A fold-in stops each sample once a step changes its factor by less than
 #: this (or ``tol``, if smaller) relative to its largest entry.
@@ -53,7 +50,8 @@ def with_n_samples(model, n_samples):
 def kernel_for(method, learning):
     """VB or EM, with its rates learned where ``learning`` (a
     :class:`~sklearn_pltf.inference._hyperparameters.RateLearning`) says."""
-    return KERNELS[method] if learning is None else LearnedRatesKernel(KERNELS[method], learning)
+    kernel = optimizer_kernel(method)
+    return kernel if learning is None else LearnedRatesKernel(kernel, learning)
 
 
 def optimizer_attributes(objectives, converged, bound, template=None):
@@ -129,7 +127,7 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None):
     """
     model, method = fitted.model, METHODS[settings.method].fold_in
     alpha = model.sample_factor()
-    kernel = KERNELS[method]
+    kernel = optimizer_kernel(method)
     axis = model.factors[alpha].index(model.output[0])
     learning = fitted.learning
     if (method == "vb" and learning is not None and learning.entity_axes
@@ -220,7 +218,7 @@ class OneTensorFit:
             folded, fold_contractor, _ = fold_in_samples(settings, fitted, data, state,
                                                          contractor)
             state = with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
-            bound = KERNELS[settings.method].objective(state, fold_contractor, priors)
+            bound = optimizer_kernel(settings.method).objective(state, fold_contractor, priors)
         attributes.update(optimizer_attributes(objectives, converged, bound, state.mean[0]))
         if evidence == "vb":
             # The converged bound is the VB estimate of log p(X) (a lower bound).
@@ -263,9 +261,8 @@ class OneTensorFit:
 
     def predictive_score(self, data, view):
         """The fold-in predictive bound (or EM's log joint) of new samples."""
-        method = METHODS[view.settings.method].fold_in
-        return KERNELS[method].objective(*fold_in_samples(view.settings, view.fitted, data,
-                                                          view.state))
+        kernel = optimizer_kernel(METHODS[view.settings.method].fold_in)
+        return kernel.objective(*fold_in_samples(view.settings, view.fitted, data, view.state))
 
     def inverse_transform(self, X, view):
         """X̂ from sample-mode factor values ``X``, the other factors at the

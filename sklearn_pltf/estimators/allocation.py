@@ -17,6 +17,7 @@ from ..engine._kernels import TINY
 from ..engine._likelihood import PoissonLikelihood
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference import allocation
+from ..inference._methods import FamilyMethods
 from ..engine._contract import full_xhat
 from ..engine.model import cp_model_string
 from ._one_tensor import with_n_samples
@@ -201,7 +202,7 @@ class AllocationSMC(CPResultMixin, BaseFactorization):
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
         "model": [str, None],
         "dirichlet_prior": [list, tuple, None],
-        "method": [StrOptions({"smc", "vb"})],
+        "method": [StrOptions(FamilyMethods("allocation"))],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "n_moves": [Interval(Integral, 0, None, closed="left")],
         "n_islands": [Interval(Integral, 1, None, closed="left")],

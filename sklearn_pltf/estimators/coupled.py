@@ -26,13 +26,14 @@ from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
-from ..inference._methods import METHODS, choose_evidence, method_names, require
+from ..inference._methods import (METHODS, FamilyMethods, choose_evidence, optimizer_kernel,
+                                 require)
 from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
 from ..inference._relevance import components_by_tensor, hold_learned_rates
 from ..inference._driver import OptimizerProblem
 from ..inference.relational import coupled as rescal_coupled
 from ._fitting import fit_by_optimizer, fit_settings, optimizer_start, set_fitted
-from ._one_tensor import BOUND_ADVICE, KERNELS, optimizer_attributes
+from ._one_tensor import BOUND_ADVICE, optimizer_attributes
 from ._relevance import LEARNED_ATTRIBUTES, given_priors, learned_attributes, learned_kinds
 from ._sampled import fit_sampler
 from ..engine._factor_checks import check_entry_indices, tied_positions
@@ -183,7 +184,8 @@ class CoupledPLTF(BaseEstimator):
         would trade scale); with ``tied_factors`` the core's two cluster
         indices are one.
     max_iter : int, default=1000
-        Most sweeps per restart.
+        VB and EM: iterations per restart (an iteration is a SQUAREM cycle
+        of three sweeps, or one sweep with ``acceleration=None``).
     tol : float, default=0.1
         Stop when the bound's estimated distance to its limit is below
         ``tol`` nats (as for :class:`~sklearn_pltf.PLTF`).
@@ -277,7 +279,7 @@ class CoupledPLTF(BaseEstimator):
         "models": ["array-like"],
         "n_components": [Interval(Integral, 1, None, closed="left"), dict],
         "likelihood": [StrOptions(set(LIKELIHOODS)), Likelihood, list, tuple],
-        "method": [StrOptions(set(method_names("coupled")))],
+        "method": [StrOptions(FamilyMethods("coupled"))],
         "evidence": [StrOptions({"auto", "vb", "chib"}), None],
         "prior_shape": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "prior_rate": [Interval(Real, 0, None, closed="neither"),
@@ -391,7 +393,8 @@ class CoupledPLTF(BaseEstimator):
         """VB or EM restarts (:func:`~._fitting.fit_by_optimizer`), the learned
         priors held, and the bound as the evidence: returns ``(state, priors,
         fitted attributes)``."""
-        base_kernels = rescal_coupled.KERNELS if self.tied_factors else KERNELS
+        base_kernels = rescal_coupled.KERNELS if self.tied_factors else {
+            "vb": optimizer_kernel("vb"), settings.method: optimizer_kernel(settings.method)}
         kernels = (base_kernels if learning is None else
                    {**base_kernels, "vb": LearnedRatesKernel(base_kernels["vb"], learning)})
         kernel = kernels[settings.method]

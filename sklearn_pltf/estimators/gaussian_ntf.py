@@ -16,7 +16,7 @@ from ..evidence._checks import check_log_evidence
 from ..evidence._gaussian_ais import gaussian_ais_log_evidence
 from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
-from ..inference._methods import choose_evidence, method_names
+from ..inference._methods import FamilyMethods, choose_evidence
 from ..inference._chains import run_chains
 from ..inference._cp_stats import CPStatistics
 from ..inference._diagnostics import chain_lengths, sample_until_mixed
@@ -212,7 +212,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "nonnegative": ["boolean"],
-        "method": [StrOptions(set(method_names("gaussian")))],
+        "method": [StrOptions(FamilyMethods("gaussian"))],
         "evidence": [StrOptions({"auto", "ais", "chib"}), None],
         "n_warmup": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "n_draws": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],

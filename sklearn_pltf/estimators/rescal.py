@@ -6,7 +6,7 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..inference._methods import method_names
+from ..inference._methods import FamilyMethods
 from ._base import BasePoissonPLTF
 from ._named import fill_doc
 from ..inference.relational.structure import RESCAL_MODEL, SINGLE_RELATION_MODEL
@@ -175,7 +175,7 @@ class BayesianRESCAL(BasePoissonPLTF):
         **{name: constraint for name, constraint in BasePoissonPLTF._parameter_constraints.items()
            if name not in _NOT_OFFERED},
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "method": [StrOptions(set(method_names("tied")))],
+        "method": [StrOptions(FamilyMethods("tied"))],
         "evidence": [StrOptions({"auto", "vb", "chib", "sti"}), None],
         "init": [StrOptions({"auto", "mode", "random"})],
     }

@@ -11,15 +11,21 @@ combination gets its one error from here (:func:`method_in`,
 :func:`require`, :func:`choose_evidence`), and the user guide's capability
 table is rendered from the same rows (:func:`capability_table`).
 
-Adding a method is a row here and its kernel in ``inference/``.
+Adding a method is a row here and its kernel in ``inference/``: the
+estimators' ``method`` constraints read the table when they check
+(:class:`FamilyMethods`), and a VB- or EM-like method of the Poisson–Gamma
+family names its kernel in its row (:attr:`Method.kernel`).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Set
 from dataclasses import dataclass
 
-__all__ = ["EVIDENCE", "FAMILIES", "METHODS", "Evidence", "Method", "capability_table",
-           "choose_evidence", "method_in", "method_names", "offered_evidence", "require"]
+__all__ = ["EVIDENCE", "FAMILIES", "METHODS", "Evidence", "FamilyMethods", "Method",
+           "capability_table", "choose_evidence", "method_in", "method_names",
+           "offered_evidence", "optimizer_kernel", "require"]
 
 #: The model families, by the name the table uses: how errors name them, and
 #: the estimators that fit them (the capability table's last column).
@@ -89,7 +95,14 @@ class Method:
         from the prior.
     fold_in : str
         How new samples are folded in after a fit by it: ``"vb"`` or
-        ``"em"``.
+        ``"em"`` (the method whose :attr:`kernel` folds them in).
+    kernel : str or object or None
+        An optimiser's kernel on the Poisson–Gamma model of one tensor or
+        of coupled tensors (an :class:`~._driver.OptimizerKernel`): the
+        module's dotted name (imported when first asked for, so the table
+        imports no algorithm) or the kernel itself; None for the samplers.
+        A family with kernels of its own keeps them in its folder, by
+        method name (e.g. :data:`.relational.rescal.KERNELS`).
     """
 
     name: str
@@ -106,6 +119,7 @@ class Method:
     per_token: frozenset = frozenset()
     mode: bool = False
     fold_in: str = "vb"
+    kernel: object = None
 
 
 _POISSON = frozenset({"poisson", "tied", "coupled"})
@@ -123,9 +137,9 @@ EVIDENCE = {e.name: e for e in (
 METHODS = {m.name: m for m in (
     Method("vb", "variational Bayes", False, _POISSON | {"allocation"}, ("vb",),
            learns_priors=True, takes_start=True, array_api=True, distributed="whole",
-           streams=True),
+           streams=True, kernel="sklearn_pltf.inference.vb"),
     Method("em", "EM, the posterior mode", False, _POISSON, takes_start=True, array_api=True,
-           distributed="whole", mode=True, fold_in="em"),
+           distributed="whole", mode=True, fold_in="em", kernel="sklearn_pltf.inference.em"),
     Method("gibbs", "block Gibbs sampling", True, _POISSON | {"gaussian"}, ("ais", "chib"),
            per_token=_POISSON),
     Method("sada", "SADA: Gibbs on margins of the allocations", True, _POISSON,
@@ -140,6 +154,36 @@ METHODS = {m.name: m for m in (
 def method_names(family):
     """The ``method`` values built for ``family``, in the table's order."""
     return tuple(name for name, m in METHODS.items() if family in m.families)
+
+
+class FamilyMethods(Set):
+    """The ``method`` values built for ``family``, read from :data:`METHODS`
+    at every look: what an estimator's ``method`` constraint holds
+    (``StrOptions(FamilyMethods(family))``), so a row added to the table is
+    a method every estimator of the family takes."""
+
+    def __init__(self, family):
+        self.family = family
+
+    @classmethod
+    def _from_iterable(cls, names):  # the set operations' results: plain sets
+        return frozenset(names)
+
+    def __contains__(self, name):
+        method = METHODS.get(name)
+        return method is not None and self.family in method.families
+
+    def __iter__(self):
+        return iter(method_names(self.family))
+
+    def __len__(self):
+        return len(method_names(self.family))
+
+
+def optimizer_kernel(name):
+    """The kernel of optimiser ``name`` (:attr:`Method.kernel`)."""
+    kernel = METHODS[name].kernel
+    return importlib.import_module(kernel) if isinstance(kernel, str) else kernel
 
 
 def _quoted(names, joiner="or"):

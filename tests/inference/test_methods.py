@@ -3,12 +3,17 @@ read from, the evidence it picks, the errors of what it lacks, and the user
 guide's capability table rendered from it."""
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sklearn_pltf import (PLTF, BayesianNMF, BayesianRESCAL, CoupledPLTF, GibbsNTF)
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_pltf import (PLTF, AllocationSMC, BayesianNMF, BayesianRESCAL, CoupledPLTF, GibbsNTF,
+                          PoissonCP)
+from sklearn_pltf.inference import vb
 from sklearn_pltf.inference._methods import (EVIDENCE, FAMILIES, METHODS, capability_table,
                                              choose_evidence, method_names, offered_evidence,
                                              require)
@@ -90,11 +95,48 @@ def test_the_table_is_consistent():
 @pytest.mark.parametrize("estimator, family", [
     (BayesianNMF(), "poisson"), (PLTF("ir,jr->ij"), "poisson"), (BayesianRESCAL(), "tied"),
     (CoupledPLTF(("ir,jr->ij",)), "coupled"), (GibbsNTF(), "gaussian"),
+    (AllocationSMC(), "allocation"),
 ])
 def test_each_estimators_methods_are_the_tables(estimator, family):
     """The ``method`` constraint of each estimator is its family's row set."""
     options = estimator._parameter_constraints["method"][0].options
     assert set(options) == set(method_names(family))
+
+
+class _CountingVB:
+    """A test-only kernel: VB's, counting its sweeps."""
+
+    def __init__(self):
+        self.sweeps = 0
+
+    def step(self, *args, **kwargs):
+        self.sweeps += 1
+        return vb.step(*args, **kwargs)
+
+    def __getattr__(self, name):  # every other member of the kernel interface: VB's
+        return getattr(vb, name)
+
+
+def test_a_method_plugs_in_through_its_row(monkeypatch):
+    """doc/contributing.rst's recipe for a method, with a test-only one: a
+    row of the table that names its kernel, touching no package file. Every
+    estimator of its family takes it (their constraints read the table when
+    they check), the capability table shows it, the fit runs its kernel and
+    gives VB's numbers (the kernel is VB's); an estimator of another family
+    refuses it."""
+    kernel = _CountingVB()
+    row = dataclasses.replace(METHODS["vb"], name="counting_vb", summary="VB, counted",
+                              families=frozenset({"poisson"}), kernel=kernel)
+    monkeypatch.setitem(METHODS, "counting_vb", row)
+    X = np.random.default_rng(0).poisson(3.0, (12, 9, 4)).astype(float)
+    ours = PoissonCP(2, method="counting_vb", random_state=0).fit(X)
+    assert kernel.sweeps >= ours.n_iter_
+    theirs = PoissonCP(2, random_state=0).fit(X)
+    assert ours.log_evidence_ == theirs.log_evidence_
+    np.testing.assert_array_equal(ours.transform(X), theirs.transform(X))
+    assert "counting_vb" in capability_table()
+    with pytest.raises(InvalidParameterError, match="counting_vb|method"):
+        BayesianRESCAL(2, method="counting_vb").fit(X[:, :9][:9])
 
 
 def _is_method(node):
