@@ -20,7 +20,8 @@ from ._sti import sti_log_evidence
 from ._rescal_chib import rescal_chib_log_evidence
 from ..inference import gibbs, sgld, vb
 from ..inference.relational import rescal_gibbs
-from ..inference._chains import drive_chain, pool_aligned, run_chains
+from ..inference._chains import (ChainProblem, ChainSettings, drive_chain, pool_aligned,
+                                 run_chains)
 
 __all__ = ["SAMPLERS", "SampledPosterior", "sample_posterior", "contractor_of", "rescal_posterior",
            "poisson_target", "sgld_posterior", "kept_sweeps", "warn_if_chains_disagree",
@@ -104,10 +105,10 @@ def sample_posterior(method, rng, model, contractor_for, priors, given, *, n_cha
 def _rescal_chain(rng, *, label, method, data, priors, n_components, n_warmup, n_draws, thin,
                   keep_draws, verbose):
     state = rescal_gibbs.init(rng, data, priors, n_components)
-    chain = drive_chain(
-        rng, state, lambda rng, state: rescal_gibbs.step(rng, state, data, priors, method),
-        lambda state: rescal_gibbs.log_prior(state.factors, priors), (0, 2), n_warmup=n_warmup,
-        n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
+    chain = drive_chain(rng, ChainProblem(
+        state, lambda rng, state: rescal_gibbs.step(rng, state, data, priors, method), (0, 2),
+        lambda state: rescal_gibbs.log_prior(state.factors, priors)),
+        ChainSettings(n_warmup, n_draws, thin, keep_draws, verbose, label))
     return _with_tied_summaries(chain, {1: 0})
 
 
@@ -175,11 +176,9 @@ def _sgld_chain(rng, *, make_target, settings, sti, n_warmup, n_draws, thin, kee
     else:
         state = sgld.init(rng, target, 1.0)
     advance = sgld.AdaptiveSGLD(target, 1.0, n_warmup=n_warmup, step_size=settings["step_size"])
-    chain = drive_chain(
-        rng, state, advance, None, target.positions, n_warmup=n_warmup, n_draws=n_draws,
-        thin=thin, keep_draws=keep_draws, verbose=verbose, label=label, unit="steps",
-        factors_of=lambda state: target.factors(state.params),
-    )
+    chain = drive_chain(rng, ChainProblem(
+        state, advance, target.positions, factors_of=lambda state: target.factors(state.params)),
+        ChainSettings(n_warmup, n_draws, thin, keep_draws, verbose, label, "steps"))
     if not np.all(np.isfinite(chain.log_likelihoods[n_warmup:])):
         raise FloatingPointError(
             "SGLD diverged (a non-finite log-likelihood at t = 1); lower step_size."

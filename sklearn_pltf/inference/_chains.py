@@ -14,7 +14,7 @@ when asked: running sums need memory for one draw.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -22,8 +22,8 @@ from scipy.optimize import linear_sum_assignment
 
 from ..engine._progress import progress_or_none
 
-__all__ = ["ChainResult", "SamplerStep", "align_labels", "drive_chain", "pool_aligned",
-           "run_chains"]
+__all__ = ["ChainProblem", "ChainResult", "ChainSettings", "SamplerStep", "align_labels",
+           "drive_chain", "pool_aligned", "run_chains"]
 
 
 class SamplerStep(Protocol):
@@ -93,22 +93,54 @@ class ChainResult(NamedTuple):
     recorded: np.ndarray | None = None  # ``record(state)`` at each kept draw (with the draws)
 
 
-def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1, keep_draws=True,
-                verbose=0, label="Gibbs chain", unit="sweeps", log_summaries=True, collect=None,
-                factors_of=None, record=None):
-    """Run a chain from ``state`` with ``step(rng, state) -> (state, info)``
-    (``info.log_likelihood`` the log p(X | Z) the step reports), summarising
-    the factors at positions ``free``; ``log_prior(state)`` ranks the kept
-    draws for the best one (``None``: no draw is ranked; ``best`` holds the
-    last state's factors, of unknown value, and ``best_state`` is None).
+class ChainProblem(NamedTuple):
+    """What one chain samples (as :class:`~._driver.OptimizerProblem` is
+    what one restart optimises).
 
-    ``factors_of(state)`` gives a state's factors in model order (default:
-    ``state.factors``); ``log_summaries=False`` skips E[log Z] (signed
-    factors have no log); ``collect(state, info)``, if given, returns a
-    tuple of arrays or floats whose means over the kept draws come back as
-    ``ChainResult.collected``; ``record(state)``, if given, a float kept
-    with every kept draw (``keep_draws``) in ``ChainResult.recorded``.
+    ``state`` is the start and ``step`` the kernel (a :class:`SamplerStep`);
+    the factors at positions ``free`` are summarised, ``factors_of(state)``
+    giving a state's factors in model order (None: ``state.factors``).
+    ``log_prior(state)`` ranks the kept draws for the best one (None: none
+    is ranked; ``best`` then holds the last state's factors, of unknown
+    value, and ``best_state`` is None). ``log_summaries=False`` skips E[log
+    Z] (signed factors have no log); ``collect(state, info)``, if given,
+    returns a tuple of arrays or floats whose means over the kept draws come
+    back as ``ChainResult.collected``; ``record(state)``, if given, a float
+    kept with every kept draw (``keep_draws``) in ``ChainResult.recorded``.
     """
+
+    state: object
+    step: Callable
+    free: tuple
+    log_prior: Callable | None = None
+    factors_of: Callable | None = None
+    log_summaries: bool = True
+    collect: Callable | None = None
+    record: Callable | None = None
+
+
+class ChainSettings(NamedTuple):
+    """How long one chain runs and what it keeps: ``n_warmup`` sweeps
+    discarded, then every ``thin``-th of ``n_draws * thin`` kept (the draws
+    themselves with ``keep_draws``), with progress lines under ``label``
+    counting ``unit`` when ``verbose``."""
+
+    n_warmup: int
+    n_draws: int
+    thin: int = 1
+    keep_draws: bool = True
+    verbose: int = 0
+    label: str = "Gibbs chain"
+    unit: str = "sweeps"
+
+
+def drive_chain(rng, problem, settings):
+    """Run one chain of ``problem`` (:class:`ChainProblem`) with ``settings``
+    (:class:`ChainSettings`): ``problem.step(rng, state) -> (state, info)``,
+    ``info.log_likelihood`` the log p(X | Z) the step reports. Returns its
+    :class:`ChainResult`."""
+    state, step, free, log_prior, factors_of, log_summaries, collect, record = problem
+    n_warmup, n_draws, thin, keep_draws = settings[:4]
     factors_of = _own_factors if factors_of is None else factors_of
     first = factors_of(state)
     sums = {a: np.zeros(first[a].shape) for a in free}
@@ -118,7 +150,7 @@ def drive_chain(rng, state, step, log_prior, free, *, n_warmup, n_draws, thin=1,
     recorded = [] if record is not None and keep_draws else None
     trace = np.empty(n_warmup + n_draws * thin)
     best, best_value = state, -np.inf
-    progress = progress_or_none(verbose, label, trace.size, unit=unit)
+    progress = progress_or_none(settings.verbose, settings.label, trace.size, unit=settings.unit)
     for t in range(trace.size):
         state, info = step(rng, state)
         trace[t] = info.log_likelihood

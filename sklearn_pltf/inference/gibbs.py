@@ -46,7 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine._kernels import TINY
-from ._chains import drive_chain
+from ._chains import ChainProblem, ChainSettings, drive_chain
 from ._common import initial_factors
 from ._gamma import log_gamma_density
 
@@ -167,7 +167,7 @@ def run_chain(rng, model, contractor, priors, given, sweep, *, n_warmup, n_draws
     ``given`` is ``{position: array}`` for the held factors. With ``verbose``,
     progress lines under ``label`` give the time left."""
     state = init(rng, model, contractor, priors, given)
-    return drive_chain(
-        rng, state, lambda rng, state: step(rng, state, contractor, priors, sweep),
-        lambda state: log_prior(state.factors, priors), priors.free, n_warmup=n_warmup,
-        n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose, label=label)
+    return drive_chain(rng, ChainProblem(
+        state, lambda rng, state: step(rng, state, contractor, priors, sweep), priors.free,
+        lambda state: log_prior(state.factors, priors)),
+        ChainSettings(n_warmup, n_draws, thin, keep_draws, verbose, label))

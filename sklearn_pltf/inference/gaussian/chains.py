@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._chains import drive_chain
+from .._chains import ChainProblem, ChainSettings, drive_chain
 from ._model import GaussianState, init
 from .hmc import AdaptiveHMC, _log_prior
 from .sweeps import gibbs_sweep
@@ -55,13 +55,13 @@ def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draw
     else:
         transition = lambda rng, state: gibbs_sweep(rng, state, stats, priors)  # noqa: E731
     n = len(state.factors)
-    chain = drive_chain(
-        rng, state, transition, lambda state: _log_prior(state, priors), tuple(range(n)),
-        n_warmup=n_warmup, n_draws=n_draws, thin=thin, keep_draws=keep_draws, verbose=verbose,
-        label=label or f"{sampler} chain", unit="iterations", log_summaries=priors.nonnegative,
+    chain = drive_chain(rng, ChainProblem(
+        state, transition, tuple(range(n)), lambda state: _log_prior(state, priors),
+        log_summaries=priors.nonnegative,
         collect=lambda state, info: (*state.means, *state.variances, state.noise_variance,
                                      info.acceptance),
-        record=lambda state: state.noise_variance)
+        record=lambda state: state.noise_variance), ChainSettings(
+        n_warmup, n_draws, thin, keep_draws, verbose, label or f"{sampler} chain", "iterations"))
     hyper = chain.collected
     return GaussianChain(
         chain.mean, chain.mean_log if priors.nonnegative else None, hyper[:n], hyper[n:2 * n],
