@@ -356,8 +356,8 @@ def test_nothing_the_size_of_the_data_goes_to_the_host(counts, monkeypatch):
     read "device1", so there alone ψ and log Γ go through NumPy; PyTorch
     and CuPy arrays get their own library's functions from scipy.)"""
     import sklearn_pltf.engine._array_api as array_api
+    import sklearn_pltf.engine._factor_checks as factor_checks
     import sklearn_pltf.estimators._base as base
-    import sklearn_pltf.estimators._validation as validation
     import sklearn_pltf.inference._fold_in as fold_in
 
     sizes = []
@@ -367,7 +367,7 @@ def test_nothing_the_size_of_the_data_goes_to_the_host(counts, monkeypatch):
         sizes.append(result.size)
         return result
 
-    for module in (base, validation, fold_in):
+    for module in (base, factor_checks, fold_in):
         monkeypatch.setattr(module, "to_numpy", recorded)
     device = xp.Device("device1")
     X = xp.asarray(_with_missing(counts), device=device)
