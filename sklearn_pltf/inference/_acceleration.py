@@ -30,6 +30,13 @@ Roland's reference implementation, ``mstep = 4``).
 
 Tied positions (one array at several positions of the state, as RESCAL's
 entity factor) are one set of coordinates.
+
+A kernel whose state also holds learned priors
+(:class:`~._hyperparameters.LearnedState`) is extrapolated in its point
+(``point``, :class:`~._driver.OptimizerKernel`), projected with the priors
+learned at :math:`F(F(\\theta))`, and the step from there searches its
+priors on from those; a refused cycle returns :math:`F(F(\\theta))` as it
+is, so the run goes on as if the extrapolation had not been tried.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from ..engine._array_api import namespace_of, to_numpy
 from ._gamma import gamma_moments
 from ._states import EMState, VBState
 
-__all__ = ["squarem_cycle", "INITIAL_MAX_LENGTH", "remember", "restore"]
+__all__ = ["squarem_cycle", "INITIAL_MAX_LENGTH"]
 
 #: s_max at the start of a run (1: the first cycle is three plain steps).
 INITIAL_MAX_LENGTH = 1.0
@@ -126,30 +133,17 @@ def _finite_or(value, fallback):
     return xp.where(xp.isfinite(value) & (value > 0), value, fallback)
 
 
-def remember(kernel):
-    """What a kernel with a search state (``remember()``, ``restore()``:
-    learned priors, each search starting where the last one stopped) needs
-    to go on as if the steps after this had not run; None for others."""
-    method = getattr(kernel, "remember", None)
-    return None if method is None else method()
-
-
-def restore(kernel, saved):
-    """Undo the steps since :func:`remember` returned ``saved``."""
-    if saved is not None:
-        kernel.restore(saved)
-
-
 def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     """One SQUAREM cycle of ``kernel.step`` from ``state`` (module docstring).
 
     Parameters
     ----------
-    kernel : module or namespace
-        Its ``step(state, contractor, priors, with_objective)`` is the map,
-        and ``objective(state, contractor, priors)`` VB's bound or EM's log
-        joint.
-    state : VBState or EMState
+    kernel : OptimizerKernel
+        Its ``step`` is the map and its ``objective`` VB's bound or EM's log
+        joint; the cycle extrapolates the states' ``point`` and steps on
+        from the state ``moved`` there (:class:`~._driver.OptimizerKernel`).
+    state : state of ``kernel``
+        Its point a VBState or EMState.
     value : float
         The objective at ``state``.
     contractor, priors
@@ -159,8 +153,9 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
 
     Returns
     -------
-    state : VBState or EMState
-        The cycle's result.
+    state : state of ``kernel``
+        The cycle's result: a refused extrapolation returns the second plain
+        step's state, which goes on from its own learned priors.
     value : float
         Its objective, at least ``value``.
     max_length : float
@@ -168,8 +163,9 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     """
     first, _ = kernel.step(state, contractor, priors, with_objective=False)
     second, _ = kernel.step(first, contractor, priors, with_objective=False)
-    groups = _free_positions(state, priors)
-    theta, theta_first, theta_second = (_coordinates(s, groups) for s in (state, first, second))
+    points = [kernel.point(s) for s in (state, first, second)]
+    groups = _free_positions(points[0], priors)
+    theta, theta_first, theta_second = (_coordinates(p, groups) for p in points)
     with np.errstate(invalid="ignore"):  # EM's zeros: -inf - (-inf)
         r = [b - a for a, b in zip(theta, theta_first)]
         v = [c - 2 * b + a for a, b, c in zip(theta, theta_first, theta_second)]
@@ -181,18 +177,18 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
             second_t + namespace_of(t).clip(t - 2 * length * dr + length**2 * dv - second_t,
                                             -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
             for t, dr, dv, second_t in zip(theta, r, v, theta_second)]
-    # A kernel that learns its rates projects onto those learned at F(F(θ)).
-    bounds = kernel.priors_at(second, priors) if hasattr(kernel, "priors_at") else priors
-    at_second = remember(kernel)  # a refused cycle goes on from F(F(θ))'s learned priors
-    start = _from_coordinates(state, extrapolated, groups, bounds, fallback=second)
-    new, info = kernel.step(start, contractor, priors, with_objective=True)
+    # A kernel that learns its rates projects onto those learned at F(F(θ)),
+    # and the step from the extrapolation searches them from there.
+    start = _from_coordinates(points[0], extrapolated, groups, kernel.priors_at(second, priors),
+                              fallback=points[2])
+    new, info = kernel.step(kernel.moved(second, start, priors), contractor, priors,
+                            with_objective=True)
     new_value = float(info.objective)
     if np.isfinite(new_value) and new_value >= value:
         if length <= -max_length:
             max_length = min(max_length * _LENGTH_FACTOR, _LONGEST)
         return new, new_value, max_length
     max_length = max(INITIAL_MAX_LENGTH, max_length / _LENGTH_FACTOR)
-    restore(kernel, at_second)
     return second, float(kernel.objective(second, contractor, priors)), max_length
 
 

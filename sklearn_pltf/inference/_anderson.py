@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._acceleration import (_LARGEST_LOG_MOVE, _coordinates, _free_positions,
-                            _from_coordinates, remember, restore)
+from ._acceleration import _LARGEST_LOG_MOVE, _coordinates, _free_positions, _from_coordinates
 
 __all__ = ["AndersonHistory", "anderson_iteration"]
 
@@ -91,28 +90,31 @@ def anderson_iteration(kernel, state, value, contractor, priors, history):
     """One Anderson-accelerated iteration of ``kernel.step`` from ``state``
     (module docstring): one sweep, and the secant step if it raises the
     objective. Returns ``(state, objective)``, the objective at least
-    ``value``; ``history`` (:class:`AndersonHistory`) carries the run."""
+    ``value``; ``history`` (:class:`AndersonHistory`) carries the run. As
+    SQUAREM (:func:`~._acceleration.squarem_cycle`), it extrapolates the
+    kernel's ``point``, and a refused step returns the sweep's state as it is."""
     plain, _ = kernel.step(state, contractor, priors, with_objective=False)
-    groups = _free_positions(state, priors)
-    start = _coordinates(state, groups)
-    mapped = _coordinates(plain, groups)
+    at_start, at_plain = kernel.point(state), kernel.point(plain)
+    groups = _free_positions(at_start, priors)
+    start = _coordinates(at_start, groups)
+    mapped = _coordinates(at_plain, groups)
     if not all(isinstance(part, np.ndarray) for part in mapped):
         raise ValueError("acceleration='anderson' runs on NumPy arrays: its least squares "
                          "are on the host. Use acceleration='squarem' for arrays on a device.")
     x, gx = _finite(_flat(start)), _flat(mapped)
     history.push(x, _finite(gx) - x)
     mixing = history.mixing()
-    at_plain = remember(kernel)
     if mixing is not None:
         # A coordinate G(x) leaves non-finite (an EM zero) stays so: the
         # state then takes G(x)'s value there (_from_coordinates).
-        moved = gx + np.clip(-mixing, -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
-        bounds = kernel.priors_at(plain, priors) if hasattr(kernel, "priors_at") else priors
-        candidate = _from_coordinates(state, _unflat(moved, mapped), groups, bounds,
-                                      fallback=plain)
+        secant = gx + np.clip(-mixing, -_LARGEST_LOG_MOVE, _LARGEST_LOG_MOVE)
+        # A kernel that learns its rates projects onto those learned at G(x),
+        # and searches them at the secant point from there.
+        candidate = kernel.moved(plain, _from_coordinates(
+            at_start, _unflat(secant, mapped), groups, kernel.priors_at(plain, priors),
+            fallback=at_plain), priors)
         candidate_value = float(kernel.objective(candidate, contractor, priors))
         if np.isfinite(candidate_value) and candidate_value >= value:
             return candidate, candidate_value
         history.clear()
-        restore(kernel, at_plain)
     return plain, float(kernel.objective(plain, contractor, priors))

@@ -35,7 +35,9 @@ larger of :math:`g_2 / g_1` and :math:`g_3 / g_2`, their gains' ratios)
 leave :math:`g_3 \rho / (1 - \rho)` to gain, which must be at most
 ``tol`` too; on a plateau their
 gains do not shrink, and the run goes on (checking again a block later).
-The trial steps are then dropped, so a run's path does not depend on
+The trial steps are then dropped (the run goes on from the state it
+keeps, which holds whatever the kernel learns along the way:
+:class:`~._driver.OptimizerKernel`), so a run's path does not depend on
 ``tol`` (a run to a smaller ``tol`` extends it); they cost three sweeps per
 check. No rule read from the trajectory sees a
 plateau the plain steps cannot tell from convergence (a saddle left only
@@ -60,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine._array_api import namespace_of
-from ._acceleration import INITIAL_MAX_LENGTH, remember, restore, squarem_cycle
+from ._acceleration import INITIAL_MAX_LENGTH, squarem_cycle
 from ._anderson import AndersonHistory, anderson_iteration
 
 __all__ = ["run_to_convergence", "distance_to_limit", "rounding_allowance", "ACCELERATIONS"]
@@ -147,13 +149,12 @@ def _plain_step_distance(kernel, state, contractor, priors, value, resolution):
     """The distance to the limit that :data:`_CHECK_STEPS` plain steps from
     ``state`` (objective ``value``) leave, by their gains (module
     docstring; those within ``resolution`` count as none); the steps
-    themselves are dropped."""
+    themselves are dropped (the run goes on from ``state``, which holds
+    what it goes on with)."""
     values = [value]
-    saved = remember(kernel)  # a kernel that learns its priors goes on from here
     for _ in range(_CHECK_STEPS):
         state, info = kernel.step(state, contractor, priors)
         values.append(float(info.objective))
-    restore(kernel, saved)
     gains = np.diff(values)
     if not np.isfinite(values[-1]) or gains[-1] <= resolution:
         return 0.0  # rounding (or a step the loop's own check will refuse next)
@@ -171,12 +172,19 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
 
     Parameters
     ----------
-    kernel : module or namespace
-        ``step(state, contractor, priors, with_objective)`` returning
+    kernel : OptimizerKernel
+        The kernel protocol (:class:`~._driver.OptimizerKernel`):
+        ``step(state, contractor, priors, with_objective=True)`` returning
         ``(state, info)`` with ``info.objective`` the objective of the new
-        state, and ``objective(state, contractor, priors)``.
-    state, contractor, priors
-        The start, and what the steps read.
+        state, ``objective(state, contractor, priors)``, ``point(state)``
+        (whose floats' precision sets the rounding allowance),
+        ``advance(state, priors)`` (at a convergence, the state of the
+        kernel's next stage, or None), and for the accelerations ``moved``
+        and ``priors_at``.
+    state
+        The start: a state of ``kernel``.
+    contractor, priors
+        What the steps read.
     max_iter : int
         At most this many iterations.
     tol : float
@@ -194,7 +202,7 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
     Returns
     -------
     state
-        The last state.
+        The last state of ``kernel`` (``kernel.point(state)``: VB's or EM's).
     objectives : list of float
         ``objectives[i]``: the objective after iteration ``i + 1``; never
         decreasing (up to rounding, for coordinate ascent).
@@ -222,7 +230,7 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
             )
         if report is not None:
             report(iteration, objectives)
-        resolution = rounding_allowance(state, objectives, contractor, tol)
+        resolution = rounding_allowance(kernel.point(state), objectives, contractor, tol)
         if distance_to_limit(objectives, resolution) <= tol:
             if acceleration is not None:
                 if iteration < next_check:
@@ -231,13 +239,10 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
                                         objectives[-1], resolution) > tol:
                     next_check = iteration + _BLOCK
                     continue
-            if not _advanced(kernel):
+            # A kernel with stages goes on to the next (its objective may
+            # only rise at the switch); converged at the last, the run stops.
+            following = kernel.advance(state, priors)
+            if following is None:
                 return state, objectives, True
+            state = following
     return state, objectives, False
-
-
-def _advanced(kernel):
-    """Whether ``kernel``, converged, goes on to a next stage (a kernel with
-    stages has ``advance()``; its objective may only rise at the switch)."""
-    advance = getattr(kernel, "advance", None)
-    return advance is not None and advance()

@@ -12,16 +12,31 @@ final fold-in) reads the result, never the estimator.
 
 **The kernel protocol** (:class:`OptimizerKernel`; VB, EM, their
 learned-rates wrapper, RESCAL's and coupled RESCAL's kernels, the
-allocation model's VB):
+allocation model's VB). Every kernel has all of it, so the loop and the
+accelerators call it without asking what a kernel has; and a kernel is
+pure: what it learns along a run (learned priors, where their next search
+starts, its stage) is in the state its step returns, never in the kernel,
+so a step tried and dropped leaves no trace.
 
+- ``init(...) -> state``, a start (the arguments are the kernel's own);
 - ``step(state, contractor, priors, with_objective=True) -> (state, info)``,
   a map of the state, with ``info.objective`` the objective of the new
   state (VB's bound, EM's log joint; it never decreases from step to
   step; ``with_objective=False`` may skip it);
 - ``objective(state, contractor, priors) -> float``;
-- for SQUAREM (:mod:`._acceleration`), the state is a
-  :class:`~._states.VBState` or :class:`~._states.EMState`.
+- ``point(state)``: the VB or EM state (:class:`~._states.VBState`,
+  :class:`~._states.EMState`) that the accelerators extrapolate and the
+  fit reads (``state`` itself for a kernel that learns nothing);
+- ``moved(state, point, priors) -> state``: the state at ``point`` (an
+  extrapolation from ``state``), going on with what ``state`` learned;
+- ``priors_at(state, priors) -> priors``: the priors a step from
+  ``state`` reads (``priors`` where nothing is learned), onto which an
+  extrapolation is projected;
+- ``advance(state, priors) -> state or None``: at a convergence, the state
+  of the kernel's next stage (learned shapes after a first convergence at
+  the given ones), or None where there is none and the run stops.
 
+:func:`optimize` returns the ``point`` of the best restart's last state.
 A problem's ``start(rng, restart, contractor) -> state`` says where each
 restart begins. The samplers have the other driver,
 :func:`~._chains.drive_chain` (state, ``step(rng, state) -> (state, info)``,
@@ -43,20 +58,32 @@ __all__ = ["OptimizerKernel", "OptimizerProblem", "OptimizerResult", "Settings",
 @runtime_checkable
 class OptimizerKernel(Protocol):
     """The declared interface of a VB or EM kernel (a module such as
-    :mod:`~sklearn_pltf.inference.vb`, or an object): what the driver, the
-    loop and the accelerators call. A kernel whose priors are learned inside
-    its steps (:class:`~._hyperparameters.LearnedRatesKernel`) also has
-    ``priors_at``, ``remember``/``restore`` and ``advance``, which the loop
-    and the accelerators use where present."""
+    :mod:`~sklearn_pltf.inference.vb`, or an object): everything the
+    driver, the loop and the accelerators call (module docstring). Its
+    state holds whatever the kernel learns along a run
+    (:class:`~._hyperparameters.LearnedState`), so that calling it twice on
+    one state gives one answer."""
 
-    def init(self, rng, model, contractor, priors, given=None, start=None):
-        """A start: at random, or from ``start`` (``{position: array}``)."""
+    def init(self, *args, **kwargs):
+        """A start (the arguments are the kernel's own)."""
 
     def step(self, state, contractor, priors, with_objective=True):
         """One sweep: ``(state, info)``, ``info.objective`` the new state's."""
 
     def objective(self, state, contractor, priors):
         """The objective (VB's bound, EM's log joint) at ``state``."""
+
+    def point(self, state):
+        """The VB or EM state of ``state``: what is extrapolated and read."""
+
+    def moved(self, state, point, priors):
+        """The state at ``point``, going on with what ``state`` learned."""
+
+    def priors_at(self, state, priors):
+        """The priors a step from ``state`` reads."""
+
+    def advance(self, state, priors):
+        """At a convergence, the next stage's state; None where none."""
 
 
 class OptimizerProblem(NamedTuple):
@@ -77,9 +104,9 @@ class OptimizerProblem(NamedTuple):
 
 
 class OptimizerResult(NamedTuple):
-    """The best restart: its last state, its objective after every
-    iteration, whether the stopping rule was met, and what to tell the
-    user where it was not (None where it was)."""
+    """The best restart: its last state's point (VB's or EM's state), its
+    objective after every iteration, whether the stopping rule was met, and
+    what to tell the user where it was not (None where it was)."""
 
     state: object
     objectives: list
@@ -115,13 +142,16 @@ def _reporter(settings, restart):
 
 def _run_restart(problem, rng, restart, settings, contractor=None):
     """One restart from ``problem.start`` to convergence (contractor: this
-    process's, or None to build or receive one)."""
+    process's, or None to build or receive one): the last state's point, the
+    objectives and whether it converged."""
     if contractor is None:
         contractor = problem.contractor if problem.rebuild is None else problem.rebuild()
-    state = problem.start(rng, restart, contractor)
-    return run_to_convergence(problem.kernel, state, contractor, problem.priors,
-                              settings.max_iter, settings.tol, _reporter(settings, restart),
-                              acceleration=settings.acceleration)
+    kernel = problem.kernel
+    state, objectives, converged = run_to_convergence(
+        kernel, problem.start(rng, restart, contractor), contractor, problem.priors,
+        settings.max_iter, settings.tol, _reporter(settings, restart),
+        acceleration=settings.acceleration)
+    return kernel.point(state), objectives, converged
 
 
 def optimize(problem, rngs, settings, *, n_jobs=1):

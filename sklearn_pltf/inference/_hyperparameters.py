@@ -31,13 +31,15 @@ rates at the current q:
   and its mass fall to zero; its q then equals its prior.
 
 The rates are a function of q (:func:`learned_priors`), so the kernel
-:class:`LearnedRatesKernel` keeps VB's state as it is: its step updates q at
-the rates learned from the current q, and its objective is the bound at the
-rates learned from the state it scores, :math:`B(q, R^*(q)) = \\max_R B(q, R)`.
+:class:`LearnedRatesKernel` keeps VB's state as it is, with the rates learned
+at it beside it (:class:`LearnedState`): its step updates q at the rates
+learned from the current q, and its objective is the bound at the rates
+learned from the state it scores, :math:`B(q, R^*(q)) = \\max_R B(q, R)`.
 Each step raises :math:`B(\\cdot, R)` at fixed R and the new rates raise it
 again, so the objective never decreases, and SQUAREM and the stopping rule
-read it as they read the plain bound. At convergence it is a lower bound on
-:math:`\\log p(X \\mid R^*)`, the evidence of the model with the learned rates.
+read it as they read the plain bound, extrapolating VB's state. At
+convergence it is a lower bound on :math:`\\log p(X \\mid R^*)`, the evidence
+of the model with the learned rates.
 """
 
 from __future__ import annotations
@@ -48,11 +50,12 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import digamma, gammaln
 
+from . import _states
 from ._common import GammaPriors
 from ._states import VBInfo
 
 __all__ = ["RateLearning", "index_letter", "check_one_index_per_factor", "rate_learning",
-           "learned_priors", "relevances", "LearnedRatesKernel", "JointStart",
+           "learned_priors", "relevances", "LearnedRatesKernel", "LearnedState", "JointStart",
            "NewEntityRatesKernel"]
 
 #: Newton's method over the relevances stops once no log-relevance moves more than this ...
@@ -530,112 +533,131 @@ def _joint_priors(learning, means, logs, priors, start, rounds):
             JointStart(lam, {alpha: h.saved() for alpha, h in hyper.items()}))
 
 
-class _PriorsOfStateKernel:
-    """A VB kernel whose priors are a function of q (the subclass's
-    ``priors_at(state, priors)``): a step runs the wrapped ``kernel``'s at
-    the priors of the current state, and the objective is the bound at the
-    priors of the state it scores (:math:`\\max_R B(q, R)` over what is
-    learned)."""
+class LearnedState(NamedTuple):
+    """A state of :class:`LearnedRatesKernel`: VB's state and what was
+    learned at it, so that a step, the objective and the accelerators read
+    the hyperparameters from the state alone."""
+
+    #: VB's state (what the accelerators extrapolate and the fit reads).
+    point: object
+    #: The given priors with the hyperparameters learned at ``point``.
+    priors: GammaPriors
+    #: What that search found (the relevances, or a :class:`JointStart`):
+    #: where the search at the next state starts.
+    search: object
+    #: Whether the prior shapes are learned yet (the kernel's stage).
+    shapes_learned: bool
+
+
+class LearnedRatesKernel:
+    """VB's kernel with the rates learned at every step (module docstring).
+
+    A state is a :class:`LearnedState`, or VB's own state (a start: what
+    ``init`` returns), where the search of the hyperparameters has not run
+    yet and starts afresh, at the first stage. Each state holds the
+    hyperparameters learned at it (from the given priors of the call that
+    made it: a run passes the same ones to every call) and where the next
+    search starts, so a state the loop keeps goes on from its own search,
+    whatever steps were tried from it and dropped (the stopping rule's
+    check, a refused SQUAREM cycle): the run's path does not depend on them.
+
+    Parameters
+    ----------
+    kernel : module or namespace
+        :mod:`~sklearn_pltf.inference.vb`, or RESCAL's VB (anything with its
+        ``init``, ``step`` and ``objective``).
+    learning : RateLearning
+    rounds : int, default=None
+        The joint search's rounds per call (None: :data:`_JOINT_ROUNDS`).
+    held : bool, default=False
+        Whether a start is at the last stage (:meth:`holding`).
+    """
+
+    def __init__(self, kernel, learning, rounds=None, held=False):
+        self.kernel = kernel
+        self.learning = learning
+        self.rounds = rounds
+        # Learned shapes wait for a first convergence at the given ones: from
+        # the start's near-uniform factors their maximiser runs off to an
+        # extreme and holds q there (doc/hyperparameters.rst).
+        self.shapes_learned_at_start = held or not learning.learn_shape
+
+    def holding(self):
+        """This kernel at its last stage, each search maximising over the
+        hyperparameters to convergence (:data:`_HOLD_ROUNDS`): where a fit's
+        learned hyperparameters are held, for its evidence and fold-ins."""
+        return LearnedRatesKernel(self.kernel, self.learning, rounds=_HOLD_ROUNDS, held=True)
+
+    def init(self, *args, **kwargs):
+        """The kernel's initial state, a start (its prior rates only set its
+        scale)."""
+        return self.kernel.init(*args, **kwargs)
+
+    def _learned(self, point, priors, search, shapes_learned):
+        """The :class:`LearnedState` at VB's state ``point``, its search
+        starting at ``search``."""
+        active = self.learning if shapes_learned else self.learning._replace(learn_shape=())
+        learned, found = learned_priors(active, point.mean, priors, start=search or None,
+                                        logs=point.geometric if active.joint else None,
+                                        rounds=self.rounds)
+        return LearnedState(point, learned, found, shapes_learned)
+
+    def _state(self, state, priors):
+        """``state`` as a :class:`LearnedState` (a start searched afresh)."""
+        if isinstance(state, LearnedState):
+            return state
+        return self._learned(state, priors, None, self.shapes_learned_at_start)
 
     def step(self, state, contractor, priors, with_objective=True):
-        """The kernel's step at the priors of ``state``; its objective, the
-        bound at the priors of the new state."""
-        new, _ = self.kernel.step(state, contractor, self.priors_at(state, priors),
-                                  with_objective=False)
+        """VB's step at the priors of ``state``, and the hyperparameters
+        learned at the new state, their search starting where the last one
+        stopped; the objective, the bound at them."""
+        state = self._state(state, priors)
+        new, _ = self.kernel.step(state.point, contractor, state.priors, with_objective=False)
+        new = self._learned(new, priors, state.search, state.shapes_learned)
         return new, VBInfo(objective=self.objective(new, contractor, priors)
                            if with_objective else None)
 
     def objective(self, state, contractor, priors):
-        """The bound at the priors of ``state``."""
-        return self.kernel.objective(state, contractor, self.priors_at(state, priors))
+        """The bound at the priors learned at ``state`` (``priors``: the
+        given ones, read only where ``state`` is a start)."""
+        state = self._state(state, priors)
+        return self.kernel.objective(state.point, contractor, state.priors)
 
+    def point(self, state):
+        """VB's state of ``state``."""
+        return state.point if isinstance(state, LearnedState) else state
 
-class LearnedRatesKernel(_PriorsOfStateKernel):
-    """VB's kernel with the rates learned at every step (module docstring).
-
-    Parameters
-    ----------
-    kernel : module
-        :mod:`~sklearn_pltf.inference.vb` (anything with its ``init``,
-        ``step``, ``objective`` and ``state_from_means``).
-    learning : RateLearning
-    """
-
-    def __init__(self, kernel, learning, rounds=None):
-        self.kernel = kernel
-        self.learning = learning
-        self.rounds = rounds
-        self._last = (None, None, None, None)
-        self._reset(shapes_learned=not learning.learn_shape)
-
-    def holding(self):
-        """This kernel at its last stage, each call maximising over the
-        hyperparameters to convergence (:data:`_HOLD_ROUNDS`): where a fit's
-        learned hyperparameters are held, for its evidence and fold-ins."""
-        held = LearnedRatesKernel(self.kernel, self.learning, rounds=_HOLD_ROUNDS)
-        held.advance()
-        return held
-
-    def _reset(self, shapes_learned):
-        # Learned shapes wait for a first convergence at the given ones: from
-        # the start's near-uniform factors their maximiser runs off to an
-        # extreme and holds q there (doc/hyperparameters.rst).
-        self._shapes_learned = shapes_learned
-        self._active = (self.learning if shapes_learned
-                        else self.learning._replace(learn_shape=()))
-        # The last state's means (held, so its identity is not reused) and
-        # what was learned there: a step's start is the last step's result,
-        # kept across a stage (the new stage's first call only climbs from it).
-        self._last = (None, None, None, self._last[3])
-
-    def init(self, *args, **kwargs):
-        """The kernel's initial state (its prior rates only set its scale);
-        learned shapes wait again for the first convergence."""
-        self._last = (None, None, None, None)
-        self._reset(shapes_learned=not self.learning.learn_shape)
-        return self.kernel.init(*args, **kwargs)
-
-    def advance(self):
-        """At a convergence at the given shapes, learn the shapes from there
-        on (:func:`~._convergence.run_to_convergence` goes on); the
-        objective, maximised over more hyperparameters, can only rise.
-        Returns whether there was this stage to go to."""
-        if self._shapes_learned:
-            return False
-        self._reset(shapes_learned=True)
-        return True
+    def moved(self, state, point, priors):
+        """The state at VB's state ``point`` (an extrapolation from
+        ``state``), its hyperparameters searched from where ``state``'s
+        search stopped, at its stage (afresh where ``state`` is a start)."""
+        if not isinstance(state, LearnedState):
+            return self._state(point, priors)
+        return self._learned(point, priors, state.search, state.shapes_learned)
 
     def priors_at(self, state, priors):
-        """``priors`` with the rates learned at ``state``."""
-        means, given, learned, lam = self._last
-        if means is state.mean and given is priors:
-            return learned
-        learned, lam = learned_priors(self._active, state.mean, priors, start=lam or None,
-                                      logs=state.geometric if self._active.joint else None,
-                                      rounds=self.rounds)
-        self._last = (state.mean, priors, learned, lam)
-        return learned
+        """``priors`` with the rates learned at ``state`` (those it holds;
+        searched afresh at a start)."""
+        return self._state(state, priors).priors
 
-    def remember(self):
-        """Where the next search of the priors starts (steps tried and
-        dropped, by the stopping rule's check or a refused SQUAREM cycle,
-        must not move it: the run's path would depend on them). None where
-        the priors are found afresh at each call (no hierarchical rates or
-        shapes): nothing to keep."""
-        return self._last if self.learning.joint else None
-
-    def restore(self, saved):
-        """Go on from what :meth:`remember` returned."""
-        self._last = saved
+    def advance(self, state, priors):
+        """At a convergence at the given shapes, the state learning the
+        shapes from there on (:func:`~._convergence.run_to_convergence` goes
+        on; the objective, maximised over more hyperparameters, can only
+        rise); None where the shapes are learned already."""
+        state = self._state(state, priors)
+        if state.shapes_learned:
+            return None
+        return self._learned(state.point, priors, state.search, True)
 
     def relevances_at(self, state, priors):
         """The ARD relevances ``{index: λ}`` learned at ``state``."""
-        self.priors_at(state, priors)
-        found = self._last[3]
+        found = self._state(state, priors).search
         return found.lam if isinstance(found, JointStart) else found
 
 
-class NewEntityRatesKernel(_PriorsOfStateKernel):
+class NewEntityRatesKernel:
     """VB's kernel for new samples folded in under hierarchical rates: each
     new sample is an entity the fit has not seen, and its rate is inferred
     with its factor instead of taken at the hyperprior's mean.
@@ -653,7 +675,8 @@ class NewEntityRatesKernel(_PriorsOfStateKernel):
     2015). As :class:`LearnedRatesKernel`, the rates are a function of q(Z):
     a step updates q(Z) at the rates of the current q(γ), the objective is
     the bound at the maximising q(γ), so the fold-in's fixed point and its
-    bound are those of the joint q(Z) q(γ).
+    bound are those of the joint q(Z) q(γ). Its state is VB's: q(γ) is
+    found afresh from q(Z), in closed form, so nothing else is kept.
 
     Parameters
     ----------
@@ -670,6 +693,27 @@ class NewEntityRatesKernel(_PriorsOfStateKernel):
         self.free_parameter = kernel.free_parameter
         self.with_free_parameter = kernel.with_free_parameter
         self.state_from_means = kernel.state_from_means
+
+    def init(self, *args, **kwargs):
+        """The kernel's initial state."""
+        return self.kernel.init(*args, **kwargs)
+
+    def step(self, state, contractor, priors, with_objective=True):
+        """VB's step at the priors of ``state``; its objective, the bound at
+        the priors of the new state."""
+        new, _ = self.kernel.step(state, contractor, self.priors_at(state, priors),
+                                  with_objective=False)
+        return new, VBInfo(objective=self.objective(new, contractor, priors)
+                           if with_objective else None)
+
+    def objective(self, state, contractor, priors):
+        """The bound at the priors of ``state``."""
+        return self.kernel.objective(state, contractor, self.priors_at(state, priors))
+
+    # A state is VB's, its rates found from it alone; one stage.
+    point = staticmethod(_states.point)
+    moved = staticmethod(_states.moved)
+    advance = staticmethod(_states.advance)
 
     def priors_at(self, state, priors):
         """``priors`` with the sample factor's rates and log-normaliser at

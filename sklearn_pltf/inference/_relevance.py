@@ -21,8 +21,8 @@ from scipy.special import digamma as _digamma
 from ._common import GammaPriors
 from ._hyperparameters import relevances
 
-__all__ = ["Relevance", "find_relevance", "held_priors", "HeldRates", "hold_learned_rates",
-           "components_by_tensor"]
+__all__ = ["Relevance", "LastSearch", "find_relevance", "held_priors", "HeldRates",
+           "hold_learned_rates", "components_by_tensor"]
 
 
 class Relevance(NamedTuple):
@@ -46,8 +46,19 @@ def component_masses(model, means, index):
     return contract(",".join(subscripts) + "->" + index, *operands)
 
 
+class LastSearch(NamedTuple):
+    """The kernel's state of the last search of the learned priors in
+    :func:`find_relevance` (each search starts where the last one stopped;
+    None: none ran), and whether it is at the state given and at the
+    state of the components kept."""
+
+    state: object
+    at_given: bool
+    at_kept: bool
+
+
 def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, bound,
-                   tied=None):
+                   tied=None, searched=None):
     """The relevances at ``state`` and the components to keep.
 
     Per ARD index, components are tried in order of increasing mass; each is
@@ -63,7 +74,7 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
         The bound model of ``state`` (RESCAL's canonical one, relation axis
         included, for a tied factor).
     state, priors
-        The fitted state and the priors the fit started from.
+        The fitted state (VB's) and the priors the fit started from.
     tol : float
         In nats.
     contractor_for : callable
@@ -74,6 +85,11 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
     tied : dict, default=None
         ``{index: other index}``: indices that take the same components
         (RESCAL's two cluster indices).
+    searched : LearnedState, default=None
+        The kernel's state at ``state``, where the priors were searched
+        (hierarchical rates or learned shapes: the relevances are read
+        there, and the first smaller model's search starts there); None:
+        the first search starts afresh.
 
     Returns
     -------
@@ -81,25 +97,30 @@ def find_relevance(kernel, learning, model, state, priors, tol, contractor_for, 
     pruned : tuple
         ``(model, state, priors, bound)`` of the model without the dropped
         components.
+    last : LastSearch
     """
     tied = dict(tied or {})
     # With hierarchical rates or learned shapes the relevances are found
     # jointly with them (the kernel's); else in one pass from the means.
-    lam = (kernel.relevances_at(state, priors) if learning.joint
-           else relevances(learning, state.mean, priors.shape))
+    lam = (kernel.relevances_at(state if searched is None else searched, priors)
+           if learning.joint else relevances(learning, state.mean, priors.shape))
     kept = {c: np.arange(model.sizes[c]) for c in learning.letters}
-    current = (model, state, priors, bound)
+    current, last = (model, state, priors, bound), LastSearch(searched, True, True)
     for c in learning.letters:
         for p in np.argsort(component_masses(model, state.mean, c), kind="stable"):
             if kept[c].size == 1:
                 break
             trial_kept = {**kept, c: kept[c][kept[c] != p]}
             trial = _sliced(model, state, priors, _with_tied(trial_kept, tied))
-            value = kernel.objective(trial[1], contractor_for(trial[0]), trial[2])
+            # The smaller model's priors, searched from where the last search
+            # stopped (afresh where none ran).
+            at = kernel.moved(trial[1] if last.state is None else last.state, trial[1], trial[2])
+            value = kernel.objective(at, contractor_for(trial[0]), trial[2])
             if value < bound - tol:
+                last = LastSearch(at, False, False)
                 break
-            kept, current = trial_kept, trial + (value,)
-    return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current
+            kept, current, last = trial_kept, trial + (value,), LastSearch(at, False, True)
+    return Relevance({c: 1.0 / lam[c] for c in learning.indices}, kept), current, last
 
 
 def _with_tied(kept, tied):
@@ -172,20 +193,28 @@ def hold_learned_rates(kernel, learning, model, state, priors, tol, contractor_f
     (:func:`find_relevance`) and, with ``prune``, the model without the
     components the evidence does not need; then the rates learned at the
     state it goes on with, held from then on (the fold-ins, the evidence).
-    The arguments are :func:`find_relevance`'s."""
+    The arguments are :func:`find_relevance`'s; ``state`` is VB's (the
+    driver's result)."""
+    searched = None
     if learning.joint:
         # Hierarchical rates or shapes: held at their maximum, found afresh
         # (the fit's search may have run in another process), and the bound
         # read there.
         kernel = kernel.holding()
-        bound = kernel.objective(state, contractor_for(model), priors)
-    relevance = None
+        searched = kernel.moved(state, state, priors)  # from VB's state: a search afresh
+        bound = kernel.objective(searched, contractor_for(model), priors)
+    relevance, last = None, LastSearch(searched, True, True)
     if learning.indices:
-        relevance, pruned = find_relevance(kernel, learning, model, state, priors, tol,
-                                           contractor_for, bound, tied)
+        relevance, pruned, last = find_relevance(kernel, learning, model, state, priors, tol,
+                                                 contractor_for, bound, tied, searched)
         if prune:
             model, state, priors, bound = pruned
-    return HeldRates(relevance, model, state, kernel.priors_at(state, priors), bound)
+    # The priors held: those of the last search where it was at the state
+    # kept, else searched there, from where the last search stopped.
+    at_state = last.at_kept if prune else last.at_given
+    held = (last.state if at_state and last.state is not None
+            else kernel.moved(state if last.state is None else last.state, state, priors))
+    return HeldRates(relevance, model, state, kernel.priors_at(held, priors), bound)
 
 
 def components_by_tensor(model, state, priors, objective, tol):

@@ -37,10 +37,10 @@ import numpy as np
 from ..engine import _array_api
 from ..engine._array_api import namespace_of
 from ._common import initial_factors
-from ._states import EMInfo, EMState
+from ._states import EMInfo, EMState, advance, moved, point, priors_at
 
 __all__ = ["EMState", "EMInfo", "init", "state_from_means", "step", "log_joint", "objective",
-           "check_priors"]
+           "check_priors", "point", "moved", "priors_at", "advance"]
 
 
 def check_priors(priors):
@@ -113,5 +113,8 @@ def _positive_part(x):
     return namespace_of(x).clip(x, min=0.0)
 
 
-#: The objective the convergence loop reads (:mod:`._convergence`).
+#: The objective the convergence loop reads (:mod:`._convergence`). The
+#: protocol's other members (:class:`~._driver.OptimizerKernel`), ``point``,
+#: ``moved``, ``priors_at`` and ``advance``, are :mod:`._states`' (nothing
+#: learned: a state is its point).
 objective = log_joint

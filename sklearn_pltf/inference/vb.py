@@ -41,10 +41,10 @@ import numpy as np
 from ..engine._array_api import namespace_of
 from ._common import initial_factors
 from ._gamma import gamma_bound_term, gamma_moments
-from ._states import INITIAL_SHAPE, VBInfo, VBState
+from ._states import INITIAL_SHAPE, VBInfo, VBState, advance, moved, point, priors_at
 
 __all__ = ["VBState", "VBInfo", "init", "step", "bound", "objective", "free_parameter",
-           "with_free_parameter"]
+           "with_free_parameter", "point", "moved", "priors_at", "advance"]
 
 def init(rng, model, contractor, priors, given=None, start=None):
     """Initial state: means for the free factors, ``given`` for held ones.
@@ -137,5 +137,8 @@ def bound(state, contractor, priors):
     return value
 
 
-#: The objective the convergence loop reads (:mod:`._convergence`).
+#: The objective the convergence loop reads (:mod:`._convergence`). The
+#: protocol's other members (:class:`~._driver.OptimizerKernel`), ``point``,
+#: ``moved``, ``priors_at`` and ``advance``, are :mod:`._states`' (nothing
+#: learned: a state is its point).
 objective = bound

@@ -13,6 +13,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ...engine._progress import progress_or_none
+from .. import _states
 from .._convergence import run_to_convergence
 from .smc import (AllocationData, _log_multinomial, _normalised, _written_factors,
                   log_total_prior, total_posterior)
@@ -391,24 +392,33 @@ class _VBInfo(NamedTuple):
 
 
 class _AllocationVBKernel:
-    """The BAM's coordinate ascent in the protocol of
-    :func:`~sklearn_pltf.inference._convergence.run_to_convergence`: a step
-    moves to the next q(θ) and reports its bound (``priors`` unused)."""
+    """The BAM's coordinate ascent in the kernel protocol
+    (:class:`~sklearn_pltf.inference._driver.OptimizerKernel`) that
+    :func:`~sklearn_pltf.inference._convergence.run_to_convergence` reads: a
+    step moves to the next q(θ) and reports its bound (``priors`` unused).
+    Its state is a :class:`_VBIterate`, its own point (it runs without
+    acceleration); nothing is learned, and there is one stage."""
 
     @staticmethod
-    def start(state, problem):
+    def init(state, problem):
+        """The iterate at q(θ) ``state``: its bound, and the sweep from it."""
         following, bound = vb_step(state, problem.data, problem.indices, problem.missing_indices,
                                    problem.zero_indices)
         return _VBIterate(state, bound, following)
 
     @staticmethod
     def step(iterate, problem, priors=None, with_objective=True):
-        new = _AllocationVBKernel.start(iterate.following, problem)
+        new = _AllocationVBKernel.init(iterate.following, problem)
         return new, _VBInfo(new.bound)
 
     @staticmethod
     def objective(iterate, problem, priors=None):
         return iterate.bound
+
+    point = staticmethod(_states.point)
+    moved = staticmethod(_states.moved)
+    priors_at = staticmethod(_states.priors_at)
+    advance = staticmethod(_states.advance)
 
 
 def run_vb(rng, data, *, max_iter=500, tol=0.1, verbose=0):
@@ -423,7 +433,7 @@ def run_vb(rng, data, *, max_iter=500, tol=0.1, verbose=0):
                          _CellPositions(data.network, data.missing),
                          None if zeros is None else _CellPositions(data.network, zeros))
     kernel = _AllocationVBKernel
-    first = kernel.start(vb_init(rng, data, problem.indices), problem)
+    first = kernel.init(vb_init(rng, data, problem.indices), problem)
     progress = progress_or_none(verbose, "Allocation VB", max_iter, unit="iterations")
     last, bounds, converged = run_to_convergence(
         kernel, first, problem, None, max_iter, tol,

@@ -54,6 +54,7 @@ from .._gamma import _digamma, gamma_bound_term, gamma_moments
 from ._relational import (by_relation, core_exposure, exposure_sums, initial_means,
                           log_likelihood, observed_total, pair_sums, rates_at_nonzeros,
                           row_exposure)
+from .. import _states
 from .._states import INITIAL_SHAPE, EMInfo, EMState, VBInfo, VBState
 
 __all__ = ["vb_init", "vb_step", "vb_bound", "vb_state_around", "priors_with_a_mode", "em_init",
@@ -180,7 +181,7 @@ def restart_state(kernels, state_around, method, start, rng, data, priors, n_com
         em, mode_priors = kernels["em"], priors_with_a_mode(priors)
         mode, _, _ = run_to_convergence(em, em.init(rng, data, mode_priors, n_components), data,
                                         mode_priors, max_iter, tol, acceleration=acceleration)
-        return state_around(mode, data, priors)
+        return state_around(em.point(mode), data, priors)
     return kernels[method].init(rng, data, priors, n_components)
 
 
@@ -285,12 +286,23 @@ def em_log_joint(state, data, priors):
 
 
 class _Kernel(NamedTuple):
+    """A kernel of functions
+    (:class:`~sklearn_pltf.inference._driver.OptimizerKernel`); one that
+    learns none of its priors takes the ``point``, ``moved``, ``priors_at``
+    and ``advance`` of :mod:`~sklearn_pltf.inference._states`."""
+
     init: object
     step: object
     objective: object
+    point: object = _states.point
+    moved: object = _states.moved
+    priors_at: object = _states.priors_at
+    advance: object = _states.advance
 
 
 #: The two methods, each an ``init(rng, data, priors, n_components)``, a
 #: ``step(state, data, priors)`` returning ``(state, info)`` with the
-#: objective first in ``info``, and the objective of a state.
+#: objective first in ``info``, the objective of a state, and the other
+#: members of the kernel protocol
+#: (:class:`~sklearn_pltf.inference._driver.OptimizerKernel`).
 KERNELS = {"vb": _Kernel(vb_init, vb_step, vb_bound), "em": _Kernel(em_init, em_step, em_log_joint)}
