@@ -30,7 +30,7 @@ from ..inference._relevance import hold_learned_rates
 from ._fitting import FittedModel, fit_by_optimizer, optimizer_start
 from ._relevance import check_learning, learned_attributes, learning_of
 
-__all__ = ["FOLD_IN_TOL", "OneTensorFit", "copy_array", "fold_in_samples",
+__all__ = ["FOLD_IN_TOL", "OneTensorFit", "optimize_and_hold", "copy_array", "fold_in_samples",
            "kernel_for", "optimizer_attributes", "sample_major", "sample_priors",
            "sample_start", "with_n_samples"]
 
@@ -157,6 +157,38 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None):
     return state, contractor, priors
 
 
+def optimize_and_hold(settings, data, model, priors, fixed, rngs, first_start, learning,
+                      n_jobs=1):
+    """VB or EM (``settings.method``) on one tensor: a restart per generator
+    of ``rngs`` (the first from ``first_start``, ``{position: array}``, if
+    given) to convergence, the best kept, and with ``learning`` the rates
+    learned there held (:func:`~sklearn_pltf.inference._relevance.hold_learned_rates`,
+    pruning with ``settings.prune``). What :meth:`OneTensorFit.fit_optimizer`
+    and ``partial_fit``'s first batch run. Returns ``(state, objectives,
+    converged, held, contractor)``: ``held`` None without ``learning``;
+    ``contractor`` the one the restarts in this process ran on (over the
+    held model, if it was pruned)."""
+    given = {a: (f, f) for a, f in fixed.items()}
+    kernel = kernel_for(settings.method, learning)
+    # One contractor serves every restart run here and the final fold-in;
+    # restarts in other processes build their own.
+    problem = OptimizerProblem(
+        kernel, make_contractor(model, data, settings.likelihood), priors,
+        start=functools.partial(optimizer_start, kernel, model, priors, given, first_start),
+        rebuild=functools.partial(make_contractor, model, data, settings.likelihood))
+    state, objectives, converged, _ = fit_by_optimizer(problem, rngs, settings.loop,
+                                                       n_jobs=n_jobs)
+    contractor, held = problem.contractor, None
+    if learning is not None:
+        held = hold_learned_rates(
+            kernel, learning, model, state, priors, settings.tol,
+            contractor_for=lambda small: make_contractor(small, data, settings.likelihood),
+            bound=objectives[-1], prune=settings.prune)
+        if held.model is not model:
+            contractor = make_contractor(held.model, data, settings.likelihood)
+    return state, objectives, converged, held, contractor
+
+
 class OneTensorFit:
     """The steps of a fit, and after it, of a model without a tied factor
     (the interface :class:`~._tied.TiedFit` shares)."""
@@ -178,30 +210,15 @@ class OneTensorFit:
         held, the final fold-in. Returns the state, the :class:`FittedModel`,
         whether the fit ended with the fold-in ``transform`` would do, and the
         fitted attributes."""
-        given = {a: (f, f) for a, f in fixed.items()}
-        kernel = kernel_for(settings.method, learning)
-        # One contractor serves every restart run here and the final fold-in;
-        # restarts in other processes build their own.
-        problem = OptimizerProblem(
-            kernel, make_contractor(model, data, settings.likelihood), priors,
-            start=functools.partial(optimizer_start, kernel, model, priors, given, first_start),
-            rebuild=functools.partial(make_contractor, model, data, settings.likelihood))
-        contractor = problem.contractor
         # Distributed data: the restarts run one after another, each over the
         # whole cluster, on the one set of blocks. Array-API data: one after
         # another on the data's device.
         in_process = data.is_distributed or data.is_array_api
-        state, objectives, converged, _ = fit_by_optimizer(
-            problem, rng.spawn(settings.n_init), settings.loop,
-            n_jobs=1 if in_process else effective_n_jobs(settings.n_jobs))
+        state, objectives, converged, held, contractor = optimize_and_hold(
+            settings, data, model, priors, fixed, rng.spawn(settings.n_init), first_start,
+            learning, n_jobs=1 if in_process else effective_n_jobs(settings.n_jobs))
         bound, attributes = objectives[-1], {}
-        if learning is not None:
-            held = hold_learned_rates(
-                kernel, learning, model, state, priors, settings.tol,
-                contractor_for=lambda small: make_contractor(small, data, settings.likelihood),
-                bound=bound, prune=settings.prune)
-            if held.model is not model:
-                contractor = make_contractor(held.model, data, settings.likelihood)
+        if held is not None:
             attributes = learned_attributes(learning, held.relevance, held.priors,
                                             pruned=settings.prune)
             model, state, priors, bound = held.model, held.state, held.priors, held.bound

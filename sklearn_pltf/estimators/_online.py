@@ -10,14 +10,12 @@ call follow the batch; the data seen before are not kept.
 
 from __future__ import annotations
 
-import functools
 from numbers import Real
 
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ..engine._array_api import array_api_refusal
-from ..engine._contract import make_contractor
 from ..engine._likelihood import get_likelihood
 from ..engine._random import as_generator
 from ..inference import svi
@@ -25,10 +23,9 @@ from ..inference._methods import require
 from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
-from ..inference._driver import OptimizerProblem
-from ._fitting import FittedModel, fit_by_optimizer, optimizer_start, set_fitted
-from ._one_tensor import fold_in_samples, kernel_for, sample_priors, sample_start
-from ..inference._relevance import held_priors, hold_learned_rates
+from ._fitting import FittedModel, set_fitted
+from ._one_tensor import fold_in_samples, optimize_and_hold, sample_priors, sample_start
+from ..inference._relevance import held_priors
 from ._relevance import LEARNED_ATTRIBUTES, learned_attributes
 from ..engine._factor_checks import check_fixed_factors_reach_the_data
 from ._validation import input_namespace
@@ -182,22 +179,17 @@ class OnlineVBMixin:
         priors = self._gamma_priors(model)
         learning = self._structure(model).rate_learning(model, self._ard_indices(model),
                                                         settings)
-        kernel = kernel_for("vb", learning)
         rng = as_generator(self.random_state)
-        given = {a: (f, f) for a, f in fixed.items()}
-        problem = OptimizerProblem(
-            kernel, make_contractor(model, data, settings.likelihood), priors,
-            start=functools.partial(optimizer_start, kernel, model, priors, given,
-                                    self._first_start(model, data, fixed)))
-        state, objectives, _, _ = fit_by_optimizer(problem, [rng], settings.loop)
+        # One restart, from the estimator's own generator (partial_fit's
+        # batches continue it); the rates learned on this batch are held for
+        # the later ones.
+        state, _, _, held, _ = optimize_and_hold(
+            settings, data, model, priors, fixed, [rng], self._first_start(model, data, fixed),
+            learning)
         fit = {"_rate_learning": learning, "_fitted_priors": priors}
-        if learning is not None:  # learned on this batch, held for the later ones
-            held = hold_learned_rates(
-                kernel, learning, model, state, priors, settings.tol,
-                contractor_for=lambda small: make_contractor(small, data, settings.likelihood),
-                bound=objectives[-1])
-            fit.update(learned_attributes(learning, held.relevance, held.priors,
-                                          pruned=settings.prune), _fitted_priors=held.priors)
+        if held is not None:
+            fit.update(learned_attributes(learning, held.relevance, held.priors),
+                       _fitted_priors=held.priors)
         return {**fit, "model_": model, "_state": state,
                 "_predictive_seed": int(rng.spawn(1)[0].integers(2**63)),
                 "_sample_start": sample_start(model, state)}
