@@ -69,7 +69,7 @@ __all__ = ["LIKELIHOODS", "Likelihood", "get_likelihood", "PoissonLikelihood",
 
 @runtime_checkable
 class Likelihood(Protocol):
-    """What every path of the engine reads of a likelihood (the declared
+    r"""What every path of the engine reads of a likelihood (the declared
     interface a new one implements; ``x`` the observed non-zeros, ``xhat``
     :math:`\hat X` there, or the geometric means' for VB's bound).
 
@@ -97,10 +97,10 @@ class Likelihood(Protocol):
         ``ObservedTensor``) can be of this likelihood."""
 
     def count_ratio(self, x, xhat, out=None):
-        """:math:`E[N \mid X, \hat X] / \hat X` at the non-zeros."""
+        r""":math:`E[N \mid X, \hat X] / \hat X` at the non-zeros."""
 
     def entry_log_terms(self, x, xhat):
-        """Each non-zero's log-likelihood term besides :math:`-\hat X`."""
+        r"""Each non-zero's log-likelihood term besides :math:`-\hat X`."""
 
     def log_terms(self, x, xhat, out=None):
         """:meth:`entry_log_terms` summed (float64)."""

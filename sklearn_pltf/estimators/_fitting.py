@@ -6,14 +6,17 @@ attributes (:func:`set_fitted`)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import NamedTuple
 
 from sklearn.exceptions import ConvergenceWarning
 
-from ..inference._driver import Settings, optimize
+from ..inference._driver import OptimizerProblem, Settings, optimize
+from ..inference._relevance import hold_learned_rates
 
 __all__ = ["FitSettings", "FittedModel", "FittedView", "SGLD_PARAMETERS", "fit_by_optimizer",
+           "optimize_and_hold",
            "fit_settings", "optimizer_start", "set_fitted"]
 
 
@@ -106,6 +109,35 @@ def fit_by_optimizer(problem, rngs, settings, n_jobs=1):
     if result.not_converged:
         warnings.warn(result.not_converged, ConvergenceWarning)
     return result
+
+
+def optimize_and_hold(settings, kernel, model, priors, start, rngs, learning, contractor_for,
+                      *, n_jobs=1, tied=None):
+    """What every VB and EM fit runs (one tensor, a tie, coupled tensors,
+    ``partial_fit``'s first batch): ``kernel``'s restarts, one per generator
+    of ``rngs``, each from ``start(rng, restart, contractor)``, to
+    convergence (:func:`fit_by_optimizer`), the best kept; then, with
+    ``learning``, the rates learned there held
+    (:func:`~sklearn_pltf.inference._relevance.hold_learned_rates`, pruning
+    with ``settings.prune``; ``tied``: its latent indices that are one).
+
+    ``contractor_for(model)`` builds what the steps read for ``model`` (or
+    a smaller, pruned one; restarts in other processes build their own).
+    Returns ``(state, objectives, converged, held, contractor)``: ``held``
+    None without ``learning``; ``contractor`` the one the restarts in this
+    process ran on (over the held model, if it was pruned)."""
+    problem = OptimizerProblem(kernel, contractor_for(model), priors, start,
+                               rebuild=functools.partial(contractor_for, model))
+    state, objectives, converged, _ = fit_by_optimizer(problem, rngs, settings.loop,
+                                                       n_jobs=n_jobs)
+    contractor, held = problem.contractor, None
+    if learning is not None:
+        held = hold_learned_rates(kernel, learning, model, state, priors, settings.tol,
+                                  contractor_for=contractor_for, bound=objectives[-1],
+                                  prune=settings.prune, tied=tied)
+        if held.model is not model:
+            contractor = contractor_for(held.model)
+    return state, objectives, converged, held, contractor
 
 
 class FittedModel(NamedTuple):

@@ -22,15 +22,13 @@ from ..engine._contract import full_xhat, make_contractor
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
 from ..inference._common import gamma_priors, priors_for
-from ..inference._driver import OptimizerProblem
 from ..inference._fold_in import fold_in, with_factor
 from ..inference._hyperparameters import LearnedRatesKernel, NewEntityRatesKernel
 from ..inference._methods import METHODS, optimizer_kernel
-from ..inference._relevance import hold_learned_rates
-from ._fitting import FittedModel, fit_by_optimizer, optimizer_start
+from ._fitting import FittedModel, optimize_and_hold, optimizer_start
 from ._relevance import check_learning, learned_attributes, learning_of
 
-__all__ = ["FOLD_IN_TOL", "OneTensorFit", "optimize_and_hold", "copy_array", "fold_in_samples",
+__all__ = ["FOLD_IN_TOL", "OneTensorFit", "optimize_one_tensor", "copy_array", "fold_in_samples",
            "kernel_for", "optimizer_attributes", "sample_major", "sample_priors",
            "sample_start", "with_n_samples"]
 
@@ -157,36 +155,20 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None):
     return state, contractor, priors
 
 
-def optimize_and_hold(settings, data, model, priors, fixed, rngs, first_start, learning,
-                      n_jobs=1):
-    """VB or EM (``settings.method``) on one tensor: a restart per generator
-    of ``rngs`` (the first from ``first_start``, ``{position: array}``, if
-    given) to convergence, the best kept, and with ``learning`` the rates
-    learned there held (:func:`~sklearn_pltf.inference._relevance.hold_learned_rates`,
-    pruning with ``settings.prune``). What :meth:`OneTensorFit.fit_optimizer`
-    and ``partial_fit``'s first batch run. Returns ``(state, objectives,
-    converged, held, contractor)``: ``held`` None without ``learning``;
-    ``contractor`` the one the restarts in this process ran on (over the
-    held model, if it was pruned)."""
-    given = {a: (f, f) for a, f in fixed.items()}
+def optimize_one_tensor(settings, data, model, priors, fixed, rngs, first_start, learning,
+                        n_jobs=1):
+    """:func:`~._fitting.optimize_and_hold` of VB or EM (``settings.method``)
+    on one tensor, the first restart from ``first_start`` (``{position:
+    array}``, or None: at random), the ``fixed`` factors held: what
+    :meth:`OneTensorFit.fit_optimizer` and ``partial_fit``'s first batch
+    run."""
     kernel = kernel_for(settings.method, learning)
-    # One contractor serves every restart run here and the final fold-in;
-    # restarts in other processes build their own.
-    problem = OptimizerProblem(
-        kernel, make_contractor(model, data, settings.likelihood), priors,
-        start=functools.partial(optimizer_start, kernel, model, priors, given, first_start),
-        rebuild=functools.partial(make_contractor, model, data, settings.likelihood))
-    state, objectives, converged, _ = fit_by_optimizer(problem, rngs, settings.loop,
-                                                       n_jobs=n_jobs)
-    contractor, held = problem.contractor, None
-    if learning is not None:
-        held = hold_learned_rates(
-            kernel, learning, model, state, priors, settings.tol,
-            contractor_for=lambda small: make_contractor(small, data, settings.likelihood),
-            bound=objectives[-1], prune=settings.prune)
-        if held.model is not model:
-            contractor = make_contractor(held.model, data, settings.likelihood)
-    return state, objectives, converged, held, contractor
+    given = {a: (f, f) for a, f in fixed.items()}
+    return optimize_and_hold(
+        settings, kernel, model, priors,
+        functools.partial(optimizer_start, kernel, model, priors, given, first_start), rngs,
+        learning, functools.partial(make_contractor, data=data, likelihood=settings.likelihood),
+        n_jobs=n_jobs)
 
 
 class OneTensorFit:
@@ -214,7 +196,7 @@ class OneTensorFit:
         # whole cluster, on the one set of blocks. Array-API data: one after
         # another on the data's device.
         in_process = data.is_distributed or data.is_array_api
-        state, objectives, converged, held, contractor = optimize_and_hold(
+        state, objectives, converged, held, contractor = optimize_one_tensor(
             settings, data, model, priors, fixed, rng.spawn(settings.n_init), first_start,
             learning, n_jobs=1 if in_process else effective_n_jobs(settings.n_jobs))
         bound, attributes = objectives[-1], {}

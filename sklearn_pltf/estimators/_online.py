@@ -24,7 +24,7 @@ from ..inference._fold_in import with_factor
 from ..inference._states import VBState
 from ..engine.model import Model
 from ._fitting import FittedModel, set_fitted
-from ._one_tensor import fold_in_samples, optimize_and_hold, sample_priors, sample_start
+from ._one_tensor import fold_in_samples, optimize_one_tensor, sample_priors, sample_start
 from ..inference._relevance import held_priors
 from ._relevance import LEARNED_ATTRIBUTES, learned_attributes
 from ..engine._factor_checks import check_fixed_factors_reach_the_data
@@ -183,7 +183,7 @@ class OnlineVBMixin:
         # One restart, from the estimator's own generator (partial_fit's
         # batches continue it); the rates learned on this batch are held for
         # the later ones.
-        state, _, _, held, _ = optimize_and_hold(
+        state, _, _, held, _ = optimize_one_tensor(
             settings, data, model, priors, fixed, [rng], self._first_start(model, data, fixed),
             learning)
         fit = {"_rate_learning": learning, "_fitted_priors": priors}

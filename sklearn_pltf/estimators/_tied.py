@@ -20,9 +20,7 @@ from joblib import effective_n_jobs
 from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
 from ..evidence._checks import check_poisson_log_evidence
-from ..inference._driver import OptimizerProblem
 from ..inference._methods import METHODS
-from ..inference._relevance import hold_learned_rates
 from ..inference.relational import rescal
 from ..inference.relational._relational import (drop_relation_axis, relational_data,
                                                  with_relation_axis, without_relation_axis)
@@ -30,7 +28,7 @@ from ..inference.relational.rescal_sgld import RescalTarget
 from ..inference.relational.structure import (RESCAL_MODEL, rescal_kernels, rescal_learning,
                                               tied_structure,
                                               with_entity_prior_at_both_positions)
-from ._fitting import FittedModel, fit_by_optimizer
+from ._fitting import FittedModel, optimize_and_hold
 from ._one_tensor import BOUND_ADVICE, optimizer_attributes
 from ._relevance import check_learning, learned_attributes, learned_kinds
 
@@ -88,20 +86,20 @@ class TiedFit:
                              "init='random' and warm_start=False.")
         relational, canonical_priors = self._relational(data, priors, settings.likelihood)
         kernels = rescal_kernels(learning)
-        problem = OptimizerProblem(
-            kernels[settings.method], relational, canonical_priors,
-            start=functools.partial(rescal.restart_start, kernels, rescal.state_around_mode,
-                                    settings.method,
-                                    functools.partial(rescal.vb_start, settings.tied_start),
-                                    settings.loop, canonical_priors,
-                                    self.structure.canonical.sizes["a"]))
-        state, objectives, converged, _ = fit_by_optimizer(
-            problem, rng.spawn(settings.n_init), settings.loop,
-            n_jobs=effective_n_jobs(settings.n_jobs))
+        r = self.structure.canonical.sizes["a"]
+        canonical = Model.parse(RESCAL_MODEL).bind(relational.observed.shape, {"a": r, "b": r})
+        state, objectives, converged, held, _ = optimize_and_hold(
+            settings, kernels[settings.method], canonical, canonical_priors,
+            functools.partial(rescal.restart_start, kernels, rescal.state_around_mode,
+                              settings.method,
+                              functools.partial(rescal.vb_start, settings.tied_start),
+                              settings.loop, canonical_priors, r),
+            rng.spawn(settings.n_init), learning, functools.partial(_same, relational),
+            n_jobs=effective_n_jobs(settings.n_jobs), tied={"a": "b"})
         bound, attributes = objectives[-1], {}
-        if learning is not None:
-            state, priors, model, bound, attributes = self._hold_rates(
-                settings, relational, model, state, canonical_priors, learning, bound)
+        if held is not None:
+            state, priors, model, bound, attributes = self._held_rates(settings, model, held,
+                                                                       learning)
         attributes.update(optimizer_attributes(objectives, converged, bound))
         if evidence == "vb":
             attributes["log_evidence_"] = check_poisson_log_evidence(
@@ -109,19 +107,15 @@ class TiedFit:
         return (self._to_model(state, data), FittedModel(model, priors, learning, None), False,
                 attributes)
 
-    def _hold_rates(self, settings, relational, model, state, priors, learning, bound):
-        """After VB with learned rates, on the canonical state: the relevances,
-        the unneeded clusters removed with ``prune``, the rates held. Returns
-        the canonical ``(state, priors)``, the model with its cluster sizes,
-        the bound at the held rates and the learned attributes."""
+    def _held_rates(self, settings, model, held, learning):
+        """After VB with learned rates, from the canonical ``held``
+        (:class:`~sklearn_pltf.inference._relevance.HeldRates`): the
+        canonical ``(state, priors)``, the model with its cluster sizes (the
+        unneeded clusters removed with ``prune``), the bound at the held
+        rates and the learned attributes."""
         structure = self.structure
-        r = state.mean[0].shape[1]
-        canonical = Model.parse(RESCAL_MODEL).bind(relational.observed.shape, {"a": r, "b": r})
-        held = hold_learned_rates(
-            rescal_kernels(learning)["vb"], learning, canonical, state, priors, settings.tol,
-            contractor_for=lambda _: relational, bound=bound, prune=settings.prune,
-            tied={"a": "b"})
-        if held.model is not canonical:  # pruned: the model's two cluster indices shrink
+        canonical = structure.canonical
+        if held.model.sizes["a"] != canonical.sizes["a"]:  # pruned: the cluster indices shrink
             clusters = [model.factors[a].replace(model.output[n], "")
                         for n, a in enumerate((structure.first, structure.second))]
             model = replace(model, sizes={**model.sizes,
@@ -209,3 +203,9 @@ class TiedFit:
         factors[structure.first] = structure.entity_to_model(structure.first, W)
         factors[structure.second] = structure.entity_to_model(structure.second, W)
         return np.einsum(view.model.string, *factors)
+
+
+def _same(contractor, model):
+    """``contractor`` for any ``model``: RESCAL's kernels read the relational
+    data whatever the cluster sizes."""
+    return contractor

@@ -26,14 +26,12 @@ from ..inference._common import gamma_priors
 from ..inference.relational._relational import relational_data
 from ..inference.relational import rescal
 from ..inference._convergence import ACCELERATIONS
-from ..inference._methods import (METHODS, FamilyMethods, choose_evidence, optimizer_kernel,
-                                 require)
-from ..inference._hyperparameters import LearnedRatesKernel, rate_learning
-from ..inference._relevance import components_by_tensor, hold_learned_rates
-from ..inference._driver import OptimizerProblem
+from ..inference._methods import METHODS, FamilyMethods, choose_evidence, require
+from ..inference._hyperparameters import rate_learning
+from ..inference._relevance import components_by_tensor
 from ..inference.relational import coupled as rescal_coupled
-from ._fitting import fit_by_optimizer, fit_settings, optimizer_start, set_fitted
-from ._one_tensor import BOUND_ADVICE, optimizer_attributes
+from ._fitting import fit_settings, optimize_and_hold, optimizer_start, set_fitted
+from ._one_tensor import BOUND_ADVICE, kernel_for, optimizer_attributes
 from ._relevance import LEARNED_ATTRIBUTES, given_priors, learned_attributes, learned_kinds
 from ._sampled import fit_sampler
 from ..engine._factor_checks import check_entry_indices, tied_positions
@@ -41,7 +39,7 @@ from ._validation import check_parameters, input_namespace
 from ..inference._predictive import predictive_at_entries
 from ._skeleton import (is_training_data_without_its_mask, restore_on_failure,
                         unmasked_fingerprint)
-from ..inference.relational.structure import (tied_rate_learning, tied_structure,
+from ..inference.relational.structure import (rescal_kernels, tied_rate_learning, tied_structure,
                                               with_entity_prior_at_both_positions)
 
 __all__ = ["CoupledPLTF"]
@@ -393,37 +391,32 @@ class CoupledPLTF(BaseEstimator):
         """VB or EM restarts (:func:`~._fitting.fit_by_optimizer`), the learned
         priors held, and the bound as the evidence: returns ``(state, priors,
         fitted attributes)``."""
-        base_kernels = rescal_coupled.KERNELS if self.tied_factors else {
-            "vb": optimizer_kernel("vb"), settings.method: optimizer_kernel(settings.method)}
-        kernels = (base_kernels if learning is None else
-                   {**base_kernels, "vb": LearnedRatesKernel(base_kernels["vb"], learning)})
-        kernel = kernels[settings.method]
         if self.tied_factors:
+            kernels = rescal_kernels(learning, rescal_coupled.KERNELS)
+            kernel = kernels[settings.method]
+
             def contractor_for(coupled):
                 return self._tied_data(coupled.models, coupled, datas, likelihoods, weights)
 
-            contractor = contractor_for(model)
             start = functools.partial(rescal.restart_start, kernels,
                                       rescal_coupled.vb_state_around, settings.method,
                                       rescal.mode_first, settings.loop, priors,
-                                      contractor.n_components)
+                                      _tied_layout(models, self.tied_factors).canonical.sizes["a"])
             # A's two positions take the same clusters.
             same_clusters = {model.factors[0][1]: model.factors[1][1]}
         else:
+            kernel = kernel_for(settings.method, learning)
+
             def contractor_for(coupled):
                 return CoupledContractor(coupled, datas, likelihoods, weights)
 
-            contractor = contractor_for(model)
             start = functools.partial(optimizer_start, kernel, model, priors, {}, None)  # at random
             same_clusters = None
-        state, objectives, converged, _ = fit_by_optimizer(
-            OptimizerProblem(kernel, contractor, priors, start),
-            generator.spawn(settings.n_init), settings.loop)
+        state, objectives, converged, held, contractor = optimize_and_hold(
+            settings, kernel, model, priors, start, generator.spawn(settings.n_init), learning,
+            contractor_for, tied=same_clusters)
         bound, attributes = float(objectives[-1]), {}
-        if learning is not None:
-            held = hold_learned_rates(
-                LearnedRatesKernel(base_kernels["vb"], learning), learning, model, state, priors,
-                settings.tol, contractor_for=contractor_for, bound=bound, tied=same_clusters)
+        if held is not None:
             shown = held.priors
             if self.tied_factors:  # the second entity factor is A: A's prior shown there too
                 shown = with_entity_prior_at_both_positions(shown)

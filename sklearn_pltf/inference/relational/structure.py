@@ -141,11 +141,13 @@ def tied_structure(model, tied):
     return TiedStructure(first, second, core, core_axes, canonical, latent_first)
 
 
-def rescal_kernels(learning):
-    """RESCAL's VB and EM, VB with its rates learned where ``learning`` says."""
+def rescal_kernels(learning, kernels=None):
+    """RESCAL's VB and EM (``kernels``, by method: :data:`.rescal.KERNELS`
+    or coupled RESCAL's), VB with its rates learned where ``learning`` says."""
+    kernels = rescal.KERNELS if kernels is None else kernels
     if learning is None:
-        return rescal.KERNELS
-    return {**rescal.KERNELS, "vb": LearnedRatesKernel(rescal.KERNELS["vb"], learning)}
+        return kernels
+    return {**kernels, "vb": LearnedRatesKernel(kernels["vb"], learning)}
 
 
 def rescal_learning(ard, per_factor, hierarchical=False, learn_shape=False):
