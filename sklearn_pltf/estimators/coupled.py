@@ -388,9 +388,9 @@ class CoupledPLTF(BaseEstimator):
 
     def _fit_optimizer(self, settings, models, model, datas, likelihoods, priors, weights,
                        learning, generator, evidence):
-        """VB or EM restarts (:func:`~._fitting.fit_by_optimizer`), the learned
-        priors held, and the bound as the evidence: returns ``(state, priors,
-        fitted attributes)``."""
+        """VB or EM restarts and the learned priors held
+        (:func:`~._fitting.optimize_and_hold`), and the bound as the
+        evidence: returns ``(state, priors, fitted attributes)``."""
         if self.tied_factors:
             kernels = rescal_kernels(learning, rescal_coupled.KERNELS)
             kernel = kernels[settings.method]
