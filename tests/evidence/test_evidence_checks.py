@@ -109,7 +109,7 @@ def test_sti_above_the_saturated_bound_raises():
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("estimator, algorithm", [
-    (PoissonCP(2, max_iter=20, random_state=0), "sklearn_pltf.estimators._one_tensor.fit_by_optimizer"),
+    (PoissonCP(2, max_iter=20, random_state=0), "sklearn_pltf.estimators._fitting.fit_by_optimizer"),
     (GibbsNTF(2, evidence=None, n_warmup=5, n_draws=5, random_state=0),
      "sklearn_pltf.inference.gaussian.run_chain"),
     (AllocationSMC(2, n_particles=100, random_state=0),
