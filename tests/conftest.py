@@ -33,17 +33,27 @@ def pytest_configure(config):
     threadpool_limits(share)  # not a context: holds for the worker's life
 
 
+@pytest.hookimpl(trylast=True)  # after -m has deselected: the tests that run
 def pytest_collection_modifyitems(config, items):
-    """Longest tests first: ``@pytest.mark.slow(minutes=m)`` gives a test's
-    measured time, and pytest-xdist's ``--dist worksteal`` splits the list
-    in order between the workers, which then take from each other's queues.
-    Started last, the longest test would finish long after the rest;
-    started first, it runs beside them."""
+    """Longest tests first on every worker: ``@pytest.mark.slow(minutes=m)``
+    gives a test's measured time. pytest-xdist's ``--dist worksteal`` gives
+    each worker a contiguous part of the list, and a worker out of work
+    takes from the end of another's: where tests are timed (the slow tier)
+    they are dealt out in turn (the longest to the first worker's part, the
+    next to the second's, ...), so each part starts with its share of the
+    longest and ends with short ones.
+    Started last, a long test would finish long after the rest; started
+    first, it runs beside them."""
     def minutes(item):
         marker = item.get_closest_marker("slow")
         return marker.kwargs.get("minutes", 0) if marker is not None else 0
 
     items.sort(key=minutes, reverse=True)  # stable: the rest keep their order
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers > 1 and any(minutes(item) > 0 for item in items):
+        # The first workers' parts are the shorter ones where the count does
+        # not divide (xdist sends len // workers left to each in turn).
+        items[:] = [item for turn in reversed(range(workers)) for item in items[turn::workers]]
 
 
 @pytest.fixture
