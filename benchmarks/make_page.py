@@ -22,7 +22,7 @@ RESULTS = os.path.join(HERE, "results")
 PAGE = os.path.join(HERE, "README.md")
 SUITE = os.path.join(HERE, "suite")
 #: Every family of the suite (``suite.FAMILIES``), in the page's order.
-FAMILY_ORDER = ("nmf", "large", "cp", "oslo", "compound", "scaling", "binary", "coupled",
+FAMILY_ORDER = ("nmf", "large", "cp", "oslo", "compound", "scaling", "binary", "relations", "coupled",
                 "online", "dask", "samplers", "threads", "neighbour")
 GPU_RESULTS = "gpu.jsonl"
 

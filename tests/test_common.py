@@ -50,6 +50,7 @@ ESTIMATORS = [
     PoissonCP(2, **FAST),
     TuckerVB(2, **FAST),
     GibbsNTF(2, evidence="chib", n_warmup=1, n_draws=2, random_state=0),
+    GibbsNTF(2, likelihood="probit", nonnegative=False, n_warmup=1, n_draws=2, random_state=0),
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
     # learned rates and relevances (tests/inference/test_ard.py tests what they compute)
@@ -94,9 +95,20 @@ _NOT_SQUARE = "fits non-square data, which a model of relations among one set of
 _RESCAL_EXPECTED = {name: _NOT_SQUARE for name in _CHECKS_THAT_FIT_RANDOM_DATA}
 
 
+# GibbsNTF(likelihood="probit") models binary data and refuses other values
+# with a ValueError; these checks stop there on scikit-learn's random floats.
+# The same contracts are tested on binary data in tests/inference/test_probit.py.
+_NOT_BINARY = "fits non-binary random data, which the probit likelihood refuses"
+_PROBIT_EXPECTED = {name: _NOT_BINARY for name in
+                    _CHECKS_THAT_FIT_RANDOM_DATA + ("check_estimators_nan_inf",)
+                    if name != "check_transformer_n_iter"}  # it fits 0/1 data
+
+
 def _expected_failed_checks(estimator):
     if isinstance(estimator, AllocationSMC):
         return _ALLOCATION_EXPECTED
+    if getattr(estimator, "likelihood", None) == "probit":
+        return _PROBIT_EXPECTED
     return _RESCAL_EXPECTED if isinstance(estimator, BayesianRESCAL) else {}
 
 
@@ -199,8 +211,11 @@ def test_one_vocabulary(estimator):
 
 
 def _natural_data(estimator):
-    """Counts each estimator models: square relations for BayesianRESCAL."""
+    """Counts each estimator models: square relations for BayesianRESCAL,
+    binary data for the probit likelihood."""
     rng = np.random.default_rng(0)
+    if getattr(estimator, "likelihood", None) == "probit":
+        return rng.binomial(1, 0.3, size=(12, 5)).astype(float)
     if isinstance(estimator, BayesianRESCAL):
         return rng.poisson(1.0, size=(8, 8)).astype(float)
     return rng.poisson(2.0, size=(12, 5)).astype(float)

@@ -38,15 +38,15 @@ def _chained(name, prepare, step, n_steps, ours=True):
 
 
 # ----------------------------------------------------------------- block Gibbs
-def _gibbs_problem(X, rank):
+def _gibbs_problem(X, rank, likelihood="poisson", mask=None):
     from sklearn_pltf.engine._contract import make_contractor
     from sklearn_pltf.engine._data import as_observed_tensor
     from sklearn_pltf.engine.model import Model
     from sklearn_pltf.inference._common import gamma_priors
 
-    data = as_observed_tensor(X)
+    data = as_observed_tensor(X, mask)
     model = Model.parse("ir,jr,kr->ijk").bind(data.shape, {"r": rank})
-    contractor = make_contractor(model, data)
+    contractor = make_contractor(model, data, likelihood)
     priors = gamma_priors(model, 1.0, 1.0)
     return model, contractor, priors
 

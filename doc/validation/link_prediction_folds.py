@@ -1,5 +1,5 @@
-"""Link prediction on Nations and Kinships in 10 folds, for many models and
-two peers.
+"""Link prediction on Nations, Kinships and UMLS in 10 folds, for many models
+and two peers.
 
 Run from the repository's root (with TensorLy and pyttb, the ``bench``
 extra; hours)::
@@ -7,6 +7,8 @@ extra; hours)::
     python doc/validation/link_prediction_folds.py                  # both parts
     python doc/validation/link_prediction_folds.py binary-links     # or one
     python doc/validation/link_prediction_folds.py binary-links --families rescal:bernoulli
+    python doc/validation/link_prediction_folds.py binary-links --families gibbs-ntf-probit \
+        --datasets nations kinships umls
 
 - 10-fold cross-validation over all entries (``link-prediction``;
   zeros included, random folds, seed 0) of Nations and Kinships; mean and SD
@@ -20,14 +22,18 @@ extra; hours)::
   and prior shape chosen by the evidence on each training fold, RESCAL by EM
   at one size, Bernoulli–Poisson CP by Gibbs and Gaussian CP (GibbsNTF,
   non-negative and signed) at one size, against TensorLy's masked CP and
-  pyttb's Bernoulli GCP on the same folds.
+  pyttb's Bernoulli GCP on the same folds; and probit CP (``gibbs-ntf-probit``:
+  ``GibbsNTF(n, likelihood="probit", nonnegative=False, ard=True)``, its
+  chains' lengths at the defaults, no evidence) at the issue's generous
+  size that ARD prunes: 20 on Nations, 40 on Kinships and UMLS.
 
 Our priors are Exponential with the scale that makes the prior mean of every
 X̂ entry the data's mean (as in ``python -m sklearn_pltf``). VB against EM
 when most entries are missing is ``vb_em_missing.py``'s, and 5 folds of
 Nations off the diagonal ``link_prediction.py``'s.
 
-Writes ``doc/_static/validation/link_prediction_folds.json``; the
+Writes ``doc/_static/validation/link_prediction_folds.json`` (with
+``--families``, ``link_prediction_folds_<families>.json``); the
 Validation page's :ref:`validation-recorded-links` records its numbers.
 """
 
@@ -47,7 +53,8 @@ from sklearn_pltf import (  # noqa: E402
     PoissonCP,
     TuckerVB,
 )
-from sklearn_pltf.datasets import load_kinships, load_nations, off_diagonal_mask  # noqa: E402
+from sklearn_pltf.datasets import (  # noqa: E402
+    load_kinships, load_nations, load_umls, off_diagonal_mask)
 from sklearn_pltf.model_selection import EntryKFold, cross_validate_entries  # noqa: E402
 
 CONFIGS = {
@@ -157,6 +164,9 @@ BINARY_BAM_GRIDS = {"bam-vb": ((5, 10, 20), (1.0, 10.0, 100.0, 1000.0)), "bam-sm
 # GCP's rank; TensorLy's is the one of its best AUC in ``link-prediction``:
 # 20 and 100.
 BINARY_PEER_RANKS = {"nations": 20, "kinships": 50}
+# Probit CP: one generous size per data set, ARD prunes.
+PROBIT_SIZES = {"nations": 20, "kinships": 40, "umls": 40}
+LOADERS = {"nations": load_nations, "kinships": load_kinships, "umls": load_umls}
 
 
 def _binary_family(kind, likelihood, size, prior_shape, X, method="vb", n_init=1):
@@ -229,7 +239,7 @@ def binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                              ("tensorly-cp", None), ("gcp-bernoulli", None)]
     summary = {}
     for name in datasets:
-        X = {"nations": load_nations, "kinships": load_kinships}[name]().data.astype(float)
+        X = LOADERS[name]().data.astype(float)
         observed = None if with_diagonal else off_diagonal_mask(X.shape)
         folds = list(EntryKFold(n_splits, random_state=0).split(X, mask=observed))
         for kind, likelihood in families:
@@ -244,6 +254,14 @@ def binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                         est = _TensorlyCP(20 if name == "nations" else 100).fit(X, train)
                     elif kind == "gcp-bernoulli":
                         est = _GCPBernoulli(BINARY_PEER_RANKS[name]).fit(X, train)
+                    elif kind == "gibbs-ntf-probit":
+                        est = GibbsNTF(PROBIT_SIZES[name], likelihood="probit", nonnegative=False,
+                                       ard=True, evidence=None, random_state=0)
+                        fold_start = time.perf_counter()
+                        est.fit(X, mask=train)
+                        chosen.append({"seconds": time.perf_counter() - fold_start,
+                                       "effective_rank": est.effective_rank_,
+                                       "n_warmup": est.n_warmup_})
                     elif kind in ("gibbs-ntf", "gibbs-ntf-signed"):
                         est = GibbsNTF(BINARY_SAMPLER_SIZES[name][kind], evidence=None,
                                        nonnegative=kind == "gibbs-ntf", n_warmup=200,
@@ -287,6 +305,8 @@ def main():
     parser.add_argument("--families", nargs="+", default=None,
                         help="binary-links: the families as kind:likelihood, e.g. "
                              "rescal:bernoulli (default: every family)")
+    parser.add_argument("--datasets", nargs="+", default=["nations", "kinships"],
+                        choices=sorted(LOADERS), help="binary-links: the data sets")
     parser.add_argument("--with-diagonal", action="store_true",
                         help="binary-links: fold every entry, the diagonal x(i, i, k) included")
     args = parser.parse_args()
@@ -299,9 +319,13 @@ def main():
     if "binary-links" in parts:
         families = (None if args.families is None
                     else [tuple(f.split(":")) if ":" in f else (f, None) for f in args.families])
-        summary.update(binary_links(families=families, with_diagonal=args.with_diagonal))
-    write_json("link_prediction_folds", parts=parts, summary=summary,
-               start=start)
+        summary.update(binary_links(datasets=args.datasets, families=families,
+                                    with_diagonal=args.with_diagonal))
+    # A run of some families writes its own file, beside the whole study's.
+    suffix = "" if args.families is None else "_" + "_".join(
+        f.replace(":", "-") for f in args.families)
+    write_json("link_prediction_folds" + suffix, parts=parts, datasets=args.datasets,
+               summary=summary, start=start)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """GibbsNTF: Bayesian non-negative PARAFAC for continuous data with Gaussian
-noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC."""
+noise (Schmidt & Mohamed 2009), sampled by Gibbs or HMC, and for binary data
+through the probit link (Albert & Chib 1993)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from ..evidence._gaussian_chib import gaussian_chib_log_evidence
 from ..inference import gaussian
 from ..inference._methods import FamilyMethods, choose_evidence
 from ..inference._chains import run_chains
-from ..inference._cp_stats import CPStatistics
 from ..inference._diagnostics import chain_lengths, sample_until_mixed
 from ..engine.model import Model, cp_model_string
 from ..evidence import _posterior as _mcmc
@@ -57,6 +57,17 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     The hierarchy lets each component shrink when the data do not support
     it, so the fit does not overfit as the rank grows.
 
+    With ``likelihood="probit"`` the data are binary (0 or 1) and
+    ``P(x(i, j, k, ...) = 1) = Φ(Σ_r A_ir B_jr C_kr ...)``, Φ the standard
+    normal CDF: the latent Gaussian of Albert & Chib (JASA 1993), drawn in
+    every Gibbs sweep, makes every other conditional the Gaussian model's
+    with σ² = 1. Its evidence is a probability of the binary data, so it
+    compares with the Bernoulli–Poisson models' on the same data and mask,
+    and :meth:`predict_entries` gives the posterior predictive probability of
+    a one. Signed factors with ``ard=True`` are the usual choice for
+    relations (``GibbsNTF(20, likelihood="probit", nonnegative=False,
+    ard=True)``).
+
     With ``nonnegative=False`` the factor elements are plain Gaussians given
     their column's (μ, v), of either sign, under the Normal–inverse-Gamma
     hyper-prior: Bayesian CP as relational learning knows it (Xiong et al.,
@@ -70,6 +81,12 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     ----------
     n_components : int, default=2
         The CP rank R.
+    likelihood : {"gaussian", "probit"}, default="gaussian"
+        ``"gaussian"``: real values with Gaussian noise of learned variance
+        σ². ``"probit"``: binary data (0 or 1 at every observed entry; other
+        values are an error), ``P(x = 1) = Φ(x̂)``, sampled by Gibbs only;
+        the latent tensor it draws is dense, so a sweep costs the tensor's
+        size also for sparse input.
     nonnegative : bool, default=True
         True: non-negative factors (rectified Gaussians). False: signed
         factors (Gaussians); the evidence is then Chib's (AIS runs on the
@@ -98,7 +115,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         the Gamma start cannot average over the components' labels (its
         cost grows as 2^R), so ``"auto"`` is Chib's there, and ``"ais"``
         starts its path from the prior (drawn exactly), which needs far
-        more temperatures on real data.
+        more temperatures on real data. Under ``likelihood="probit"`` the
+        evidence is Chib's, with the latent Gaussian drawn afresh in every
+        sweep of the clamped runs.
     n_warmup : int or "auto", default="auto"
         Iterations discarded (HMC adapts its step size and mass over them).
         ``"auto"``: 500, doubled (the chains run again from the same seeds)
@@ -161,7 +180,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     factors_ : tuple of ndarray
         Posterior mean of each factor matrix, (I_n, n_components).
     noise_variance_ : float
-        Posterior mean of σ².
+        Posterior mean of σ² (1 under ``likelihood="probit"``, where it is fixed).
     draws_ : tuple of ndarray
         Per factor, the kept draws, shape (n_init, n_draws, I_n,
         n_components), chains aligned to the first. Only with ``keep_draws``.
@@ -211,6 +230,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
+        "likelihood": [StrOptions(set(gaussian.LIKELIHOODS))],
         "nonnegative": ["boolean"],
         "method": [StrOptions(FamilyMethods("gaussian"))],
         "evidence": [StrOptions({"auto", "ais", "chib"}), None],
@@ -233,7 +253,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_components=2, *, nonnegative=True, method="gibbs", evidence="auto",
+    def __init__(self, n_components=2, *, likelihood="gaussian", nonnegative=True,
+                 method="gibbs", evidence="auto",
                  n_warmup="auto", n_draws="auto", thin=1, n_leapfrog=20, step_size=0.05,
                  target_acceptance=0.8,
                  noise_shape=1.0, noise_scale=1.0, hyper_precision=1.0, hyper_shape=1.0,
@@ -241,6 +262,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                  random_state=None,
                  verbose=0):
         self.n_components = n_components
+        self.likelihood = likelihood
         self.nonnegative = nonnegative
         self.method = method
         self.evidence = evidence
@@ -268,7 +290,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                                        bool(self.ard))
 
     def _observed(self, X, mask, reset):
-        data = validate_tensor(self, X, mask, reset=reset, allow_negative=True)
+        link = gaussian.LIKELIHOODS[self.likelihood]
+        data = validate_tensor(self, X, mask, reset=reset, allow_negative=link.allows_negative)
         with np.errstate(over="ignore"):
             sum_of_squares = float(np.sum(np.square(data.observed_values)))
         if not np.isfinite(sum_of_squares):
@@ -298,8 +321,14 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         """
         return super().fit(X, y, mask)
 
+    def _likelihood_of(self, data):
+        return gaussian.LIKELIHOODS[self.likelihood].from_data(data)
+
     def _fit_data(self, data, rng):
-        stats = CPStatistics(data)
+        likelihood = self._likelihood_of(data)
+        if self.method not in likelihood.samplers:
+            raise ValueError(f"method={self.method!r} cannot sample likelihood="
+                             f"{self.likelihood!r}; use one of {list(likelihood.samplers)}.")
         priors = self._priors()
         chain_rng, evidence_rng = rng.spawn(2)
         model = Model.parse(cp_model_string(data.ndim)).bind(data.shape,
@@ -313,6 +342,9 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             refused["ais"] = ("evidence='ais' integrates each column's own hyper-parameters out; "
                               "with ard=True (one variance per component over every mode) use "
                               "evidence='chib'.")
+        if not likelihood.learns_noise:
+            refused["ais"] = ("evidence='ais' integrates σ² out of the Gaussian likelihood; with "
+                              f"likelihood={self.likelihood!r} use evidence='chib'.")
         if not self.nonnegative:
             refused.setdefault("ais", "evidence='ais' runs on the log-factors of non-negative factors; "
                               "with nonnegative=False use evidence='chib'.")
@@ -320,7 +352,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             self.method, self.evidence, "gaussian", sparse=data.is_sparse, refused=refused,
             passed_over=() if has_posterior_start(model, tuple(range(data.ndim))) else ("ais",))
         lengths = chain_lengths(self.n_warmup, self.n_draws, DEFAULT_N_WARMUP, DEFAULT_N_DRAWS)
-        chain, n_warmup = self._run_chains(chain_rng, stats, priors, lengths)
+        chain, n_warmup = self._run_chains(chain_rng, likelihood, priors, lengths)
         if not (np.isfinite(chain.mean_noise_variance)
                 and all(np.isfinite(f).all() for f in chain.mean_factors)):
             raise FloatingPointError(
@@ -351,7 +383,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                       "its defaults; call it directly with more runs or temperatures.")
         elif evidence == "chib":
             estimate = gaussian_chib_log_evidence(
-                evidence_rng, stats, self.n_components, priors, n_draws=lengths.n_draws,
+                evidence_rng, likelihood, self.n_components, priors, n_draws=lengths.n_draws,
                 n_warmup=min(n_warmup, lengths.n_draws), point=chain.best, verbose=self.verbose,
                 max_draws=lengths.max_draws)
             advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
@@ -361,7 +393,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                           log_evidence_error_=estimate.standard_error)
         return fitted
 
-    def _run_chains(self, rng, stats, priors, lengths):
+    def _run_chains(self, rng, likelihood, priors, lengths):
         """The pooled chains and their warm-up: ``n_init`` chains, run again
         with a longer warm-up until they mix (``n_warmup="auto"``,
         :func:`~sklearn_pltf.inference._diagnostics.sample_until_mixed`)."""
@@ -369,7 +401,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             # The same seeds at every warm-up: a longer Gibbs warm-up repeats the
             # shorter one's sweeps (HMC adapts over the warm-up, so its chain differs).
             one = functools.partial(
-                gaussian.run_chain, stats=stats, rank=self.n_components, priors=priors,
+                gaussian.run_chain, stats=likelihood, rank=self.n_components, priors=priors,
                 sampler=self.method, n_warmup=n_warmup, n_draws=lengths.n_draws, thin=self.thin,
                 keep_draws=self.keep_draws, step_size=self.step_size, n_leapfrog=self.n_leapfrog,
                 target_acceptance=self.target_acceptance, verbose=self.verbose)
@@ -398,8 +430,8 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         start = np.broadcast_to(self.factors_[0].mean(axis=0), (data.shape[0], self.n_components))
         factors[0] = start.copy()
         means, variances = self._sample_hyper
-        return gaussian.fold_in(CPStatistics(data), factors, 0, means, variances,
-                                self.noise_variance_, nonnegative=self.nonnegative)
+        return self._likelihood_of(data).fold_in(factors, 0, means, variances,
+                                                 self.noise_variance_, self.nonnegative)
 
     def inverse_transform(self, X):
         """X̂ from sample-mode factor values ``X`` (n_samples, n_components),
@@ -407,9 +439,11 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         return cp_reconstruction(self, X)
 
     def predict_entries(self, indices):
-        """Posterior mean of X̂ at the given entries of the fitted tensor (the
-        average of X̂ over the kept draws; with ``keep_draws=False``, X̂ of the
-        posterior-mean factors, an approximation).
+        """Posterior predictive mean at the given entries of the fitted tensor:
+        the average over the kept draws of X̂ (``likelihood="gaussian"``) or of
+        the probability of a one, Φ(X̂) (``"probit"``); with
+        ``keep_draws=False``, that of the posterior-mean factors, an
+        approximation.
 
         Parameters
         ----------
@@ -421,21 +455,24 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         """
         check_is_fitted(self)
         entries = EntryList(self.model_, check_entry_indices(indices, self.model_.observed_shape).T)
+        link = gaussian.LIKELIHOODS[self.likelihood]
         if not hasattr(self, "draws_"):
-            return entries.xhat(self.factors_)
+            return link.predictive(entries.xhat(self.factors_), self.noise_variance_)
         n_chains, n_draws = self.draws_[0].shape[:2]
-        return sum(entries.xhat([d[c, k] for d in self.draws_])
+        variances = self._noise_variance_draws
+        return sum(link.predictive(entries.xhat([d[c, k] for d in self.draws_]), variances[c, k])
                    for c in range(n_chains) for k in range(n_draws)) / (n_chains * n_draws)
 
     def score(self, X, y=None, mask=None):
         """``log_evidence_`` when ``X`` is the training data; for new samples,
         log p(X_new | Â) with their factor folded in (:meth:`transform`) and
-        the rest at the posterior means: a plug-in predictive log-likelihood."""
+        the rest at the posterior means: a plug-in predictive log-likelihood
+        (a probability of the binary values under ``likelihood="probit"``)."""
         return super().score(X, y, mask)
 
     def _predictive_score(self, data):
         factors = [self._transform_data(data), *self.factors_[1:]]
-        return gaussian.log_likelihood(CPStatistics(data), factors, self.noise_variance_)
+        return self._likelihood_of(data).log_likelihood(factors, self.noise_variance_)
 
     def to_inference_data(self, X=None, *, mask=None, factor_names=None):
         """The kept draws as an ArviZ ``InferenceData`` (``diagnostics``
@@ -447,7 +484,7 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
         X : array-like, pydata sparse or scipy.sparse, default=None
             The training data: adds ``observed_data`` and ``log_likelihood``
             (variable ``x``: log N(x_e | X̂_e, σ²) of every observed entry at
-            every draw, dimension ``entry``; ``constant_data.entry_index``
+            every draw, or log Φ(±X̂_e) under ``likelihood="probit"``, dimension ``entry``; ``constant_data.entry_index``
             gives each entry's coordinates).
         mask : array-like of bool, default=None
             The training mask, as given to :meth:`fit`.
@@ -466,9 +503,10 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
             raise ValueError("No draws to export: fit with keep_draws=True.")
         model, draws, variances = self.model_, self.draws_, self._noise_variance_draws
 
+        link = gaussian.LIKELIHOODS[self.likelihood]
+
         def entry_log_likelihood(x, xhat, chain, draw):
-            variance = variances[chain, draw]
-            return -0.5 * (np.log(2 * np.pi * variance) + (x - xhat) ** 2 / variance)
+            return link.entry_log_likelihood(x, xhat, variances[chain, draw])
 
         return export_inference_data(
             model, draws, factor_names_of(model, factor_names, self._default_factor_names()),
@@ -486,4 +524,5 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.positive_only = not gaussian.LIKELIHOODS[self.likelihood].allows_negative
         return tags

@@ -85,8 +85,10 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     Parameters
     ----------
     rng : numpy.random.Generator
-    stats : CPStatistics
-        The data.
+    stats : CPStatistics or a likelihood of :mod:`sklearn_pltf.inference.gaussian.links`
+        The data (a ``CPStatistics`` is Gaussian noise). Under a likelihood
+        without σ² (probit), σ²'s ordinate and prior drop out, and its
+        latent variables are drawn afresh in every sweep of every run.
     rank : int
     priors : GaussianPriors
     n_draws, n_warmup : int
@@ -108,20 +110,23 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
     -------
     GaussianChibEstimate
     """
+    likelihood = gaussian.likelihood_of(stats)
     if point is None:
-        point = gaussian.run_chain(rng, stats, rank, priors, n_warmup=n_warmup, n_draws=n_draws,
-                                   keep_draws=False, verbose=verbose).best
+        point = gaussian.run_chain(rng, likelihood, rank, priors, n_warmup=n_warmup,
+                                   n_draws=n_draws, keep_draws=False, verbose=verbose).best
     factors = point.factors
-    log_likelihood = gaussian.log_likelihood(stats, factors, point.noise_variance)
-    log_prior = (gaussian.log_factors_prior(factors, priors)
-                 + gaussian.log_noise_prior(point.noise_variance, priors))
+    log_likelihood = likelihood.log_likelihood(factors, point.noise_variance)
+    log_prior = gaussian.log_factors_prior(factors, priors)
+    if likelihood.learns_noise:
+        log_prior += gaussian.log_noise_prior(point.noise_variance, priors)
 
     max_draws = max_draws_or_default(max_draws, n_draws)
     ordinates, variances, kept = [], [], []
 
     def run(clamped, clamp_noise, visit, per_draw):
-        (log_mean, error), n_kept = _clamped_run(rng, point, stats, priors, clamped, clamp_noise,
-                                                 visit, per_draw, n_warmup, n_draws, max_draws)
+        (log_mean, error), n_kept = _clamped_run(rng, point, likelihood, priors, clamped,
+                                                 clamp_noise, visit, per_draw, n_warmup, n_draws,
+                                                 max_draws)
         ordinates.append(log_mean)
         variances.append(error**2)
         kept.append(n_kept)
@@ -133,13 +138,14 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         if n == "noise":
             values.append(gaussian.log_inverse_gamma_density(point.noise_variance, *conditional))
 
-    run({}, False, noise_visit, lambda: values)
+    if likelihood.learns_noise:
+        run({}, False, noise_visit, lambda: values)
 
     clamped = {}
-    chain_rule = list(_blocks(stats.shape, rank, blocks))
-    progress = progress_or_none(verbose, "Chib's clamped runs", len(chain_rule) + 1,
-                                unit="blocks")
-    if progress is not None:
+    chain_rule = list(_blocks(likelihood.shape, rank, blocks))
+    progress = progress_or_none(verbose, "Chib's clamped runs",
+                                len(chain_rule) + likelihood.learns_noise, unit="blocks")
+    if progress is not None and likelihood.learns_noise:
         progress()  # σ²'s run
     for n, r, element in chain_rule:
         # Labels r.. are exchangeable while nothing of theirs is clamped: at
@@ -147,7 +153,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         slots = tuple(range(r, rank)) if n == 0 and element in (None, 0) else (r,)
         # Signed factors: the column's sign is free until its first element
         # is clamped, while the last mode's column r is free to flip with it.
-        signs = ((1.0, -1.0) if not priors.nonnegative and n < stats.ndim - 1
+        signs = ((1.0, -1.0) if not priors.nonnegative and n < likelihood.ndim - 1
                  and element in (None, 0) else (1.0,))
         values = []
 
@@ -170,7 +176,7 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         if element is None:
             clamped[(n, r)] = True
         else:
-            keep = clamped.get((n, r), np.zeros(stats.shape[n], dtype=bool)).copy()
+            keep = clamped.get((n, r), np.zeros(likelihood.shape[n], dtype=bool)).copy()
             keep[element] = True
             clamped[(n, r)] = True if keep.all() else keep
         if progress is not None:
@@ -201,10 +207,10 @@ def _blocks(shape, rank, blocks):
                 yield n, r, i
 
 
-def _clamped_run(rng, point, stats, priors, clamped, clamp_noise, visit, per_draw, n_warmup,
+def _clamped_run(rng, point, likelihood, priors, clamped, clamp_noise, visit, per_draw, n_warmup,
                  n_draws, max_draws):
-    """Gibbs from θ* with the ``clamped`` columns or elements (as
-    :func:`~sklearn_pltf.inference.gaussian.gibbs_sweep` takes them) and σ²
+    """Gibbs (the ``likelihood``'s sweep) from θ* with the ``clamped`` columns
+    or elements (as :func:`~sklearn_pltf.inference.gaussian.gibbs_sweep` takes them) and σ²
     (if ``clamp_noise``) kept at θ*; ``visit`` sees every conditional of the
     sweeps after the warm-up, and ``per_draw()`` gives the log densities of
     every draw kept so far. Returns the ordinate and its relative error, and
@@ -214,9 +220,8 @@ def _clamped_run(rng, point, stats, priors, clamped, clamp_noise, visit, per_dra
     def advance(n_sweeps, keep=True):
         nonlocal state
         for _ in range(n_sweeps):
-            state, _ = gaussian.gibbs_sweep(rng, state, stats, priors, clamped=clamped,
-                                            clamp_noise=clamp_noise,
-                                            visit=visit if keep else None)
+            state, _ = likelihood.sweep(rng, state, priors, clamped=clamped,
+                                        clamp_noise=clamp_noise, visit=visit if keep else None)
 
     advance(n_warmup, keep=False)
     (estimate,), n_kept = draws_until_precise(advance, lambda: [log_mean_exp(per_draw())],

@@ -64,9 +64,15 @@ moves all factors jointly by Hamiltonian Monte Carlo on
 :math:`\\phi = \\log A` (the Jacobian adds :math:`\\sum \\phi` to the log
 density), then draws the hyper-parameters and the noise as Gibbs does.
 
+Binary data take the probit link instead of the Gaussian noise,
+:math:`P(x_v = 1) = \Phi(\hat x_v)`, through the latent Gaussian of Albert &
+Chib (1993): every sweep draws the latent tensor given X̂, then runs the
+sweep above on it with σ² = 1 (:class:`ProbitLink`).
+
 The family is a folder: :mod:`._model` (priors, states, the column
 hyper-parameters, densities and prior draws), :mod:`.sweeps` (the Gibbs
-sweep and the fold-in), :mod:`.hmc` (HMC and its step size) and
+sweep and the fold-in), :mod:`.links` (the likelihoods: Gaussian noise and
+the probit link, one interface), :mod:`.hmc` (HMC and its step size) and
 :mod:`.chains` (one chain on the samplers' driver, and the pooling of
 several); this module gathers their public names.
 """
@@ -78,6 +84,7 @@ from ._model import (GaussianInfo, GaussianPriors, GaussianState, column_log_evi
                      log_noise_prior, sample_column_prior, sample_elements, sample_prior,
                      sample_standardised_location)
 from .chains import GaussianChain, pool_chains, run_chain
+from .links import LIKELIHOODS, GaussianNoise, ProbitLink, cp_dense, likelihood_of
 from .hmc import AdaptiveHMC, DualAveraging, hmc_step, log_joint
 from .sweeps import column_conditional, fold_in, gibbs_sweep
 
@@ -88,5 +95,6 @@ __all__ = [
     "log_hyper_normalizer", "log_inverse_gamma_density", "sample_standardised_location", "sample_column_prior",
     "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
     "fold_in", "run_chain", "pool_chains", "GaussianChain",
-    "DualAveraging", "AdaptiveHMC",
+    "DualAveraging", "AdaptiveHMC", "GaussianNoise", "ProbitLink", "LIKELIHOODS",
+    "likelihood_of", "cp_dense",
 ]

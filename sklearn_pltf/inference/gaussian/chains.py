@@ -9,9 +9,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .._chains import ChainProblem, ChainSettings, drive_chain
-from ._model import GaussianState, init
+from ._model import GaussianState
 from .hmc import AdaptiveHMC, _log_prior
-from .sweeps import gibbs_sweep
+from .links import likelihood_of
 
 
 class GaussianChain(NamedTuple):
@@ -42,18 +42,25 @@ class GaussianChain(NamedTuple):
 def run_chain(rng, stats, rank, priors, *, sampler="gibbs", n_warmup=500, n_draws=1000, thin=1,
               keep_draws=True, step_size=0.05, n_leapfrog=20, target_acceptance=0.8, verbose=0,
               label=None):
-    """Run one Gibbs (:func:`gibbs_sweep`) or HMC (:class:`AdaptiveHMC`) chain
-    from a random start (:func:`init`) with
-    :func:`~sklearn_pltf.inference._chains.drive_chain`. HMC's
+    """Run one Gibbs (the likelihood's ``sweep``) or HMC (:class:`AdaptiveHMC`)
+    chain from a random start (its ``initial_state``) with
+    :func:`~sklearn_pltf.inference._chains.drive_chain`. ``stats`` is the
+    data's likelihood (:mod:`.links`), or a
+    :class:`~sklearn_pltf.inference._cp_stats.CPStatistics` for Gaussian noise. HMC's
     ``target_acceptance`` should be at least 0.75 (Schmidt & Mohamed's rule
     asks for rejections below 25%). With ``verbose``, progress lines headed
     ``label`` (default: the sampler's name and "chain") give the time left."""
-    state = init(rng, stats, rank, priors)
+    likelihood = likelihood_of(stats)
+    if sampler not in likelihood.samplers:
+        raise ValueError(f"method={sampler!r} cannot sample this likelihood; use one of "
+                         f"{list(likelihood.samplers)}.")
+    state = likelihood.initial_state(rng, rank, priors)
     if sampler == "hmc":
-        transition = AdaptiveHMC(stats, priors, n_warmup=n_warmup, step_size=step_size,
-                                 n_leapfrog=n_leapfrog, target_acceptance=target_acceptance)
+        transition = AdaptiveHMC(likelihood.stats, priors, n_warmup=n_warmup,
+                                 step_size=step_size, n_leapfrog=n_leapfrog,
+                                 target_acceptance=target_acceptance)
     else:
-        transition = lambda rng, state: gibbs_sweep(rng, state, stats, priors)  # noqa: E731
+        transition = lambda rng, state: likelihood.sweep(rng, state, priors)  # noqa: E731
     n = len(state.factors)
     chain = drive_chain(rng, ChainProblem(
         state, transition, tuple(range(n)), lambda state: _log_prior(state, priors),
