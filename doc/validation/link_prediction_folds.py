@@ -33,7 +33,7 @@ when most entries are missing is ``vb_em_missing.py``'s, and 5 folds of
 Nations off the diagonal ``link_prediction.py``'s.
 
 Writes ``doc/_static/validation/link_prediction_folds.json`` (with
-``--families``, ``link_prediction_folds_<families>.json``); the
+``--families``, ``link_prediction_folds_<families>_<datasets>.json``); the
 Validation page's :ref:`validation-recorded-links` records its numbers.
 """
 
@@ -223,14 +223,15 @@ class _GCPBernoulli:
 
 
 def binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
-                       with_diagonal=False):
+                       with_diagonal=False, max_folds=None):
     """10-fold AUC-PR / AUC-ROC of the evidence-chosen Poisson and
     Bernoulli–Poisson CP, Tucker and RESCAL fits, of the Bayesian Allocation
     Model (Nations), and of the two peers.
 
     The diagonal x(i, i, k) (empty in both data sets) is missing in every fit
     and in no fold, so every model's evidence is of the same entries;
-    ``with_diagonal=True`` folds every entry, as :func:`link_prediction` does."""
+    ``with_diagonal=True`` folds every entry, as :func:`link_prediction` does;
+    ``max_folds`` scores the first that many of the ``n_splits`` folds only."""
     from sklearn_pltf.metrics import link_prediction_auc
 
     families = families or [("cp", "poisson"), ("cp", "bernoulli"), ("tucker", "bernoulli"),
@@ -241,7 +242,7 @@ def binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
     for name in datasets:
         X = LOADERS[name]().data.astype(float)
         observed = None if with_diagonal else off_diagonal_mask(X.shape)
-        folds = list(EntryKFold(n_splits, random_state=0).split(X, mask=observed))
+        folds = list(EntryKFold(n_splits, random_state=0).split(X, mask=observed))[:max_folds]
         for kind, likelihood in families:
             if kind.startswith("bam") and name != "nations":
                 continue
@@ -307,6 +308,8 @@ def main():
                              "rescal:bernoulli (default: every family)")
     parser.add_argument("--datasets", nargs="+", default=["nations", "kinships"],
                         choices=sorted(LOADERS), help="binary-links: the data sets")
+    parser.add_argument("--max-folds", type=int, default=None,
+                        help="binary-links: score the first this many of the 10 folds only")
     parser.add_argument("--with-diagonal", action="store_true",
                         help="binary-links: fold every entry, the diagonal x(i, i, k) included")
     args = parser.parse_args()
@@ -320,12 +323,12 @@ def main():
         families = (None if args.families is None
                     else [tuple(f.split(":")) if ":" in f else (f, None) for f in args.families])
         summary.update(binary_links(datasets=args.datasets, families=families,
-                                    with_diagonal=args.with_diagonal))
+                                    with_diagonal=args.with_diagonal, max_folds=args.max_folds))
     # A run of some families writes its own file, beside the whole study's.
     suffix = "" if args.families is None else "_" + "_".join(
-        f.replace(":", "-") for f in args.families)
+        [f.replace(":", "-") for f in args.families] + args.datasets)
     write_json("link_prediction_folds" + suffix, parts=parts, datasets=args.datasets,
-               summary=summary, start=start)
+               max_folds=args.max_folds, summary=summary, start=start)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ log-likelihood, Chib's evidence against a prior Monte Carlo reference, the
 posterior predictive probabilities, and the estimator's contract on binary data."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import scipy.sparse as sp
 from scipy import stats as scipy_stats
 from scipy.special import log_ndtr, logsumexp, ndtr
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_pltf import GibbsNTF
 from sklearn_pltf.engine._data import as_observed_tensor
@@ -169,3 +171,33 @@ def test_the_probit_likelihood_refuses_what_it_cannot_model(X, params, message):
     with pytest.raises(ValueError, match=message):
         est.fit(X)
     assert vars(est) == before
+
+
+def test_a_grid_search_chooses_between_bernoulli_poisson_rescal_and_probit_cp_by_the_evidence():
+    # Both evidences are log probabilities of the same binary entries (the
+    # diagonal missing for both), so score, the log evidence, ranks them:
+    # a one-step Pipeline switches the estimator, the mask goes to fit.
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_pltf import BayesianRESCAL
+    from sklearn_pltf.datasets import off_diagonal_mask
+    from sklearn_pltf.model_selection import FullDataSplit
+
+    rng = np.random.default_rng(0)
+    X = (rng.uniform(size=(9, 9, 2)) < 0.3).astype(float)
+    X[np.arange(9), np.arange(9)] = 0.0
+    mask = off_diagonal_mask(X.shape)
+    candidates = [BayesianRESCAL(2, likelihood="bernoulli", random_state=0),
+                  GibbsNTF(2, likelihood="probit", nonnegative=False, evidence="chib",
+                           n_warmup=100, n_draws=200, random_state=0)]
+    search = GridSearchCV(Pipeline([("model", candidates[0])]), {"model": candidates},
+                          cv=FullDataSplit())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # short chains, few sweeps
+        search.fit(X, model__mask=mask)
+        evidences = [clone(c).fit(X, mask=mask).log_evidence_ for c in candidates]
+    assert all(np.isfinite(e) and e < 0 for e in evidences)
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], evidences)
+    assert search.best_index_ == int(np.argmax(evidences))
+

@@ -65,7 +65,7 @@ moves all factors jointly by Hamiltonian Monte Carlo on
 density), then draws the hyper-parameters and the noise as Gibbs does.
 
 Binary data take the probit link instead of the Gaussian noise,
-:math:`P(x_v = 1) = \Phi(\hat x_v)`, through the latent Gaussian of Albert &
+:math:`P(x_v = 1) = \\Phi(\\hat x_v)`, through the latent Gaussian of Albert &
 Chib (1993): every sweep draws the latent tensor given X̂, then runs the
 sweep above on it with σ² = 1 (:class:`ProbitLink`).
 
