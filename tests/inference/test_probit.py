@@ -201,3 +201,20 @@ def test_a_grid_search_chooses_between_bernoulli_poisson_rescal_and_probit_cp_by
     np.testing.assert_allclose(search.cv_results_["mean_test_score"], evidences)
     assert search.best_index_ == int(np.argmax(evidences))
 
+
+
+def test_the_arviz_export_holds_each_entry_s_probit_log_likelihood():
+    pytest.importorskip("arviz")
+    X = _binary((6, 5, 4), 2)
+    est = GibbsNTF(2, likelihood="probit", nonnegative=False, evidence=None, n_warmup=10,
+                   n_draws=5, random_state=0).fit(X)
+    idata = est.to_inference_data(X)
+    pointwise = idata.log_likelihood["x"].values  # (chain, draw, entry)
+    entries = idata.constant_data["entry_index"].values
+    for k in range(5):
+        xhat = gaussian.cp_dense([d[0, k] for d in est.draws_])[tuple(entries.T)]
+        signs = np.where(X[tuple(entries.T)] > 0, 1.0, -1.0)
+        np.testing.assert_allclose(pointwise[0, k], log_ndtr(signs * xhat), rtol=1e-12)
+    # Summed over the entries, each draw's is the chain's log-likelihood there.
+    np.testing.assert_allclose(pointwise.sum(axis=-1)[0],
+                               est.log_likelihoods_[0, est.n_warmup_:], rtol=1e-9)
