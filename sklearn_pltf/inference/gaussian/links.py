@@ -40,6 +40,7 @@ from scipy.special import log_ndtr, ndtr
 
 from ...engine._data import ObservedTensor
 from .._cp_stats import CPStatistics
+from .._truncnorm import rectified_normal_mean
 from . import _probit_kernels
 from ._model import GaussianInfo, init, log_likelihood
 from .sweeps import fold_in, gibbs_sweep
@@ -188,10 +189,10 @@ class ProbitLink:
     def expected_latent(self, xhat):
         """:math:`\\mathbb E[z]` under z's truncated Gaussian given X̂ (the
         mean-field update of q(z)): :math:`\\hat x + s\\, \\varphi(\\hat x) /
-        \\Phi(s \\hat x)` at the observed entries, X̂ where missing."""
+        \\Phi(s \\hat x)` at the observed entries (the rectified Gaussian's
+        mean on the side s names), X̂ where missing."""
         s = np.where(self.signs != 0, self.signs, 1.0)
-        mills = np.exp(-0.5 * xhat**2 - 0.5 * np.log(2.0 * np.pi) - log_ndtr(s * xhat))
-        return np.where(self.observed, xhat + s * mills, xhat)
+        return np.where(self.observed, s * rectified_normal_mean(s * xhat, 1.0), xhat)
 
 
 #: The Gaussian family's likelihoods by the estimators' ``likelihood`` name.
