@@ -96,12 +96,13 @@ def test_predictive_evidence_picks_the_rank_or_a_neighbour(estimator, X, grid, t
     assert abs(chosen - truth) <= 1
 
 
-@pytest.mark.slow(minutes=6)
+@pytest.mark.slow(minutes=3.5)
 def test_predictive_evidence_picks_the_tucker_core_or_a_neighbour():
     """3-fold predictive evidence over a grid that reaches two and more steps
-    from the core (2, 3, 4), on the data of the FullDataSplit test."""
+    from the core (2, 3, 4), below and above, on the data of the
+    FullDataSplit test."""
     X = poisson_tucker((30, 30, 30), (2, 3, 4), seed=2, core_scale=5.0)
-    grid = [(2, 3, 4), (1, 3, 4), (2, 3, 3), (2, 3, 5), (1, 2, 3), (2, 2, 2), (3, 4, 5), (2, 3, 6), (4, 3, 4)]
+    grid = [(2, 3, 4), (1, 3, 4), (2, 3, 3), (2, 3, 5), (1, 2, 3), (2, 2, 2), (4, 3, 4)]
     result = search(TuckerVB(n_init=3, max_iter=3000, random_state=0), grid, X, 3)
     chosen = result.best_params_["n_components"]
     print(f"TuckerVB: 3-fold predictive evidence chose {chosen} (true (2, 3, 4))")

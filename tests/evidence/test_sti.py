@@ -152,12 +152,13 @@ def test_sti_is_reproducible():
     assert first.log_evidence == second.log_evidence
 
 
-@pytest.mark.slow(minutes=8)
+@pytest.mark.slow(minutes=3.5)
 def test_sti_curve_matches_analytic_curve():
-    """Every rank 1..10 within 1 nat of the analytic evidence, and the same
+    """Every rank 1..6 within 1 nat of the analytic evidence, and the same
     argmax wherever the analytic best beats the runner-up by over 1 nat.
     Data drawn at rank 3; ``doc/validation/sti_analytic.py --long`` runs
-    the same check on data drawn at ranks 5 and 7, left out of CI for its time.
+    the same check with the same seeds over ranks 1..10 and on data drawn at
+    ranks 5 and 7, left out of CI for its time.
 
     12,000 kept steps per temperature: ranks far below the truth carry the
     largest Monte Carlo error, since the log-likelihood's spread along the
@@ -166,9 +167,10 @@ def test_sti_curve_matches_analytic_curve():
     steps and self-tuned)."""
     true_rank = 3
     x = draw_data(np.random.default_rng(true_rank), true_rank)
-    exact = np.array([log_evidence(x, r) for r in RANKS])
+    ranks = range(1, 7)
+    exact = np.array([log_evidence(x, r) for r in ranks])
     estimated = np.array([_sti(x, r, seed=100 * true_rank + r, n_steps=12_000).log_evidence
-                          for r in RANKS])
+                          for r in ranks])
     assert np.max(np.abs(estimated - exact)) < 1.0
     best, runner_up = np.sort(exact)[::-1][:2]
     if best - runner_up > 1.0:

@@ -190,7 +190,7 @@ def test_a_grid_search_chooses_between_bernoulli_poisson_rescal_and_probit_cp_by
     mask = off_diagonal_mask(X.shape)
     candidates = [BayesianRESCAL(2, likelihood="bernoulli", random_state=0),
                   GibbsNTF(2, likelihood="probit", nonnegative=False, evidence="chib",
-                           n_warmup=100, n_draws=200, random_state=0)]
+                           n_warmup=30, n_draws=60, random_state=0)]
     search = GridSearchCV(Pipeline([("model", candidates[0])]), {"model": candidates},
                           cv=FullDataSplit())
     with warnings.catch_warnings():
