@@ -10,11 +10,12 @@ from .estimators import (
     CoupledPLTF,
     GibbsNTF,
     PoissonCP,
+    ProbitRESCAL,
     TuckerVB,
 )
 from .engine._likelihood import CompoundPoisson
 from .engine.model import Model
 
 __all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "BayesianRESCAL",
-           "CoupledPLTF", "CompoundPoisson", "Model"]
+           "ProbitRESCAL", "CoupledPLTF", "CompoundPoisson", "Model"]
 __version__ = "0.1.0.dev0"

@@ -32,6 +32,7 @@ from sklearn_pltf import (
     AllocationSMC,
     BayesianNMF,
     BayesianRESCAL,
+    ProbitRESCAL,
     CoupledPLTF,
     GibbsNTF,
     PoissonCP,
@@ -53,6 +54,7 @@ ESTIMATORS = [
     GibbsNTF(2, likelihood="probit", nonnegative=False, n_warmup=1, n_draws=2, random_state=0),
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
+    ProbitRESCAL(2, n_warmup=2, n_draws=2, random_state=0),
     # learned rates and relevances (tests/inference/test_ard.py tests what they compute)
     BayesianNMF(3, ard=True, **FAST),
     PLTF("ik,kj->ij", 3, ard=True, prune=True, **FAST),
@@ -104,9 +106,19 @@ _PROBIT_EXPECTED = {name: _NOT_BINARY for name in
                     if name != "check_transformer_n_iter"}  # it fits 0/1 data
 
 
+# ProbitRESCAL models binary relations among one set of entities and refuses
+# both non-square and non-binary data; tests/inference/test_probit_rescal.py
+# tests the same contracts on binary relations.
+_PROBIT_RESCAL_EXPECTED = {name: f"{_NOT_SQUARE}, and non-binary data" for name in
+                           _CHECKS_THAT_FIT_RANDOM_DATA + ("check_estimators_nan_inf",)
+                           if name != "check_transformer_n_iter"}  # it fits square 0/1 data
+
+
 def _expected_failed_checks(estimator):
     if isinstance(estimator, AllocationSMC):
         return _ALLOCATION_EXPECTED
+    if isinstance(estimator, ProbitRESCAL):
+        return _PROBIT_RESCAL_EXPECTED
     if getattr(estimator, "likelihood", None) == "probit":
         return _PROBIT_EXPECTED
     return _RESCAL_EXPECTED if isinstance(estimator, BayesianRESCAL) else {}
@@ -214,6 +226,8 @@ def _natural_data(estimator):
     """Counts each estimator models: square relations for BayesianRESCAL,
     binary data for the probit likelihood."""
     rng = np.random.default_rng(0)
+    if isinstance(estimator, ProbitRESCAL):
+        return rng.binomial(1, 0.3, size=(8, 8)).astype(float)
     if getattr(estimator, "likelihood", None) == "probit":
         return rng.binomial(1, 0.3, size=(12, 5)).astype(float)
     if isinstance(estimator, BayesianRESCAL):

@@ -9,6 +9,8 @@ extra; hours)::
     python doc/validation/link_prediction_folds.py binary-links --families rescal:bernoulli
     python doc/validation/link_prediction_folds.py binary-links --families gibbs-ntf-probit \
         --datasets nations kinships umls
+    python doc/validation/link_prediction_folds.py binary-links --families gibbs-rescal-probit \
+        --datasets nations kinships umls
 
 - 10-fold cross-validation over all entries (``link-prediction``;
   zeros included, random folds, seed 0) of Nations and Kinships; mean and SD
@@ -25,7 +27,10 @@ extra; hours)::
   pyttb's Bernoulli GCP on the same folds; and probit CP (``gibbs-ntf-probit``:
   ``GibbsNTF(n, likelihood="probit", nonnegative=False, ard=True)``, its
   chains' lengths at the defaults, no evidence) at the issue's generous
-  size that ARD prunes: 20 on Nations, 40 on Kinships and UMLS.
+  size that ARD prunes: 20 on Nations, 40 on Kinships and UMLS; and probit
+  RESCAL (``gibbs-rescal-probit``: ``ProbitRESCAL(n, random_state=0)`` at
+  its defaults, 1000 warm-up sweeps and the mean of Φ(x̂) over 1000 draws,
+  no evidence) at the same sizes.
 
 Our priors are Exponential with the scale that makes the prior mean of every
 X̂ entry the data's mean (as in ``python -m sklearn_pltf``). VB against EM
@@ -51,6 +56,7 @@ from sklearn_pltf import (  # noqa: E402
     BayesianRESCAL,
     GibbsNTF,
     PoissonCP,
+    ProbitRESCAL,
     TuckerVB,
 )
 from sklearn_pltf.datasets import (  # noqa: E402
@@ -263,6 +269,12 @@ def binary_links(datasets=("nations", "kinships"), n_splits=10, families=None,
                         chosen.append({"seconds": time.perf_counter() - fold_start,
                                        "effective_rank": est.effective_rank_,
                                        "n_warmup": est.n_warmup_})
+                    elif kind == "gibbs-rescal-probit":
+                        fold_start = time.perf_counter()
+                        est = ProbitRESCAL(PROBIT_SIZES[name], random_state=0).fit(X, mask=train)
+                        chosen.append({"seconds": time.perf_counter() - fold_start,
+                                       "effective_rank": est.effective_rank_,
+                                       "rhat": float(est.rhat_)})
                     elif kind in ("gibbs-ntf", "gibbs-ntf-signed"):
                         est = GibbsNTF(BINARY_SAMPLER_SIZES[name][kind], evidence=None,
                                        nonnegative=kind == "gibbs-ntf", n_warmup=200,

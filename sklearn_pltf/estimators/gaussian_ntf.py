@@ -388,9 +388,12 @@ class GibbsNTF(CPResultMixin, BaseFactorization):
                 max_draws=lengths.max_draws)
             advice = "Lengthen Chib's clamped runs (n_warmup, n_draws)."
         if evidence is not None:
-            # A density: no bound above, so only finiteness is checked.
-            fitted.update(log_evidence_=check_log_evidence(estimate.log_evidence, advice=advice),
-                          log_evidence_error_=estimate.standard_error)
+            # A density has no bound above (only finiteness is checked); a
+            # probability of binary data (probit) is at most 1.
+            fitted.update(log_evidence_=check_log_evidence(
+                estimate.log_evidence, standard_error=estimate.standard_error,
+                upper_bound=likelihood.evidence_bound, advice=advice),
+                log_evidence_error_=estimate.standard_error)
         return fitted
 
     def _run_chains(self, rng, likelihood, priors, lengths):

@@ -7,6 +7,8 @@ read, so that a new likelihood is a new row of :data:`LIKELIHOODS`:
 
 - ``shape``, ``ndim``; ``learns_noise`` (whether σ² is a parameter);
   ``allows_negative`` (whether data may hold negative values);
+  ``evidence_bound`` (what log p(X) cannot exceed: 0 for a probability of
+  discrete data, None for a density);
   ``samplers`` (the methods that can sample it);
 - ``initial_state(rng, rank, priors)``; ``sweep(rng, state, priors, clamped,
   visit)``, one Gibbs sweep leaving the posterior invariant;
@@ -45,7 +47,8 @@ from . import _probit_kernels
 from ._model import GaussianInfo, init, log_likelihood
 from .sweeps import fold_in, gibbs_sweep
 
-__all__ = ["GaussianNoise", "ProbitLink", "LIKELIHOODS", "likelihood_of", "cp_dense"]
+__all__ = ["GaussianNoise", "ProbitLink", "LIKELIHOODS", "likelihood_of", "cp_dense",
+           "binary_signs"]
 
 
 def cp_dense(factors):
@@ -57,12 +60,35 @@ def cp_dense(factors):
     return (factors[0] @ product.T).reshape(tuple(f.shape[0] for f in factors))
 
 
+def binary_signs(data, advice=""):
+    """+1 at an observed one, -1 at an observed zero, 0 where missing: the
+    side of zero each latent Gaussian of the probit link lies on (dense,
+    the data's shape). A ValueError naming a value other than 0 or 1
+    (followed by ``advice``) if the observed entries hold one."""
+    values = data.observed_values
+    if values.size and not np.all(values == 1):
+        bad = values[values != 1][0]
+        raise ValueError("likelihood='probit' models binary data (0 or 1 at every observed "
+                         f"entry); X holds {bad:.6g}.{advice}")
+    ones, observed = np.zeros(data.shape), np.ones(data.shape, dtype=bool)
+    if data.is_sparse:
+        ones[tuple(data.coords)] = 1.0
+        if data.missing is not None and data.missing.size:
+            observed[tuple(data.missing)] = False
+    else:
+        ones[data.dense != 0] = 1.0
+        if data.mask is not None:
+            observed = np.asarray(data.mask, dtype=bool).copy()
+    return np.where(observed, 2.0 * ones - 1.0, 0.0)
+
+
 class GaussianNoise:
     """:math:`x_v \\sim \\mathcal N(\\hat x_v, \\sigma^2)` on the observed
     entries of ``stats`` (a :class:`~sklearn_pltf.inference._cp_stats.CPStatistics`)."""
 
     learns_noise = allows_negative = True
     samplers = ("gibbs", "hmc")
+    evidence_bound = None  # a density
 
     def __init__(self, stats):
         self.stats = stats
@@ -107,27 +133,13 @@ class ProbitLink:
 
     learns_noise = allows_negative = False
     samplers = ("gibbs",)
+    evidence_bound = 0.0  # a probability of the binary data
 
     def __init__(self, data):
-        values = data.observed_values
-        if values.size and not np.all(values == 1):
-            bad = values[values != 1][0]
-            raise ValueError(
-                "likelihood='probit' models binary data (0 or 1 at every observed entry); X "
-                f"holds {bad:.6g}. Use likelihood='gaussian' for real values.")
         self.shape, self.ndim = tuple(data.shape), data.ndim
-        ones, observed = np.zeros(self.shape), np.ones(self.shape, dtype=bool)
-        if data.is_sparse:
-            ones[tuple(data.coords)] = 1.0
-            if data.missing is not None and data.missing.size:
-                observed[tuple(data.missing)] = False
-        else:
-            ones[data.dense != 0] = 1.0
-            if data.mask is not None:
-                observed = np.asarray(data.mask, dtype=bool).copy()
         #: +1 at an observed one, -1 at an observed zero, 0 where missing.
-        self.signs = np.where(observed, 2.0 * ones - 1.0, 0.0)
-        self.observed = observed
+        self.signs = binary_signs(data, " Use likelihood='gaussian' for real values.")
+        self.observed = self.signs != 0
 
     @classmethod
     def from_data(cls, data):
