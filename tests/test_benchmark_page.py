@@ -22,7 +22,7 @@ def test_the_page_is_the_generator_s_output_from_the_committed_results():
     assert page == _make_page().render(BENCHMARKS / "results"), (
         "benchmarks/README.md is not what benchmarks/make_page.py writes from "
         "benchmarks/results/*.json: run `python benchmarks/make_page.py`.")
-    assert len(page.splitlines()) <= 265  # 250, and the relations family (16 lines)
+    assert len(page.splitlines()) <= 272  # 250, and the relations family (CP and RESCAL: 22 lines)
 
 
 def _module_names(path):

@@ -1,5 +1,6 @@
 """Binary relations: the probit Gibbs sweep against the Bernoulli–Poisson one on
-Kinships, and the probit fit at its default chain lengths."""
+Kinships, for CP and for RESCAL, and the probit fits at their default chain
+lengths."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ ABOUT = ("Kinships (104 x 104 x 26, 0/1, the diagonal missing as link prediction
          "signed column under ARD), each chained from the last one's state after an untimed "
          "first; and the whole probit fit `GibbsNTF(40, likelihood='probit', "
          "nonnegative=False, ard=True, evidence=None)` at its default chain lengths (500 "
-         "warm-up sweeps, doubled while split R-hat is above 1.05, and 1000 draws).")
+         "warm-up sweeps, doubled while split R-hat is above 1.05, and 1000 draws). The same "
+         "for RESCAL at 40 clusters: the Bernoulli–Poisson block Gibbs sweep of "
+         "`BayesianRESCAL(method='gibbs')` (the allocation, each row of A, then G) against "
+         "`ProbitRESCAL`'s (the latent Gaussian, every core, then each row of A), and the whole "
+         "`ProbitRESCAL(40)` fit at its defaults (1000 warm-up sweeps and 1000 draws, no "
+         "evidence).")
 
 BERNOULLI = "Bernoulli–Poisson block Gibbs sweep"
 
@@ -68,6 +74,71 @@ def _probit_fit(name, rank):
     return Contender(name, run, ours=True)
 
 
+def _rescal(rank):
+    """Kinships' tensor and mask, and the Bernoulli–Poisson RESCAL Gibbs problem on them."""
+    from sklearn_pltf.engine._data import as_observed_tensor
+    from sklearn_pltf.engine.model import Model
+    from sklearn_pltf.inference._common import gamma_priors
+    from sklearn_pltf.inference.relational import _relational as relational
+
+    data = _kinships(rank)
+    X, mask = data["tensor"]
+    model = Model.parse("ia,jb,abk->ijk").bind(X.shape, {"a": rank, "b": rank}, {})
+    data["rescal"] = (relational.relational_data(as_observed_tensor(X, mask), "bernoulli"),
+                      gamma_priors(model, 1.0, 1.0))
+    return data
+
+
+def _bernoulli_rescal_sweep(name, rank, n_sweeps):
+    from sklearn_pltf.inference.relational import rescal_gibbs
+
+    rng = np.random.default_rng(0)
+
+    def prepare(data):
+        relations, priors = data["rescal"]
+        return rescal_gibbs.init(rng, relations, priors, rank), relations, priors
+
+    def step(carried):
+        state, relations, priors = carried
+        return rescal_gibbs.step(rng, state, relations, priors)[0], relations, priors
+
+    return _chained(name, prepare, step, n_sweeps)
+
+
+def _probit_rescal_sweep(name, rank, n_sweeps):
+    from sklearn_pltf.engine._data import as_observed_tensor
+    from sklearn_pltf.inference.gaussian.rescal import ProbitRescalModel
+
+    rng = np.random.default_rng(0)
+
+    def prepare(data):
+        model = ProbitRescalModel(as_observed_tensor(*data["tensor"]))
+        return model.initial_state(rng, rank), model
+
+    def step(carried):
+        state, model = carried
+        return model.sweep(rng, state)[0], model
+
+    return _chained(name, prepare, step, n_sweeps)
+
+
+def _probit_rescal_fit(name, rank):
+    """ProbitRESCAL at its defaults (no evidence)."""
+    def run(data):
+        from sklearn_pltf import ProbitRESCAL
+
+        X, mask = data["tensor"]
+        est = ProbitRESCAL(rank, random_state=0)
+        start = time.perf_counter()
+        est.fit(X, mask=mask)
+        return {"result": None, "seconds": time.perf_counter() - start,
+                "info": {"n_iter": int(est.n_iter_), "rhat": round(float(est.rhat_), 2)}}
+    return Contender(name, run, ours=True)
+
+
+BERNOULLI_RESCAL = "Bernoulli–Poisson RESCAL block Gibbs sweep"
+
+
 def cases(quick):
     rank = 10 if quick else 40
     n_sweeps = 3 if quick else 20
@@ -79,4 +150,10 @@ def cases(quick):
              measure="per sweep", repeats=repeats, baseline=BERNOULLI),
         Case(f"Kinships, probit CP rank {rank}, whole fit", lambda: _kinships(rank),
              [_probit_fit("GibbsNTF probit, default lengths", rank)], repeats=1),
+        Case(f"Kinships, RESCAL {rank} clusters", lambda: _rescal(rank),
+             [_bernoulli_rescal_sweep(BERNOULLI_RESCAL, rank, n_sweeps),
+              _probit_rescal_sweep("ProbitRESCAL Gibbs sweep", rank, n_sweeps)],
+             measure="per sweep", repeats=repeats, baseline=BERNOULLI_RESCAL),
+        Case(f"Kinships, ProbitRESCAL {rank} clusters, whole fit", lambda: _kinships(rank),
+             [_probit_rescal_fit("ProbitRESCAL, defaults", rank)], repeats=1),
     ]
