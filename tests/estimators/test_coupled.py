@@ -957,18 +957,19 @@ def test_gibbs_refuses_non_integer_counts():
         CoupledPLTF(COUPLED, 2, method="gibbs").fit([X, Y + 0.5])
 
 
-@pytest.mark.slow(minutes=3.4)
+@pytest.mark.slow(minutes=2.3)
 @pytest.mark.parametrize("coupled", [True, False])
 def test_grid_search_by_chib_s_evidence_tells_coupled_from_independent(coupled):
     """GridSearchCV over the coupled and the independent strings, scored by
     coupled Gibbs chains' Chib estimates at the defaults, picks the
-    structure that drew the data on each of 3 synthetic pairs (8 entities;
-    each fit about 35 s, Chib's clamped runs most of it)."""
+    structure that drew the data on each of 2 synthetic pairs (8 entities;
+    each fit about 35 s, Chib's clamped runs most of it; a third pair,
+    seed 22, also right, is left out of CI for its time)."""
     right = 0
-    for seed in range(3):
+    for seed in range(2):
         tensors = list(_draw(20 + seed, coupled=coupled, shape=(8, 5, 4), rank=2, scale=3.0))
         search = GridSearchCV(CoupledPLTF(COUPLED, 2, method="gibbs", random_state=0),
                               {"models": [COUPLED, INDEPENDENT]}, cv=FullDataSplit())
         search.fit(tensors)
         right += search.best_params_["models"] == (COUPLED if coupled else INDEPENDENT)
-    assert right == 3
+    assert right == 2
