@@ -51,8 +51,8 @@ class ProbitRESCAL(BaseFactorization):
     Its evidence, a probability of the binary data like the Bernoulli–Poisson
     models', is Chib's estimate with the latent variables
     (:mod:`sklearn_pltf.evidence._probit_rescal_chib`), offered for small
-    problems only (``evidence="chib"``): its blocks (a row of A, all of R)
-    hold up to ``n_components² x n_relations`` values, and the Monte Carlo
+    problems only (``evidence="chib"``): its blocks (a row of A, a
+    relation's core) hold up to ``n_components²`` values, and the Monte Carlo
     error of a block's ordinate grows with its size, so on data the size of
     Nations it is not yet to be trusted (the fit warns, and raises when the
     estimate is impossible). At the default ``evidence=None`` :meth:`score`
@@ -75,8 +75,9 @@ class ProbitRESCAL(BaseFactorization):
     evidence : {"chib"} or None, default=None
         ``"chib"``: Chib's estimate, from one clamped run of
         ``min(n_warmup, n_draws) + n_draws`` sweeps per element of A's first
-        row, per other row of A and for R (``n_components + n_entities``
-        runs), for small problems (see above). None skips it.
+        row, per other row of A and per relation's core (``n_components +
+        n_entities - 1 + n_relations`` runs), for small problems (see
+        above). None skips it.
     n_warmup : int, default=1000
         Sweeps discarded.
     n_draws : int, default=1000
