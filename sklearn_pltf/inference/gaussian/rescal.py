@@ -47,6 +47,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import logsumexp, ndtr
 
 from ...engine._data import ObservedTensor
+from .._chains import ChainProblem, ChainSettings, drive_chain
 from . import _probit_kernels, _rescal_kernels
 from ._model import log_inverse_gamma_density
 from .links import binary_signs
@@ -136,10 +137,9 @@ class ProbitRescalModel:
             held_elements=clamp.elements, ordinate=clamp.ordinate,
             target=None if point is None or clamp.rows >= len(entities)
             else point.entities[clamp.rows])
-        a, b = self.prior_shape, self.prior_scale
-        n, rank = entities.shape
-        column_variances = 1.0 / rng.gamma(a + n / 2, 1.0 / (b + 0.5 * (entities**2).sum(0)))
-        core_variance = 1.0 / rng.gamma(a + cores.size / 2, 1.0 / (b + 0.5 * (cores**2).sum()))
+        (v_shape, v_scale), (w_shape, w_scale) = self._hyper_conditionals(entities, cores)
+        column_variances = 1.0 / rng.gamma(v_shape, 1.0 / v_scale)
+        core_variance = 1.0 / rng.gamma(w_shape, 1.0 / w_scale)
         state = RescalState(entities, cores, column_variances, float(core_variance),
                             latent_mean(entities, cores))
         return state, RescalInfo(self.log_likelihood(state),
@@ -155,13 +155,17 @@ class ProbitRescalModel:
     def log_hyper_ordinate(self, state):
         """:math:`\\log p(v \\mid A) + \\log p(w \\mid R)` at ``state``: the
         last ordinate of Chib's chain rule, in closed form."""
+        (v_shape, v_scale), (w_shape, w_scale) = self._hyper_conditionals(state.entities,
+                                                                          state.cores)
+        return float(np.sum(log_inverse_gamma_density(state.column_variances, v_shape, v_scale))
+                     + log_inverse_gamma_density(state.core_variance, w_shape, w_scale))
+
+    def _hyper_conditionals(self, entities, cores):
+        """The inverse-Gamma (shape, scale) of v given A (per column) and of
+        w given R (step 4)."""
         a, b = self.prior_shape, self.prior_scale
-        entities, cores = state.entities, state.cores
-        n = entities.shape[0]
-        return float(np.sum(log_inverse_gamma_density(
-            state.column_variances, a + n / 2, b + 0.5 * (entities**2).sum(0)))
-            + log_inverse_gamma_density(state.core_variance, a + cores.size / 2,
-                                        b + 0.5 * (cores**2).sum()))
+        return ((a + entities.shape[0] / 2, b + 0.5 * (entities**2).sum(0)),
+                (a + cores.size / 2, b + 0.5 * (cores**2).sum()))
 
     def log_likelihood(self, state):
         """:math:`\\sum_{v \\in O} \\log \\Phi(s_v \\hat x_v)` over the observed entries."""
@@ -194,7 +198,6 @@ class RescalInfo(NamedTuple):
 
     log_likelihood: float
     log_ordinate: float | None = None
-    acceptance: float = 1.0
 
 
 def _log_normal(x, variance):
@@ -235,6 +238,9 @@ def draw_entity_rows(rng, entities, cores, latent, column_variances, *, held_row
     conditional density of ``target`` that ``ordinate`` names (see
     :class:`RescalClamp`), or None."""
     n, rank = entities.shape
+    noise = rng.standard_normal((n, rank))  # drawn always: one stream whatever is held
+    if held_rows >= n:  # every row held (Chib's runs for the cores)
+        return None
     latent[:, np.arange(n), np.arange(n)] = 0.0  # the diagonal is summed out
     # z_k(i, j) and z_k(j, i) for every (k, j), as rows indexed by i.
     outgoing = np.ascontiguousarray(latent.transpose(1, 0, 2)).reshape(n, -1)
@@ -243,10 +249,9 @@ def draw_entity_rows(rng, entities, cores, latent, column_variances, *, held_row
     regressors = _images(entities, cores)                                  # (2K, n, r)
     contributions = _outer_sums(regressors)                                 # (n, r, r)
     gram = contributions.sum(0)
-    noise = rng.standard_normal((n, rank))
     inverse_variances = 1.0 / column_variances
     first, value = held_rows, None
-    if first < n and (held_elements or ordinate == "element"):
+    if held_elements or ordinate == "element":
         row = first
         precision = gram - contributions[row] + np.diag(inverse_variances)
         linear = outgoing[row] @ regressors[:len(cores)].reshape(-1, rank) + \
@@ -304,30 +309,26 @@ class RescalChain(NamedTuple):
     :math:`\\Phi(\\hat x)` over the kept draws (the posterior predictive
     probability of every entry, in the data's axis order), log p(X | A, R)
     after every sweep (warm-up included), the kept state of highest log
-    joint p(X, A, R, v, w), the kept draws of A and R (or None), and the
-    posterior mean of each column's variance v_c."""
+    joint p(X, A, R, v, w), and the posterior mean of each column's
+    variance v_c."""
 
     mean_entities: np.ndarray
     mean_cores: np.ndarray
     probabilities: np.ndarray
     log_likelihoods: np.ndarray
     best: RescalState
-    draws: tuple | None
     mean_column_variances: np.ndarray
 
 
-def run_rescal_chain(rng, model, rank, *, n_warmup=1000, n_draws=1000, keep_draws=False,
-                     verbose=0, label="probit RESCAL chain"):
+def run_rescal_chain(rng, model, rank, *, n_warmup=1000, n_draws=1000, verbose=0,
+                     label="probit RESCAL chain"):
     """One Gibbs chain of ``model`` (:class:`ProbitRescalModel`) from a random
     start, on the samplers' driver
     (:func:`~sklearn_pltf.inference._chains.drive_chain`)."""
-    from .._chains import ChainProblem, ChainSettings, drive_chain
-
     chain = drive_chain(rng, ChainProblem(
         model.initial_state(rng, rank), model.sweep, (0, 1), log_prior=model.log_prior,
         factors_of=lambda state: (state.entities, state.cores), log_summaries=False,
         collect=lambda state, info: (ndtr(state.xhat), state.column_variances)),
-        ChainSettings(n_warmup, n_draws, 1, keep_draws, verbose, label, "sweeps"))
+        ChainSettings(n_warmup, n_draws, 1, False, verbose, label, "sweeps"))
     return RescalChain(chain.mean[0], chain.mean[1], model.in_data_order(chain.collected[0]),
-                       chain.log_likelihoods, chain.best_state,
-                       chain.draws if keep_draws else None, chain.collected[1])
+                       chain.log_likelihoods, chain.best_state, chain.collected[1])
