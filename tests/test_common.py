@@ -55,6 +55,7 @@ ESTIMATORS = [
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
     ProbitRESCAL(2, n_warmup=2, n_draws=2, random_state=0),
+    ProbitRESCAL(2, method="vb", max_iter=5, random_state=0),
     # learned rates and relevances (tests/inference/test_ard.py tests what they compute)
     BayesianNMF(3, ard=True, **FAST),
     PLTF("ik,kj->ij", 3, ard=True, prune=True, **FAST),
@@ -110,8 +111,7 @@ _PROBIT_EXPECTED = {name: _NOT_BINARY for name in
 # both non-square and non-binary data; tests/inference/test_probit_rescal.py
 # tests the same contracts on binary relations.
 _PROBIT_RESCAL_EXPECTED = {name: f"{_NOT_SQUARE}, and non-binary data" for name in
-                           _CHECKS_THAT_FIT_RANDOM_DATA + ("check_estimators_nan_inf",)
-                           if name != "check_transformer_n_iter"}  # it fits square 0/1 data
+                           _CHECKS_THAT_FIT_RANDOM_DATA + ("check_estimators_nan_inf",)}
 
 
 def _expected_failed_checks(estimator):

@@ -74,3 +74,24 @@ def binary_log_likelihood(xhat, signs):  # pragma: no cover - compiled
         if signs[v] != 0.0:
             total += log_ndtr(signs[v] * xhat[v])
     return total
+
+
+@numba.njit(cache=True, nogil=True)
+def latent_expectation(xhat, signs, out):  # pragma: no cover - compiled
+    """VB's q(z) given the mean X̂ (flat arrays): writes E[z] and returns
+    Σ log Φ(s x̂) over the observed entries. Where ``signs`` is ±1, q(z)
+    is N(x̂, 1) truncated to the side s names, of mean
+    :math:`\\hat x + s\\,\\varphi(s \\hat x)/\\Phi(s \\hat x)` (the inverse
+    Mills ratio, as a difference of logs so that it holds far in the
+    tail); where it is 0, q(z) is N(x̂, 1) itself."""
+    total = 0.0
+    for v in range(xhat.size):
+        s = signs[v]
+        if s == 0.0:
+            out[v] = xhat[v]
+        else:
+            t = s * xhat[v]
+            log_cdf = log_ndtr(t)
+            total += log_cdf
+            out[v] = xhat[v] + s * math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_cdf)
+    return total
