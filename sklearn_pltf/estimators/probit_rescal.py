@@ -100,9 +100,8 @@ class ProbitRESCAL(BaseFactorization):
     n_draws : int, default=1000
         Gibbs: sweeps kept: :meth:`predict_entries` averages Φ(x̂) over them.
         Also the length of each of Chib's clamped runs.
-    max_iter : int, default=5000
-        VB: at most this many steps per initialisation (ARD's columns fade
-        slowly: a few thousand steps at ``n_components`` 4-10 on Nations).
+    max_iter : int, default=1000
+        VB: at most this many steps per initialisation.
     tol : float, default=0.1
         VB stops once its bound is estimated to be within ``tol`` nats of
         its limit (see ``tol`` of :class:`BayesianNMF`).
@@ -185,7 +184,7 @@ class ProbitRESCAL(BaseFactorization):
     }
 
     def __init__(self, n_components=2, *, method="gibbs", evidence=None, n_warmup=1000,
-                 n_draws=1000, max_iter=5000, tol=0.1, n_init=1, prior_shape=1.0,
+                 n_draws=1000, max_iter=1000, tol=0.1, n_init=1, prior_shape=1.0,
                  prior_scale=1.0, random_state=None, verbose=0):
         self.n_components = n_components
         self.method = method

@@ -32,6 +32,7 @@ from sklearn_pltf.inference.gaussian.rescal_vb import (
     _core_moments,
     _pair_moments,
     _second_moments,
+    _transform,
     predictive_probabilities,
 )
 
@@ -418,6 +419,30 @@ def test_the_second_moments_of_xhat_are_the_explicit_sums():
     expected = ndtr(state.xhat / np.sqrt(1 + variance))
     np.testing.assert_allclose(predictive_probabilities(state)[:, off], expected[:, off],
                                rtol=1e-10)
+
+
+def test_the_parameter_expanded_move_keeps_xhat_and_carries_q_along():
+    """A → AQ, R_k → Q⁻¹R_kQ⁻ᵀ at the Q that raises the bound: the mean and
+    the spread of every x̂ stay as they are, the log determinants it
+    returns are those of the moved covariances, and the move is not the
+    identity (the start is off the optimum in Q)."""
+    X, train, _ = _planted(12, 3)
+    model = ProbitRescalModel(as_observed_tensor(X))
+    _, state, _ = _run(model, 3, 3)
+    v_shape, w_shape = ProbitRescalVB(3)._shapes(model)
+    moved = _transform(state.means, state.covariances, state.core_means, state.core_covariance,
+                       state.log_dets, state.core_log_det, model.prior_scale, v_shape, w_shape)
+    means, covariances, core_means, core_covariance, log_dets, core_log_det = moved
+    assert not np.allclose(means, state.means)
+    np.testing.assert_allclose(latent_mean(means, core_means), latent_mean(state.means,
+                                                                           state.core_means),
+                               atol=1e-10)
+    spread = [np.sum(_pair_moments(_second_moments(m, c)) * _core_moments(cm, cc))
+              for m, c, cm, cc in [(state.means, state.covariances, state.core_means,
+                                    state.core_covariance), moved[:4]]]
+    np.testing.assert_allclose(spread[1], spread[0], rtol=1e-10)
+    np.testing.assert_allclose(log_dets, np.linalg.slogdet(covariances)[1], rtol=1e-10)
+    np.testing.assert_allclose(core_log_det, np.linalg.slogdet(core_covariance)[1], rtol=1e-10)
 
 
 def test_vb_and_gibbs_agree_on_held_out_probabilities():
