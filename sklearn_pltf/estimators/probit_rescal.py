@@ -71,9 +71,9 @@ class ProbitRESCAL(BaseFactorization):
     mask: :meth:`score` returns it, so ``GridSearchCV`` can choose between
     the two families. A VB step costs :math:`O(n^2 K r + (n + K) r^4 + r^6)`
     (the cores share one :math:`r^2 \times r^2` covariance), so VB suits a
-    modest ``n_components`` (a step takes about 60 ms on Nations at 20, 2 s
-    on Kinships at 40); its predictions are less sharp than the sampler's
-    (the Validation page).
+    modest ``n_components`` (a step takes about 50 ms on Nations at 20, 1.2
+    s on Kinships at 40, on one core); its predictions are less sharp than
+    the sampler's (the Validation page).
 
     Diagonal entries x(i, i, k) are treated as missing, as in
     :class:`BayesianRESCAL`: they neither inform the fit nor count in its
