@@ -102,6 +102,8 @@ class RescalVBState(NamedTuple):
 
 
 class VBInfo(NamedTuple):
+    """What a step reports: the bound at its new state."""
+
     objective: float
 
 
@@ -198,7 +200,7 @@ class ProbitRescalVB:
 
     @staticmethod
     def _with_latent(model, state):
-        """``state`` with q(z) at its optimum given the means (step 4)."""
+        """``state`` with q(z) at its optimum given the means (step 5)."""
         xhat = latent_mean(state.means, state.core_means)
         latent = np.empty(xhat.shape)
         log_cdf = _probit_kernels.latent_expectation(xhat.ravel(), model.signs.ravel(),
