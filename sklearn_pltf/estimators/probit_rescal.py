@@ -71,9 +71,8 @@ class ProbitRESCAL(BaseFactorization):
     mask: :meth:`score` returns it, so ``GridSearchCV`` can choose between
     the two families. A VB step costs :math:`O(n^2 K r + (n + K) r^4 + r^6)`
     (the cores share one :math:`r^2 \times r^2` covariance), so VB suits a
-    modest ``n_components`` (a step takes about 50 ms on Nations at 20, 1.2
-    s on Kinships at 40, on one core); its predictions are less sharp than
-    the sampler's (the Validation page).
+    modest ``n_components``; its predictions are less sharp than the
+    sampler's (the Validation page gives both, and the step's time).
 
     Diagonal entries x(i, i, k) are treated as missing, as in
     :class:`BayesianRESCAL`: they neither inform the fit nor count in its
@@ -253,17 +252,15 @@ class ProbitRESCAL(BaseFactorization):
         kernel = ProbitRescalVB(self.n_components)
         result = fit_by_optimizer(
             OptimizerProblem(kernel, model, None,
-                             lambda restart_rng, restart, contractor: kernel.init(restart_rng,
-                                                                                  contractor)),
+                             lambda start_rng, restart, contractor: kernel.init(start_rng,
+                                                                                contractor)),
             rng.spawn(self.n_init),
             Settings(self.max_iter, self.tol, acceleration=None, verbose=self.verbose))
         state, bound = result.state, float(result.objectives[-1])
-        v_shape = self.prior_shape + model.n_entities / 2
         return {
             "_entities": state.means, "_cores": state.core_means,
             "_probabilities": model.in_data_order(predictive_probabilities(state)),
-            "relevance_": state.column_scales / (v_shape - 1.0) if v_shape > 1.0
-            else state.column_scales / v_shape,
+            "relevance_": kernel.column_variances(state, model),
             "log_evidence_": bound, "lower_bound_": bound,
             "objective_history_": np.asarray(result.objectives),
             "converged_": bool(result.converged), "n_iter_": len(result.objectives),

@@ -303,10 +303,7 @@ def test_new_entities_are_refused_with_the_reason():
 def _planted(n, n_relations, seed=0):
     """Binary relations from the rank-2 probit RESCAL model, with 15% of the
     off-diagonal entries held out: (X, training mask, held-out entries)."""
-    rng = np.random.default_rng(seed)
-    entities, cores = rng.standard_normal((n, 2)), rng.standard_normal((n_relations, 2, 2))
-    X = ((latent_mean(entities, cores) + rng.standard_normal((n_relations, n, n)))
-         .transpose(1, 2, 0) > 0).astype(float)
+    X = _relations(n, n_relations, 2, seed)
     held = (np.random.default_rng(1).random(X.shape) < 0.15) & ~np.eye(n, dtype=bool)[:, :, None]
     return X, ~held, np.argwhere(held)
 

@@ -70,6 +70,7 @@ from scipy import optimize
 from scipy.linalg import lapack
 from scipy.special import digamma, gammaln, ndtr
 
+from .._gamma import gamma_bound_term
 from . import _probit_kernels
 from .rescal import latent_mean
 
@@ -165,7 +166,8 @@ class ProbitRescalVB:
         off = ~np.eye(n, dtype=bool)
         variance = np.sum(pair_moments * core_moments) - np.sum(state.xhat[:, off] ** 2)
         # E log p(A | v) + H[q(A)]
-        inv_v, log_v = v_shape / state.column_scales, np.log(state.column_scales) - digamma(v_shape)
+        inv_v = v_shape / state.column_scales
+        log_v = np.log(state.column_scales) - digamma(v_shape)
         rows = (0.5 * np.sum(state.log_dets) + 0.5 * n * r
                 - 0.5 * n * np.sum(log_v) - 0.5 * np.sum(inv_v * np.einsum("icc->c", seconds)))
         # E log p(R | w) + H[q(R)]
@@ -174,8 +176,11 @@ class ProbitRescalVB:
                  + 0.5 * n_relations * r * r * (1.0 - log_w)
                  - 0.5 * inv_w * (np.sum(state.core_means**2)
                                   + n_relations * np.trace(state.core_covariance)))
-        hyper = -(np.sum(_inverse_gamma_kl(v_shape, state.column_scales, a, b))
-                  + _inverse_gamma_kl(w_shape, state.core_scale, a, b))
+        # -KL(q(v) || p(v)) - KL(q(w) || p(w)), those of the precisions 1/v, 1/w: Gammas
+        scales = np.append(state.column_scales, state.core_scale)
+        shapes = np.append(np.full(r, v_shape), w_shape)
+        hyper = gamma_bound_term(np.full(r + 1, a), np.full(r + 1, b), shapes, 1.0 / scales,
+                                 digamma(shapes), (r + 1) * (a * np.log(b) - gammaln(a)))
         return float(state.log_cdf - 0.5 * variance + rows + cores + hyper)
 
     def point(self, state):
@@ -189,6 +194,12 @@ class ProbitRescalVB:
 
     def advance(self, state, priors=None):
         return None
+
+    def column_variances(self, state, model):
+        """E_q[v_c] for each column (scale / (shape - 1)); where q(v)'s shape
+        is at most 1 and that mean is infinite, 1 / E_q[1/v_c] instead."""
+        v_shape = self._shapes(model)[0]
+        return state.column_scales / (v_shape - 1.0 if v_shape > 1.0 else v_shape)
 
     # ------------------------------------------------------------ helpers
     def _shapes(self, model):
@@ -235,11 +246,13 @@ def _pair_moments(seconds):
 def _update_rows(state, inverse_variances):
     """Each row's q(a_i) given the others', in turn (step 1): means,
     covariances and their log determinants."""
-    means, covariances, log_dets = state.means.copy(), state.covariances.copy(), np.empty(len(state.means))
+    means, covariances = state.means.copy(), state.covariances.copy()
+    log_dets = np.empty(len(means))
     n, r = means.shape
     cores = state.core_means
     # T(X) = Σ_k E[R_k X R_kᵀ] + E[R_kᵀ X R_k] as one (r², r²) matrix on vec(X):
-    # E[R X Rᵀ](a, b) = Σ_cd E[R(a, c) R(b, d)] X(c, d), E[Rᵀ X R](c, d) = Σ_ab the same X(a, b).
+    # E[R X Rᵀ](a, b) = Σ_cd E[R(a, c) R(b, d)] X(c, d);
+    # E[Rᵀ X R](c, d) = Σ_ab the same times X(a, b).
     moments = _core_moments(cores, state.core_covariance).reshape(r, r, r, r)  # [a, c, b, d]
     operator = (moments.transpose(0, 2, 1, 3).reshape(r * r, r * r)
                 + moments.transpose(1, 3, 0, 2).reshape(r * r, r * r))
@@ -304,9 +317,8 @@ def _transform(means, covariances, core_means, core_covariance, log_dets, core_l
     (the expected :math:`\\sum_k \\lVert P R_k P^\\top \\rVert_F^2`),
     :math:`\\alpha_v, \\alpha_w` the shapes of q(v) and q(w). Maximised from
     Q = I by L-BFGS with its gradient, and kept only where g rises, so the
-    bound never falls. Coordinate ascent crawls along these directions (A
-    and R trading scale and rotation at a fixed X̂): thousands of steps
-    where with this one a few hundred suffice."""
+    bound never falls. Coordinate ascent alone crawls along these
+    directions (A and R trading scale and rotation at a fixed X̂)."""
     n, r = means.shape
     n_relations = len(core_means)
     totals = covariances.sum(0) + means.T @ means
@@ -352,14 +364,6 @@ def _transform_gain(flat, totals, moments, weight, prior_scale, v_shape, w_shape
     gradient = (weight * inverse.T - v_shape * spread / column
                 + w_shape / (2 * core) * (inverse.T @ through_p @ inverse.T))  # -∂W/∂Q = PᵀYPᵀ
     return -value, -gradient.ravel()
-
-
-def _inverse_gamma_kl(shape, scale, prior_shape, prior_scale):
-    """KL(IG(shape, scale) || IG(prior_shape, prior_scale)), that of the
-    Gammas of the precisions."""
-    return ((shape - prior_shape) * digamma(shape) - gammaln(shape) + gammaln(prior_shape)
-            + prior_shape * (np.log(scale) - np.log(prior_scale))
-            + shape * (prior_scale - scale) / scale)
 
 
 def predictive_probabilities(state):
