@@ -36,7 +36,7 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)  # after -m has deselected: the tests that run
 def pytest_collection_modifyitems(config, items):
     """Longest tests first on every worker: ``@pytest.mark.slow(minutes=m)``
-    gives a test's measured time. pytest-xdist's ``--dist worksteal`` gives
+    (or ``gallery(minutes=m)``) gives a test's measured time. pytest-xdist's ``--dist worksteal`` gives
     each worker a contiguous part of the list, and a worker out of work
     takes from the end of another's: where tests are timed (the slow tier)
     they are dealt out in turn (the longest to the first worker's part, the
@@ -45,7 +45,7 @@ def pytest_collection_modifyitems(config, items):
     Started last, a long test would finish long after the rest; started
     first, it runs beside them."""
     def minutes(item):
-        marker = item.get_closest_marker("slow")
+        marker = item.get_closest_marker("slow") or item.get_closest_marker("gallery")
         return marker.kwargs.get("minutes", 0) if marker is not None else 0
 
     items.sort(key=minutes, reverse=True)  # stable: the rest keep their order

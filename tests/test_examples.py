@@ -2,8 +2,11 @@
 
 The default tier runs each example at the small settings it takes when
 ``SKLEARN_PLTF_QUICK_EXAMPLES`` is set (hidden from the rendered gallery
-between ``sphinx_gallery_start_ignore`` and ``sphinx_gallery_end_ignore``);
-the slow tier and the documentation build run them as the gallery shows them.
+between ``sphinx_gallery_start_ignore`` and ``sphinx_gallery_end_ignore``).
+The documentation build runs them all as the gallery shows them; so do the
+slow tier (``-m slow``), for the examples whose full run takes at most a
+minute and a half, and the gallery tier (``-m gallery``) for the longer ones,
+which would take ``.ci/run`` past its budget.
 """
 
 import pathlib
@@ -18,6 +21,23 @@ matplotlib.use("Agg")
 
 EXAMPLES = sorted((pathlib.Path(__file__).parents[1] / "examples").glob("plot_*.py"))
 QUICK = "SKLEARN_PLTF_QUICK_EXAMPLES"
+# Minutes of a full run beside another worker (.ci/run's slow tier, 2 cores),
+# for the examples over a minute and a half: the gallery tier runs these.
+GALLERY_TIER_MINUTES = {
+    "plot_kinships_attributes": 3.3,
+    "plot_sti_vs_chib": 2.9,
+    "plot_chib_cp_rank": 2.5,
+    "plot_hierarchical_nmf": 2.3,
+    "plot_gaussian_ntf_heldout": 2.1,
+    "plot_deconvolution": 1.7,
+}
+
+
+def _full_run(path):
+    """The example as a parameter, marked with the tier that runs it in full."""
+    minutes = GALLERY_TIER_MINUTES.get(path.stem)
+    mark = pytest.mark.slow(minutes=0.8) if minutes is None else pytest.mark.gallery(minutes=minutes)
+    return pytest.param(path, marks=mark, id=path.stem)
 
 
 def _printed(path, capsys):
@@ -30,14 +50,17 @@ def test_there_are_examples():
     assert EXAMPLES
 
 
+def test_the_gallery_tier_names_examples_that_exist():
+    assert set(GALLERY_TIER_MINUTES) <= {path.stem for path in EXAMPLES}
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs_at_small_settings(path, capsys, monkeypatch):
     monkeypatch.setenv(QUICK, "1")
     assert _printed(path, capsys)  # each example reports what it found
 
 
-@pytest.mark.slow(minutes=1.4)  # the longest, plot_kinships_attributes
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [_full_run(path) for path in EXAMPLES])
 def test_example_runs_at_full_settings(path, capsys, monkeypatch):
     monkeypatch.delenv(QUICK, raising=False)
     assert _printed(path, capsys)  # each example reports what it found
