@@ -8,6 +8,7 @@ from .estimators import (
     BayesianNMF,
     BayesianRESCAL,
     CoupledPLTF,
+    GaussianPLTF,
     GibbsNTF,
     PoissonCP,
     ProbitRESCAL,
@@ -16,6 +17,6 @@ from .estimators import (
 from .engine._likelihood import CompoundPoisson
 from .engine.model import Model
 
-__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "AllocationSMC", "BayesianRESCAL",
-           "ProbitRESCAL", "CoupledPLTF", "CompoundPoisson", "Model"]
+__all__ = ["PLTF", "BayesianNMF", "PoissonCP", "TuckerVB", "GibbsNTF", "GaussianPLTF", "AllocationSMC",
+           "BayesianRESCAL", "ProbitRESCAL", "CoupledPLTF", "CompoundPoisson", "Model"]
 __version__ = "0.1.0.dev0"

@@ -34,6 +34,7 @@ from sklearn_pltf import (
     BayesianRESCAL,
     ProbitRESCAL,
     CoupledPLTF,
+    GaussianPLTF,
     GibbsNTF,
     PoissonCP,
     TuckerVB,
@@ -52,6 +53,8 @@ ESTIMATORS = [
     TuckerVB(2, **FAST),
     GibbsNTF(2, evidence="chib", n_warmup=1, n_draws=2, random_state=0),
     GibbsNTF(2, likelihood="probit", nonnegative=False, n_warmup=1, n_draws=2, random_state=0),
+    # a Tucker-2 string: the Gaussian family's sums for any model string
+    GaussianPLTF("ip,jq,pq->ij", 1, evidence="chib", n_warmup=1, n_draws=2, random_state=0),
     AllocationSMC(2, n_particles=100, random_state=0),
     BayesianRESCAL(2, **FAST),
     ProbitRESCAL(2, n_warmup=2, n_draws=2, random_state=0),
@@ -284,7 +287,7 @@ def test_sklearn_output_checks(estimator, check):
     that refuse such data are tested on theirs above). They test output
     containers, not the evidence, so GibbsNTF skips its Chib runs."""
     est = clone(estimator)
-    if isinstance(est, GibbsNTF):
+    if isinstance(est, (GibbsNTF, GaussianPLTF)):
         est.set_params(evidence=None)
     check(type(estimator).__name__, est)
 

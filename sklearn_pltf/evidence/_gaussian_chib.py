@@ -142,19 +142,16 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
         run({}, False, noise_visit, lambda: values)
 
     clamped = {}
-    chain_rule = list(_blocks(likelihood.shape, rank, blocks))
+    structure = likelihood.structure
+    shapes = structure.factor_shapes(rank)
+    chain_rule = list(_blocks(shapes, blocks))
+    symmetries = _Symmetries(structure.column_labels(rank), signed=not priors.nonnegative)
     progress = progress_or_none(verbose, "Chib's clamped runs",
                                 len(chain_rule) + likelihood.learns_noise, unit="blocks")
     if progress is not None and likelihood.learns_noise:
         progress()  # σ²'s run
     for n, r, element in chain_rule:
-        # Labels r.. are exchangeable while nothing of theirs is clamped: at
-        # mode 0's columns, or the elements of its first row.
-        slots = tuple(range(r, rank)) if n == 0 and element in (None, 0) else (r,)
-        # Signed factors: the column's sign is free until its first element
-        # is clamped, while the last mode's column r is free to flip with it.
-        signs = ((1.0, -1.0) if not priors.nonnegative and n < likelihood.ndim - 1
-                 and element in (None, 0) else (1.0,))
+        slots, signs = symmetries.slots(n, r), symmetries.signs(n, r)
         values = []
 
         def visit(m, s, location=None, scale=None, n=n, r=r, slots=slots, element=element,
@@ -173,10 +170,11 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
             return logsumexp(per_slot, axis=1) - math.log(len(slots))
 
         run(clamped, True, visit, per_draw)
+        symmetries.clamp(n, r)
         if element is None:
             clamped[(n, r)] = True
         else:
-            keep = clamped.get((n, r), np.zeros(likelihood.shape[n], dtype=bool)).copy()
+            keep = clamped.get((n, r), np.zeros(shapes[n][0], dtype=bool)).copy()
             keep[element] = True
             clamped[(n, r)] = True if keep.all() else keep
         if progress is not None:
@@ -188,23 +186,76 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
                                 tuple(ordinates), point, float(np.sqrt(np.sum(variances))))
 
 
-def _blocks(shape, rank, blocks):
-    """(mode, column, element or None) in chain-rule order: with
-    ``"elements"``, mode 0 row by row (its first row holds one element of
-    every component: where the labels are averaged), then the other modes
-    column by column; with ``"columns"``, whole columns."""
+def _blocks(shapes, blocks):
+    """(factor, column, element or None) in chain-rule order, for factor
+    matrices of ``shapes`` (rows, columns): with ``"elements"``, factor 0
+    row by row (its first row holds one element of every column: where the
+    labels are averaged), then the other factors column by column; with
+    ``"columns"``, whole columns."""
     if blocks == "columns":
-        for n in range(len(shape)):
-            for r in range(rank):
+        for n, (_, columns) in enumerate(shapes):
+            for r in range(columns):
                 yield n, r, None
         return
-    for i in range(shape[0]):
-        for r in range(rank):
+    for i in range(shapes[0][0]):
+        for r in range(shapes[0][1]):
             yield 0, r, i
-    for n in range(1, len(shape)):
-        for r in range(rank):
-            for i in range(shape[n]):
+    for n in range(1, len(shapes)):
+        for r in range(shapes[n][1]):
+            for i in range(shapes[n][0]):
                 yield n, r, i
+
+
+class _Symmetries:
+    """The labels and signs still free as the chain rule clamps blocks (module
+    docstring), for factors whose columns carry latent index values
+    (``labels``: per factor, per column, ``{index: value}``; CP: ``{"r": r}``).
+
+    A value l of latent index L is *pinned* once a block of a column with
+    L = l is clamped: until then the values of L not pinned are exchangeable
+    (permuted in every factor at once), so a block's ordinate is averaged
+    over the columns of its row that a permutation of the unpinned values
+    takes it to (:meth:`slots`). With signed factors, negating the slice
+    L = l of two factors leaves X̂ unchanged; while the block's factor has
+    nothing of that slice clamped and another factor carrying L has nothing
+    of it clamped either, the block's conditional is symmetric about 0
+    (:meth:`signs`). Negating two whole factors is such a move too (every
+    factor carries the empty index), which a factor with no latent index needs.
+    """
+
+    def __init__(self, labels, signed):
+        self.labels = [[dict(column, **{"": 0}) for column in factor] for factor in labels]
+        self.signed = signed
+        self.pinned = {}  # index -> the values pinned
+        self.clamped_slices = set()  # (factor, index, value) with a clamped block
+
+    def slots(self, n, r):
+        """The columns of factor n a permutation of the unpinned values takes column r to."""
+        own = self.labels[n][r]
+
+        def reachable(other):
+            pinned = [self.pinned.get(index, set()) for index in own]
+            return all(other[index] == value if value in done else other[index] not in done
+                       for (index, value), done in zip(own.items(), pinned))
+
+        return tuple(s for s, other in enumerate(self.labels[n]) if reachable(other))
+
+    def signs(self, n, r):
+        """(1, -1) where the block's conditional is symmetric about 0, else (1,)."""
+        if not self.signed:
+            return (1.0,)
+        for index, value in self.labels[n][r].items():
+            if (n, index, value) in self.clamped_slices:
+                continue
+            if any(m != n and index in factor[0] and (m, index, value) not in self.clamped_slices
+                   for m, factor in enumerate(self.labels)):
+                return (1.0, -1.0)
+        return (1.0,)
+
+    def clamp(self, n, r):
+        for index, value in self.labels[n][r].items():
+            self.pinned.setdefault(index, set()).add(value)
+            self.clamped_slices.add((n, index, value))
 
 
 def _clamped_run(rng, point, likelihood, priors, clamped, clamp_noise, visit, per_draw, n_warmup,

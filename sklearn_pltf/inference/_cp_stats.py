@@ -24,7 +24,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CPStatistics"]
+__all__ = ["CPStatistics", "cp_dense"]
+
+
+def cp_dense(factors):
+    """The dense CP tensor :math:`\\sum_r \\prod_n A_n(\\cdot, r)`: mode 0
+    times the Khatri–Rao product of the others (one BLAS product)."""
+    product = factors[1]
+    for f in factors[2:]:
+        product = (product[:, None, :] * f[None, :, :]).reshape(-1, f.shape[1])
+    return (factors[0] @ product.T).reshape(tuple(f.shape[0] for f in factors))
 
 
 class CPStatistics:
@@ -41,6 +50,7 @@ class CPStatistics:
 
     def __init__(self, data):
         self.shape, self.ndim = tuple(data.shape), data.ndim
+        self.n_factors = self.ndim  # a factor per mode
         self.n_observed = data.n_observed
         if data.is_sparse:
             self._dense, coords, values, missing = None, data.coords, data.values, data.missing
@@ -72,6 +82,29 @@ class CPStatistics:
             (np.ones(rows.size), (rows, np.arange(rows.size))), shape=(self.shape[n], rows.size)
         )
 
+    def factor_shapes(self, rank):
+        """Each mode's factor shape at rank ``rank``: (I_n, R)."""
+        return [(size, rank) for size in self.shape]
+
+    @staticmethod
+    def factor_tensor(n, matrix):
+        """A factor matrix as the model's tensor: the same array for CP."""
+        return matrix
+
+    @staticmethod
+    def factor_matrix(n, tensor):
+        """The inverse of :meth:`factor_tensor`."""
+        return tensor
+
+    def column_labels(self, rank):
+        """Each factor's columns as latent index values: column r is component r."""
+        return [[{"r": r} for r in range(rank)] for _ in self.shape]
+
+    @staticmethod
+    def n_terms(rank):
+        """The number of products summed into each X̂ entry: R."""
+        return rank
+
     # ------------------------------------------------------------- building blocks
     @staticmethod
     def khatri_rao_rows(factors, coords, skip=None):
@@ -97,6 +130,19 @@ class CPStatistics:
             if m != skip:
                 result = g.copy() if result is None else result * g
         return result
+
+    def design_gram(self, grams, skip=None):
+        """What the Gaussian family's sweep reads as the design's Gram: the
+        Hadamard product of the other modes' Grams (:meth:`hadamard_gram`)."""
+        return self.hadamard_gram(grams, skip=skip)
+
+    def dense_xhat(self, factors):
+        """The whole X̂, the data's shape (one BLAS product)."""
+        return cp_dense(factors)
+
+    def entries_xhat(self, factors, coords):
+        """X̂ at the listed entries (``coords``: ndim x n)."""
+        return np.sum(self.khatri_rao_rows(factors, np.asarray(coords, dtype=np.intp)), axis=1)
 
     def mttkrp(self, n, factors):
         """:math:`X_{(n)} K_n` over the observed entries (I_n x R)."""

@@ -34,7 +34,7 @@ FAMILIES = {
                 "BayesianNMF, PoissonCP, TuckerVB, PLTF"),
     "tied": ("a model with a tied factor", "BayesianRESCAL, PLTF with tied_factors"),
     "coupled": ("coupled tensors (CoupledPLTF)", "CoupledPLTF"),
-    "gaussian": ("the Gaussian family (GibbsNTF)", "GibbsNTF"),
+    "gaussian": ("the Gaussian family (GibbsNTF, GaussianPLTF)", "GibbsNTF, GaussianPLTF"),
     "allocation": ("the Bayesian allocation model (AllocationSMC)", "AllocationSMC"),
 }
 

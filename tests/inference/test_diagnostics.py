@@ -133,10 +133,10 @@ def test_set_chain_lengths_are_used_exactly():
 def test_gibbs_ntf_auto_warm_up_grows_while_its_chain_climbs(monkeypatch):
     """The same rank-3 tensor as above: from a default of 2 warm-up sweeps
     the warm-up grows, and the fit equals one with that warm-up set."""
-    from sklearn_pltf.estimators import gaussian_ntf
+    from sklearn_pltf.estimators import _gaussian_base
 
-    monkeypatch.setattr(gaussian_ntf, "DEFAULT_N_WARMUP", 2)
-    monkeypatch.setattr(gaussian_ntf, "DEFAULT_N_DRAWS", 20)
+    monkeypatch.setattr(_gaussian_base, "DEFAULT_N_WARMUP", 2)
+    monkeypatch.setattr(_gaussian_base, "DEFAULT_N_DRAWS", 20)
     rng = np.random.default_rng(0)
     factors = [rng.standard_exponential((n, 3)) for n in (20, 15, 10)]
     X = np.einsum("ir,jr,kr->ijk", *factors) + rng.normal(0.0, 0.3, (20, 15, 10))

@@ -160,7 +160,7 @@ def test_transform_score_pickle_and_clone_on_binary_data():
 @pytest.mark.parametrize("X, params, message", [
     (np.full((4, 3), 2.0), {}, "binary data"),
     (np.full((4, 3), 0.5), {}, "binary data"),
-    (-np.ones((4, 3)), {}, "Negative values"),
+    (-np.ones((4, 3)), {}, "Negative values in data: .*binary data.*X holds -1"),
     (np.ones((4, 3)), {"method": "hmc"}, "cannot sample likelihood='probit'"),
     (np.ones((4, 3)), {"evidence": "ais"}, "use evidence='chib'"),
 ])

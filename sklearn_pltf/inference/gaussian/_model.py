@@ -187,9 +187,9 @@ def init(rng, stats, rank, priors):
     has the data's mean square; (μ, v) drawn from their conditionals; σ² at
     the observed values' variance."""
     mean_square = stats.sum_of_squares / stats.n_observed
-    scale = (max(mean_square, 1e-12) / rank) ** (0.5 / stats.ndim)
+    scale = (max(mean_square, 1e-12) / stats.n_terms(rank)) ** (0.5 / stats.n_factors)
     draw = rng.standard_exponential if priors.nonnegative else rng.standard_normal
-    factors = tuple(scale * draw((size, rank)) for size in stats.shape)
+    factors = tuple(scale * draw(shape) for shape in stats.factor_shapes(rank))
     means, variances = draw_hyper(rng, factors, priors)
     noise = max(mean_square, 1e-12)
     return GaussianState(factors, tuple(means), tuple(variances), float(noise))

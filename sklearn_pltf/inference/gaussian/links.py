@@ -41,23 +41,33 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from ...engine._data import ObservedTensor
-from .._cp_stats import CPStatistics
+from .._cp_stats import CPStatistics, cp_dense
 from .._truncnorm import rectified_normal_mean
+from ...engine.model import Model
 from . import _probit_kernels
 from ._model import GaussianInfo, init, log_likelihood
+from ._string_stats import StringStatistics
 from .sweeps import fold_in, gibbs_sweep
 
 __all__ = ["GaussianNoise", "ProbitLink", "LIKELIHOODS", "likelihood_of", "cp_dense",
-           "binary_signs"]
+           "binary_signs", "statistics_of", "is_cp_model"]
 
 
-def cp_dense(factors):
-    """The dense CP tensor :math:`\\sum_r \\prod_n A_n(\\cdot, r)`: mode 0
-    times the Khatri–Rao product of the others (one BLAS product)."""
-    product = factors[1]
-    for f in factors[2:]:
-        product = (product[:, None, :] * f[None, :, :]).reshape(-1, f.shape[1])
-    return (factors[0] @ product.T).reshape(tuple(f.shape[0] for f in factors))
+def statistics_of(data, model=None):
+    """The data-side sums of ``data`` for a model string (a bound
+    :class:`~sklearn_pltf.engine.model.Model`; None: CP):
+    :class:`~sklearn_pltf.inference._cp_stats.CPStatistics` for CP, whose
+    Gram identities are cheapest, else
+    :class:`~._string_stats.StringStatistics`. Both give the same sums (tests)."""
+    if model is None or is_cp_model(Model.parse(model)):
+        return CPStatistics(data)
+    return StringStatistics(data, model)
+
+
+def is_cp_model(model):
+    """Whether factor n is (axis n, the one latent index), as CP's factor matrices are."""
+    return (len(model.latent) == 1 and model.n_factors == len(model.output)
+            and all(f == axis + model.latent for f, axis in zip(model.factors, model.output)))
 
 
 def binary_signs(data, advice=""):
@@ -67,9 +77,11 @@ def binary_signs(data, advice=""):
     (followed by ``advice``) if the observed entries hold one."""
     values = data.observed_values
     if values.size and not np.all(values == 1):
-        bad = values[values != 1][0]
-        raise ValueError("likelihood='probit' models binary data (0 or 1 at every observed "
-                         f"entry); X holds {bad:.6g}.{advice}")
+        negative = values.min() < 0
+        bad = values.min() if negative else values[values != 1][0]
+        raise ValueError(f"{'Negative values in data: ' if negative else ''}likelihood='probit' "
+                         "models binary data (0 or 1 at every observed entry); X holds "
+                         f"{bad:.6g}.{advice}")
     ones, observed = np.zeros(data.shape), np.ones(data.shape, dtype=bool)
     if data.is_sparse:
         ones[tuple(data.coords)] = 1.0
@@ -87,16 +99,18 @@ class GaussianNoise:
     entries of ``stats`` (a :class:`~sklearn_pltf.inference._cp_stats.CPStatistics`)."""
 
     learns_noise = allows_negative = True
-    samplers = ("gibbs", "hmc")
     evidence_bound = None  # a density
 
     def __init__(self, stats):
-        self.stats = stats
+        #: The data-side sums; also the model's layout (factor shapes, column labels).
+        self.stats = self.structure = stats
         self.shape, self.ndim = stats.shape, stats.ndim
+        # HMC's gradient reads CP's Gram identities (masked_gradient_terms).
+        self.samplers = ("gibbs", "hmc") if isinstance(stats, CPStatistics) else ("gibbs",)
 
     @classmethod
-    def from_data(cls, data):
-        return cls(CPStatistics(data))
+    def from_data(cls, data, model=None):
+        return cls(statistics_of(data, model))
 
     def initial_state(self, rng, rank, priors):
         return init(rng, self.stats, rank, priors)
@@ -129,26 +143,38 @@ class ProbitLink:
     ----------
     data : ObservedTensor
         Values 0 or 1 at the observed entries.
+    model : Model or None
+        The bound model string of X̂ (None: CP).
     """
 
     learns_noise = allows_negative = False
     samplers = ("gibbs",)
     evidence_bound = 0.0  # a probability of the binary data
 
-    def __init__(self, data):
+    def __init__(self, data, model=None):
         self.shape, self.ndim = tuple(data.shape), data.ndim
         #: +1 at an observed one, -1 at an observed zero, 0 where missing.
         self.signs = binary_signs(data, " Use likelihood='gaussian' for real values.")
         self.observed = self.signs != 0
+        self.model = model
+        # The sums on the signs: the start's scale, X̂ from the factors, and
+        # the model's layout (factor shapes, column labels).
+        self._on_signs = self.structure = self._statistics(self.signs)
 
     @classmethod
-    def from_data(cls, data):
-        return cls(data)
+    def from_data(cls, data, model=None):
+        return cls(data, model)
+
+    def _statistics(self, dense):
+        """The model's sums on a complete dense tensor (the latent z, the signs)."""
+        return statistics_of(ObservedTensor(self.shape, dense=dense), self.model)
+
+    def _xhat(self, factors):
+        return self._on_signs.dense_xhat(factors)
 
     def initial_state(self, rng, rank, priors):
         """:func:`~._model.init` on the signs (X̂ of mean square 1), σ² = 1."""
-        start = init(rng, CPStatistics(ObservedTensor(self.shape, dense=self.signs)), rank, priors)
-        return start._replace(noise_variance=1.0)
+        return init(rng, self._on_signs, rank, priors)._replace(noise_variance=1.0)
 
     def draw_latent(self, rng, xhat):
         """z given X̂: :math:`\\mathcal N(\\hat x, 1)` truncated to z > 0 at a
@@ -159,15 +185,14 @@ class ProbitLink:
 
     def sweep(self, rng, state, priors, clamped=None, clamp_noise=True, visit=None):
         """z given the factors, then the Gaussian family's sweep on z with σ² = 1."""
-        latent = self.draw_latent(rng, cp_dense(state.factors))
-        stats = CPStatistics(ObservedTensor(self.shape, dense=latent))
+        stats = self._statistics(self.draw_latent(rng, self._xhat(state.factors)))
         state, _ = gibbs_sweep(rng, state._replace(noise_variance=1.0), stats, priors,
                                clamped=clamped, clamp_noise=True, visit=visit)
         return state, GaussianInfo(self.log_likelihood(state.factors))
 
     def log_likelihood(self, factors, noise_variance=1.0):
         """:math:`\\sum_{v \\in O} \\log \\Phi(s_v \\hat x_v)`: a probability of the binary data."""
-        return float(_probit_kernels.binary_log_likelihood(cp_dense(factors).ravel(),
+        return float(_probit_kernels.binary_log_likelihood(self._xhat(factors).ravel(),
                                                            self.signs.ravel()))
 
     @staticmethod
@@ -188,8 +213,7 @@ class ProbitLink:
         moves by more than ``tol`` relative to its row's largest."""
         factors = list(factors)
         for _ in range(max_iter):
-            latent = self.expected_latent(cp_dense(factors))
-            stats = CPStatistics(ObservedTensor(self.shape, dense=latent))
+            stats = self._statistics(self.expected_latent(self._xhat(factors)))
             old = factors[mode]
             factors[mode] = fold_in(stats, factors, mode, means, variances, 1.0, max_iter=1,
                                     nonnegative=nonnegative)

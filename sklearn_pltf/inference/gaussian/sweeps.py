@@ -16,7 +16,7 @@ class _ModeTerms(NamedTuple):
     """What the column conditionals of mode n read, fixed while mode n is updated."""
 
     mttkrp: np.ndarray  # I_n x R
-    gram: np.ndarray  # R x R, the Hadamard product of the other modes' Grams
+    gram: np.ndarray  # R x R, the design's Gram (CP: the Hadamard product of the other modes' Grams)
     missing_others: np.ndarray | None  # K_n at the missing entries
     missing_precision: np.ndarray | None  # I_n x R: Σ_missing K_n²
 
@@ -24,7 +24,7 @@ class _ModeTerms(NamedTuple):
 def _mode_terms(stats, n, factors, grams):
     others = stats.missing_rows(n, factors)
     precision = None if others is None else stats.scatter_missing(n, others**2)
-    return _ModeTerms(stats.mttkrp(n, factors), stats.hadamard_gram(grams, skip=n), others, precision)
+    return _ModeTerms(stats.mttkrp(n, factors), stats.design_gram(grams, skip=n), others, precision)
 
 
 def column_conditional(stats, n, r, factor, terms, missing_xhat, mean, variance, noise_variance):
@@ -60,7 +60,7 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
     missing_xhat = stats.missing_xhat(factors)
     if priors.ard:  # one v per component for every mode, given every factor
         means, variances = map(list, _draw_shared_variances(rng, factors, priors))
-    for n in range(stats.ndim):
+    for n in range(stats.n_factors):
         if not priors.ard:
             means[n], variances[n] = _draw_hyper(rng, factors[n], priors)
         terms = _mode_terms(stats, n, factors, grams)
@@ -83,7 +83,7 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
         factors[n], grams[n] = factor, factor.T @ factor
     # The last mode's MTTKRP and the tracked X̂ at missing entries still hold.
     sse = stats.sum_of_squared_errors(factors, grams=grams, mttkrp=terms.mttkrp,
-                                      mode=stats.ndim - 1, missing_xhat=missing_xhat)
+                                      mode=stats.n_factors - 1, missing_xhat=missing_xhat)
     shape, scale = priors.noise_shape + 0.5 * stats.n_observed, priors.noise_scale + 0.5 * sse
     if visit is not None:
         visit("noise", shape, scale)
