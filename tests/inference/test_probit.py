@@ -84,6 +84,7 @@ def test_the_same_random_state_gives_the_same_latent_draws():
     np.testing.assert_array_equal(first, second)
 
 
+@pytest.mark.slow(minutes=0.2)
 def test_probit_chib_evidence_matches_a_prior_monte_carlo_reference():
     # Chib's identity with the latent Gaussian drawn in every sweep of every
     # clamped run; the likelihood ordinate is the exact Π Φ(±x̂*). The

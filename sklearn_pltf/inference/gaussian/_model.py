@@ -146,7 +146,9 @@ def _draw_shared_variances(rng, factors, priors):
     """ARD: every mode's column locations (zeros) and the variances
     :math:`v_r` shared by every mode, drawn from their conditional."""
     n_r, s_r = _component_statistics(factors)
-    v = (priors.hyper_scale + 0.5 * s_r) / rng.standard_gamma(priors.hyper_shape + 0.5 * n_r)
+    # One Gamma variate per component: the v_r are independent given the factors.
+    v = (priors.hyper_scale + 0.5 * s_r) / rng.standard_gamma(priors.hyper_shape + 0.5 * n_r,
+                                                              size=s_r.shape)
     return tuple(np.zeros_like(v) for _ in factors), tuple(v for _ in factors)
 
 
@@ -200,7 +202,7 @@ def _draw_hyper(rng, factor, priors):
     location, precision, shape, scale = _posterior_hyper(
         factor.sum(0), (factor**2).sum(0), factor.shape[0], priors
     )
-    variance = scale / rng.standard_gamma(shape)
+    variance = scale / rng.standard_gamma(shape, size=scale.shape)  # one per column
     return location + np.sqrt(variance / precision) * rng.standard_normal(variance.shape), variance
 
 
