@@ -139,6 +139,7 @@ def exact_tiny():
     return _exact_compound_log_evidence(TINY_REALS, 1)
 
 
+@pytest.mark.slow(minutes=0.15)  # the exact evidence takes 7 s beside another worker
 def test_the_bound_lies_below_the_exact_evidence(exact_tiny):
     exact = exact_tiny
     vb = BayesianNMF(1, likelihood="compound_poisson", tol=1e-9, max_iter=5000,

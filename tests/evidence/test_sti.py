@@ -101,7 +101,8 @@ def test_sti_matches_analytic_evidence(rank):
     assert estimate.state.params[0].sum() == pytest.approx(x.mean(), abs=0.2)
 
 
-@pytest.mark.parametrize("rank", [2, pytest.param(5, marks=pytest.mark.slow(minutes=0.12))])
+@pytest.mark.slow(minutes=0.12)
+@pytest.mark.parametrize("rank", [2, 5])
 def test_self_tuning_sti_matches_analytic_evidence(rank):
     """The default, n_steps="auto": its standard error within the default
     target (tol=1), the analytic evidence within three of it (the estimate

@@ -132,6 +132,7 @@ def test_bad_data_is_a_clear_error(X, message):
         ProbitRescalModel(as_observed_tensor(X))
 
 
+@pytest.mark.slow(minutes=0.1)
 def test_geweke_the_sweep_keeps_the_joint_distribution():
     """Geweke (JASA 2004): alternating x ~ p(x | θ) (every off-diagonal entry)
     with one sweep θ ~ p(θ | x) leaves the prior of θ invariant, so the
