@@ -70,7 +70,9 @@ Chib (1993): every sweep draws the latent tensor given X̂, then runs the
 sweep above on it with σ² = 1 (:class:`ProbitLink`).
 
 The family is a folder: :mod:`._model` (priors, states, the column
-hyper-parameters, densities and prior draws), :mod:`.sweeps` (the Gibbs
+hyper-parameters, densities and prior draws), :mod:`._string_stats` (the
+sums the sweep reads for any model string whose observed indices each
+belong to one factor; CP's are :mod:`.._cp_stats`), :mod:`.sweeps` (the Gibbs
 sweep and the fold-in), :mod:`.links` (the likelihoods: Gaussian noise and
 the probit link, one interface), :mod:`.hmc` (HMC and its step size) and
 :mod:`.chains` (one chain on the samplers' driver, and the pooling of
