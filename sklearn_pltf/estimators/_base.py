@@ -22,7 +22,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..engine._array_api import array_api_refusal, like, to_numpy
-from ..engine._contract import full_xhat
 from ..engine._likelihood import LIKELIHOODS, Likelihood, get_likelihood
 from ..evidence._ais import ais_log_evidence, has_posterior_start, posterior_start
 from ..inference import em
@@ -43,20 +42,7 @@ from ..engine._factor_checks import (check_entry_indices, check_fixed_factors_re
                                      given_start)
 from ._validation import validate_tensor
 
-__all__ = ["BasePoissonPLTF", "cp_reconstruction"]
-
-
-def cp_reconstruction(estimator, W):
-    """Dense X̂ of a fitted CP estimator (``model_``, ``factors_``) from
-    sample-mode factor values ``W`` (n_samples, n_components), the other
-    factors at their fitted values: its ``inverse_transform``."""
-    check_is_fitted(estimator)
-    W = np.asarray(W, dtype=np.float64)
-    if W.ndim != 2 or W.shape[1] != estimator.n_components:
-        raise ValueError(
-            f"Expected an array of shape (n_samples, {estimator.n_components}), got {W.shape}."
-        )
-    return full_xhat(with_n_samples(estimator.model_, W.shape[0]), [W, *estimator.factors_[1:]])
+__all__ = ["BasePoissonPLTF"]
 
 
 class BasePoissonPLTF(BaseFactorization):

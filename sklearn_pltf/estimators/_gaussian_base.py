@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine._contract import EntryList, full_xhat
+from ..engine._contract import EntryList
 from ..engine._factor_checks import check_entry_indices
 from ..engine.model import Model
 from ..evidence import _posterior as _mcmc
@@ -27,7 +27,7 @@ from ..inference._diagnostics import chain_lengths, sample_until_mixed
 from ..inference._inference_data import export_inference_data, factor_names_of
 from ..inference._methods import FamilyMethods, choose_evidence
 from ..inference.gaussian.links import is_cp_model
-from ._one_tensor import with_n_samples
+from ._one_tensor import sample_reconstruction, with_n_samples
 from ._sampled import lengthen_advice, warn_unless_mixed
 from ._skeleton import BaseFactorization
 from ._validation import validate_tensor
@@ -406,19 +406,8 @@ class BaseGaussianFactorization(BaseFactorization):
         """X̂ from sample-mode factor values ``X`` (n_samples, n_features_out),
         the other factors at their posterior means (dense)."""
         check_is_fitted(self)
-        W = np.asarray(X, dtype=np.float64)
-        n_out = self._n_features_out
-        if W.ndim != 2 or W.shape[1] != n_out:
-            raise ValueError(f"Expected an array of shape (n_samples, {n_out}), got {W.shape}.")
-        sample = self._sample_factor()
-        model = with_n_samples(self.model_, W.shape[0])
-        # W's columns run over the sample factor's other indices in its string's order.
-        sizes = [model.sizes[c] for c in model.factors[sample] if c != model.output[0]]
-        tensor = np.moveaxis(W.reshape((W.shape[0], *sizes)), 0,
-                             model.factors[sample].index(model.output[0]))
-        factors = list(self.factors_)
-        factors[sample] = tensor
-        return full_xhat(model, factors)
+        self._sample_factor()  # raises unless the model has a sample-mode factor
+        return sample_reconstruction(self.model_, self.factors_, np.asarray(X, dtype=np.float64))
 
     def predict_entries(self, indices):
         """Posterior predictive mean at the given entries of the fitted tensor:

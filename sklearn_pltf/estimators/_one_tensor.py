@@ -40,6 +40,23 @@ FOLD_IN_TOL = 1e-6
 BOUND_ADVICE = "A variational bound cannot lie above log p(X): please report this."
 
 
+def sample_reconstruction(model, factors, W):
+    """Dense X̂ from sample-mode factor values ``W`` (n_samples, the sample
+    factor's latent sizes multiplied), the other ``factors`` (model order) as
+    given: an ``inverse_transform``."""
+    alpha = model.sample_factor()
+    own = model.factors[alpha]
+    latent_shape = tuple(model.sizes[c] for c in own if c != model.output[0])
+    if W.ndim != 2 or W.shape[1] != int(np.prod(latent_shape)):
+        raise ValueError(f"Expected an array of shape (n_samples, "
+                         f"{int(np.prod(latent_shape))}), got {W.shape}.")
+    factor = moveaxis(namespace_of(W).reshape(W, (W.shape[0],) + latent_shape), 0,
+                      own.index(model.output[0]))
+    factors = list(factors)
+    factors[alpha] = factor
+    return full_xhat(with_n_samples(model, W.shape[0]), factors)
+
+
 def with_n_samples(model, n_samples):
     """The bound ``model`` with its sample axis (axis 0) of size ``n_samples``."""
     return replace(model, sizes={**model.sizes, model.output[0]: n_samples})
@@ -273,13 +290,4 @@ class OneTensorFit:
             W = np.asarray(X, dtype=np.float64)
         else:  # fitted where array-API data live: W goes there too
             W = as_namespace(X, namespace_of(fitted), device_of(fitted), fitted.dtype)
-        own = model.factors[alpha]
-        latent_shape = tuple(model.sizes[c] for c in own if c != model.output[0])
-        if W.ndim != 2 or W.shape[1] != int(np.prod(latent_shape)):
-            raise ValueError(f"Expected an array of shape (n_samples, "
-                             f"{int(np.prod(latent_shape))}), got {W.shape}.")
-        factor = moveaxis(namespace_of(W).reshape(W, (W.shape[0],) + latent_shape), 0,
-                          own.index(model.output[0]))
-        factors = list(view.state.mean)
-        factors[alpha] = factor
-        return full_xhat(with_n_samples(model, W.shape[0]), factors)
+        return sample_reconstruction(model, view.state.mean, W)

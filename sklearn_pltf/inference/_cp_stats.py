@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CPStatistics", "cp_dense"]
+__all__ = ["CPStatistics", "GaussianSums", "cp_dense"]
 
 
 def cp_dense(factors):
@@ -36,7 +36,50 @@ def cp_dense(factors):
     return (factors[0] @ product.T).reshape(tuple(f.shape[0] for f in factors))
 
 
-class CPStatistics:
+class GaussianSums:
+    """What the Gaussian family's sums share whatever the structure
+    (:class:`CPStatistics`, :class:`~.gaussian._string_stats.StringStatistics`):
+    the factors' Grams, the scatter over the missing entries and the sum of
+    squared errors. A subclass gives ``_n_rows(n)`` (factor n's rows),
+    ``_select_missing``, ``_missing``, ``entries_xhat`` and
+    ``xhat_square_sum(grams)`` (:math:`\\sum_{\\text{all } v} \\hat x_v^2`)."""
+
+    def _selector(self, n, rows):
+        """Factor n's rows x entries, a one where the entry lies in the row:
+        scatter-adds as sparse products."""
+        return sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
+                             shape=(self._n_rows(n), rows.size))
+
+    @staticmethod
+    def grams(factors):
+        """:math:`A_m^\\top A_m` for every factor (matrix)."""
+        return [f.T @ f for f in factors]
+
+    def missing_xhat(self, factors):
+        """:math:`\\hat X` at the missing entries (or an empty array)."""
+        return self.entries_xhat(factors, self._missing) if self.n_missing else np.zeros(0)
+
+    def scatter_missing(self, n, values):
+        """Σ over missing entries in each row of factor n of ``values`` (entries x k)."""
+        return np.asarray(self._select_missing[n] @ values)
+
+    def sum_of_squared_errors(self, factors, grams=None, mttkrp=None, mode=0, missing_xhat=None):
+        """:math:`\\sum_O (x - \\hat x)^2 = \\sum x^2 - 2 \\sum x \\hat x + \\sum \\hat x^2`:
+        :math:`\\sum_O x \\hat x = \\langle A_n, \\Pi_n \\rangle` for any factor n, and
+        :math:`\\sum_O \\hat x^2` is the all-entry Gram sum minus the missing entries'.
+        What a caller already holds saves work: the Grams, ``mode``'s MTTKRP
+        ``mttkrp``, and X̂ at the missing entries."""
+        grams = self.grams(factors) if grams is None else grams
+        mttkrp = self.mttkrp(mode, factors) if mttkrp is None else mttkrp
+        cross = float(np.sum(factors[mode] * mttkrp))
+        squares = self.xhat_square_sum(grams)
+        if self.n_missing:
+            missing_xhat = self.missing_xhat(factors) if missing_xhat is None else missing_xhat
+            squares -= float(np.sum(missing_xhat**2))
+        return max(self.sum_of_squares - 2.0 * cross + squares, 0.0)
+
+
+class CPStatistics(GaussianSums):
     """Data-side sums for a CP model on an :class:`~sklearn_pltf.engine._data.ObservedTensor`.
 
     Attributes
@@ -47,6 +90,9 @@ class CPStatistics:
     sum_of_squares : float
         :math:`\\sum_O x^2`.
     """
+
+    #: The samplers these sums serve: HMC's gradient reads masked_gradient_terms.
+    samplers = ("gibbs", "hmc")
 
     def __init__(self, data):
         self.shape, self.ndim = tuple(data.shape), data.ndim
@@ -68,19 +114,14 @@ class CPStatistics:
         source = self._dense if self._dense is not None else values
         self.sum_of_squares = float(np.sum(np.square(source)))
         # Row selection matrices (I_n x entries): scatter-adds as sparse products.
-        self._select = [self._selector(coords[n], n) for n in range(self.ndim)] if values.size else None
-        self._select_missing = ([self._selector(missing[n], n) for n in range(self.ndim)]
+        self._select = [self._selector(n, coords[n]) for n in range(self.ndim)] if values.size else None
+        self._select_missing = ([self._selector(n, missing[n]) for n in range(self.ndim)]
                                 if self.n_missing else None)
         # Dense data: each mode's unfolding X_(n) (I_n x the other sizes, in order), once.
         self._unfolded = None if self._dense is None else [
             np.ascontiguousarray(np.moveaxis(self._dense, n, 0)).reshape(self.shape[n], -1)
             for n in range(self.ndim)
         ]
-
-    def _selector(self, rows, n):
-        return sp.csr_matrix(
-            (np.ones(rows.size), (rows, np.arange(rows.size))), shape=(self.shape[n], rows.size)
-        )
 
     def factor_shapes(self, rank):
         """Each mode's factor shape at rank ``rank``: (I_n, R)."""
@@ -118,11 +159,6 @@ class CPStatistics:
         return rows
 
     @staticmethod
-    def grams(factors):
-        """:math:`A_m^\\top A_m` for every mode."""
-        return [f.T @ f for f in factors]
-
-    @staticmethod
     def hadamard_gram(grams, skip=None):
         """:math:`G_n = \\ast_{m \\ne n} A_m^\\top A_m` (all modes if ``skip`` is None)."""
         result = None
@@ -131,10 +167,17 @@ class CPStatistics:
                 result = g.copy() if result is None else result * g
         return result
 
-    def design_gram(self, grams, skip=None):
+    def design_gram(self, grams, skip):
         """What the Gaussian family's sweep reads as the design's Gram: the
         Hadamard product of the other modes' Grams (:meth:`hadamard_gram`)."""
         return self.hadamard_gram(grams, skip=skip)
+
+    def xhat_square_sum(self, grams):
+        """:math:`\\sum_{\\text{all } v} \\hat x_v^2`: the sum of every mode's Grams' Hadamard product."""
+        return float(np.sum(self.hadamard_gram(grams)))
+
+    def _n_rows(self, n):
+        return self.shape[n]
 
     def dense_xhat(self, factors):
         """The whole X̂, the data's shape (one BLAS product)."""
@@ -168,19 +211,9 @@ class CPStatistics:
             return None
         return self.khatri_rao_rows(factors, self._missing, skip=n)
 
-    def missing_xhat(self, factors):
-        """:math:`\\hat X` at the missing entries (or an empty array)."""
-        if not self.n_missing:
-            return np.zeros(0)
-        return np.sum(self.khatri_rao_rows(factors, self._missing), axis=1)
-
     def missing_row_index(self, n):
         """Each missing entry's index along mode n."""
         return self._missing[n]
-
-    def scatter_missing(self, n, values):
-        """Σ over missing entries with v_n = i of ``values`` (entries x k) -> (I_n x k)."""
-        return np.asarray(self._select_missing[n] @ values)
 
     # ------------------------------------------------------------------ the model
     def masked_gradient_terms(self, n, factors, grams=None, with_mttkrp=False):
@@ -196,17 +229,3 @@ class CPStatistics:
             result += self.scatter_missing(n, xhat[:, None] * others)
         return (result, mttkrp) if with_mttkrp else result
 
-    def sum_of_squared_errors(self, factors, grams=None, mttkrp=None, mode=0, missing_xhat=None):
-        """:math:`\\sum_O (x - \\hat x)^2 = \\sum x^2 - 2 \\sum x \\hat x + \\sum \\hat x^2`:
-        :math:`\\sum_O x \\hat x = \\langle A_n, \\Pi_n \\rangle` for any mode n, and
-        :math:`\\sum_O \\hat x^2` is the all-entry Gram sum minus the missing entries'.
-        What a caller already holds saves work: the Grams, ``mode``'s MTTKRP
-        ``mttkrp``, and X̂ at the missing entries."""
-        grams = self.grams(factors) if grams is None else grams
-        mttkrp = self.mttkrp(mode, factors) if mttkrp is None else mttkrp
-        cross = float(np.sum(factors[mode] * mttkrp))
-        squares = float(np.sum(self.hadamard_gram(grams)))
-        if self.n_missing:
-            missing_xhat = self.missing_xhat(factors) if missing_xhat is None else missing_xhat
-            squares -= float(np.sum(missing_xhat**2))
-        return max(self.sum_of_squares - 2.0 * cross + squares, 0.0)

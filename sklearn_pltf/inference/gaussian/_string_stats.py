@@ -33,15 +33,15 @@ from __future__ import annotations
 from string import ascii_letters
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...engine._contract import planner_for
 from ...engine.model import Model
+from .._cp_stats import GaussianSums
 
 __all__ = ["StringStatistics"]
 
 
-class StringStatistics:
+class StringStatistics(GaussianSums):
     """Data-side sums for the Gaussian family on a bound model string.
 
     Parameters
@@ -58,6 +58,9 @@ class StringStatistics:
     n_observed : int
     sum_of_squares : float
     """
+
+    #: The samplers these sums serve (HMC's gradient is written for CP's).
+    samplers = ("gibbs",)
 
     def __init__(self, data, model):
         model = Model.parse(model)
@@ -96,11 +99,6 @@ class StringStatistics:
                                 if self.n_missing else None)
         self._select = ([self._selector(a, self._row_index(a, self._coords))
                          for a in range(self.n_factors)] if self._dense is None else None)
-
-    def _selector(self, alpha, rows):
-        """Rows x entries, a one where the entry lies in the row: scatter-adds as products."""
-        return sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
-                             shape=(self._shapes[alpha][0], rows.size))
 
     # ------------------------------------------------------------------ layout
     def factor_shapes(self, rank=None):
@@ -155,14 +153,18 @@ class StringStatistics:
         return "".join(self._rows[alpha]) + self._columns(alpha)
 
     # ------------------------------------------------------------- building blocks
-    @staticmethod
-    def grams(factors):
-        """:math:`M_\\beta = F_\\beta^\\top F_\\beta` for every factor."""
-        return [f.T @ f for f in factors]
+    def design_gram(self, grams, skip):
+        """:math:`G_\\alpha` for ``skip = α`` (columns x columns)."""
+        value = self._gram_contraction(grams, skip)
+        return np.reshape(value, (self._shapes[skip][1],) * 2)
 
-    def design_gram(self, grams, skip=None):
-        """:math:`G_\\alpha` for ``skip = α`` (columns x columns); with ``skip``
-        None, :math:`\\sum_{\\text{all } v} \\hat x_v^2` as a 1 x 1 array."""
+    def xhat_square_sum(self, grams):
+        """:math:`\\sum_{\\text{all } v} \\hat x_v^2`: the same contraction over every factor."""
+        return float(self._gram_contraction(grams, None))
+
+    def _gram_contraction(self, grams, skip):
+        """Every factor's Gram but ``skip``'s, each latent index unprimed and
+        primed, contracted to ``skip``'s latent indices and their copies."""
         operands, subscripts = [], []
         for beta, gram in enumerate(grams):
             if beta != skip:
@@ -170,9 +172,10 @@ class StringStatistics:
                 operands.append(np.reshape(gram, cols + cols))
                 subscripts.append(self._columns(beta) + self._columns(beta, primed=True))
         out = "" if skip is None else self._columns(skip) + self._columns(skip, primed=True)
-        value = self._contract(operands, subscripts, out)
-        n = 1 if skip is None else self._shapes[skip][1]
-        return np.reshape(value, (n, n))
+        return self._contract(operands, subscripts, out)
+
+    def _n_rows(self, alpha):
+        return self._shapes[alpha][0]
 
     def _columns(self, alpha, primed=False):
         """The subscript of factor ``alpha``'s latent indices (primed: their copies)."""
@@ -202,9 +205,8 @@ class StringStatistics:
 
     def _gathered(self, beta, factor, coords):
         """Factor ``beta`` at the listed entries: (entries, its columns...) and its subscript."""
-        tensor = self._tensor(beta, factor)
         if not self._rows[beta]:
-            return tensor, "".join(self._cols[beta])
+            return self._tensor(beta, factor), "".join(self._cols[beta])
         taken = np.reshape(factor, (self._shapes[beta][0],) + self._tensor_shapes[beta][len(self._rows[beta]):])
         return taken[self._row_index(beta, coords)], self._entry + "".join(self._cols[beta])
 
@@ -231,17 +233,9 @@ class StringStatistics:
         rows = np.reshape(factors[0], self._shapes[0])[self._row_index(0, coords)]
         return np.sum(design * rows, axis=1)
 
-    def missing_xhat(self, factors):
-        """X̂ at the missing entries (or an empty array)."""
-        return self.entries_xhat(factors, self._missing) if self.n_missing else np.zeros(0)
-
     def missing_row_index(self, alpha):
         """Each missing entry's row of factor ``alpha``."""
         return self._missing_rows[alpha]
-
-    def scatter_missing(self, alpha, values):
-        """Σ over missing entries in each row of factor ``alpha`` of ``values`` (entries x k)."""
-        return np.asarray(self._select_missing[alpha] @ values)
 
     def dense_xhat(self, factors):
         """The whole X̂, the data's shape."""
@@ -249,16 +243,6 @@ class StringStatistics:
         subscripts = [self._letters(b) for b in range(self.n_factors)]
         return self._contract(operands, subscripts, self.model.output)
 
-    def sum_of_squared_errors(self, factors, grams=None, mttkrp=None, mode=0, missing_xhat=None):
-        """:math:`\\sum_O (x - \\hat x)^2`, as :meth:`CPStatistics.sum_of_squared_errors`."""
-        grams = self.grams(factors) if grams is None else grams
-        mttkrp = self.mttkrp(mode, factors) if mttkrp is None else mttkrp
-        cross = float(np.sum(factors[mode] * mttkrp))
-        squares = float(self.design_gram(grams)[0, 0])
-        if self.n_missing:
-            missing_xhat = self.missing_xhat(factors) if missing_xhat is None else missing_xhat
-            squares -= float(np.sum(missing_xhat**2))
-        return max(self.sum_of_squares - 2.0 * cross + squares, 0.0)
 
 
 def check_string_model(model):

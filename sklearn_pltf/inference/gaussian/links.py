@@ -105,8 +105,7 @@ class GaussianNoise:
         #: The data-side sums; also the model's layout (factor shapes, column labels).
         self.stats = self.structure = stats
         self.shape, self.ndim = stats.shape, stats.ndim
-        # HMC's gradient reads CP's Gram identities (masked_gradient_terms).
-        self.samplers = ("gibbs", "hmc") if isinstance(stats, CPStatistics) else ("gibbs",)
+        self.samplers = stats.samplers  # the sums say which samplers can read them
 
     @classmethod
     def from_data(cls, data, model=None):
