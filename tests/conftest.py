@@ -57,5 +57,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def kernels_in_parallel_at_any_size(monkeypatch):
+    """Every parallel kernel runs its parallel twin, however small its
+    arrays (below ``SERIAL_BELOW`` elements it runs its serial one), for the
+    tests that compare thread counts or fork after the threads started."""
+    from sklearn_pltf.engine import _threads
+
+    monkeypatch.setattr(_threads, "SERIAL_BELOW", 0)
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(20261121)

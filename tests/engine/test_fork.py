@@ -56,6 +56,7 @@ def _fit_all(dense, coo):
 
 
 @fork_only
+@pytest.mark.usefixtures("kernels_in_parallel_at_any_size")
 def test_a_forked_child_fits_and_gets_the_parent_numbers():
     rng = np.random.default_rng(0)
     dense = rng.poisson(2.0, (30, 12)).astype(float)
@@ -79,6 +80,7 @@ def _fit_two_factor_models(dense, coo, entries):
 
 
 @fork_only
+@pytest.mark.usefixtures("kernels_in_parallel_at_any_size")
 def test_a_forked_child_fits_and_predicts_two_factor_models():
     rng = np.random.default_rng(1)
     dense = rng.poisson(1.5, (25, 10)).astype(float)
@@ -87,6 +89,34 @@ def test_a_forked_child_fits_and_predicts_two_factor_models():
     parent = _fit_two_factor_models(dense, coo, entries)  # starts the runtime's threads
     child = _in_a_forked_child(lambda: _fit_two_factor_models(dense, coo, entries))
     np.testing.assert_array_equal(child, parent)
+
+
+def test_the_serial_twins_below_the_size_give_the_parallel_twins_numbers(monkeypatch):
+    """Small arrays run the serial twin (``SERIAL_BELOW``): the same numbers."""
+    from sklearn_pltf.engine import _threads
+
+    rng = np.random.default_rng(2)
+    dense = rng.poisson(2.0, (30, 12)).astype(float)
+    coo = sparse.COO.from_numpy(rng.poisson(1.0, (8, 7, 6)))
+    serial = _fit_all(dense, coo)
+    monkeypatch.setattr(_threads, "SERIAL_BELOW", 0)
+    np.testing.assert_array_equal(_fit_all(dense, coo), serial)
+
+
+def _fill(out):  # pragma: no cover - compiled
+    for i in numba.prange(out.size):
+        out[i] = i
+
+
+def test_a_kernel_runs_its_serial_twin_below_the_size_and_threads_from_it(monkeypatch):
+    from sklearn_pltf.engine._threads import SERIAL_BELOW
+
+    kernel, ran = parallel_kernel(_fill), []
+    monkeypatch.setattr(kernel, "_serial", lambda out: ran.append(("serial", out.size)))
+    monkeypatch.setattr(kernel, "parallel", lambda out: ran.append(("parallel", out.size)))
+    kernel(np.empty(SERIAL_BELOW - 1))
+    kernel(np.empty((2, SERIAL_BELOW // 2)))
+    assert ran == [("serial", SERIAL_BELOW - 1), ("parallel", SERIAL_BELOW)]
 
 
 # ------------------------------------------------------------------ every parallel kernel

@@ -796,6 +796,7 @@ def _finds_shared_and_private(seed, n_components=6, **params):
                            + [(False, False)] * (n_components - 6))
 
 
+@pytest.mark.slow(minutes=0.05)
 def test_on_ten_data_sets_the_bound_tells_shared_from_private_on_nine():
     assert sum(_finds_shared_and_private(seed, n_init=3) for seed in range(10)) >= 9
 

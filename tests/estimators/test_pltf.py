@@ -114,6 +114,7 @@ def test_parallel_restarts_equal_serial(cp_data, layout):
     np.testing.assert_array_equal(serial.lower_bounds_, parallel.lower_bounds_)
 
 
+@pytest.mark.usefixtures("kernels_in_parallel_at_any_size")
 def test_sparse_results_do_not_depend_on_thread_counts(cp_data):
     """Every thread numba has against one (a pytest-xdist worker runs with
     its share of the cores, so the count is set here, not inherited)."""

@@ -96,6 +96,7 @@ def test_standard_error_describes_the_scatter_over_seeds():
     assert 0.5 < np.mean(errors) / values.std(ddof=1) < 2.0
 
 
+@pytest.mark.slow(minutes=0.07)
 def test_log_mean_exp_removes_the_bias_of_a_log_of_a_mean():
     """Chib's ordinates are logs of means. With 50 log-normal weights
     (log-values N(0, 1), so log E[w] = 1/2), the plain log of their mean is

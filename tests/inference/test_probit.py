@@ -174,6 +174,7 @@ def test_the_probit_likelihood_refuses_what_it_cannot_model(X, params, message):
     assert vars(est) == before
 
 
+@pytest.mark.slow(minutes=0.15)
 def test_a_grid_search_chooses_between_bernoulli_poisson_rescal_and_probit_cp_by_the_evidence():
     # Both evidences are log probabilities of the same binary entries (the
     # diagonal missing for both), so score, the log evidence, ranks them:

@@ -101,6 +101,7 @@ def test_moves_cut_the_spread_of_the_estimate():
     assert spread(50) < 0.6 * spread(0)
 
 
+@pytest.mark.usefixtures("kernels_in_parallel_at_any_size")
 def test_moves_do_not_depend_on_the_thread_count():
     """The moves draw their uniforms from a hash of the island, token and
     particle, not from a per-thread generator."""
