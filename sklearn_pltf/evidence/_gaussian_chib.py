@@ -52,14 +52,13 @@ mean (:func:`~._log_mean.log_mean_exp`), as in :mod:`._chib`.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..engine._progress import progress_or_none
 from ..inference import gaussian
+from ..inference._log_average import log_average_exp
 from ._chib import draws_until_precise, max_draws_or_default, report_extended
 from ._log_mean import log_mean_exp, warn_if_ordinates_unreliable
 
@@ -162,12 +161,12 @@ def gaussian_chib_log_evidence(rng, stats, rank, priors, *, n_draws=1000, n_warm
             at = slice(None) if element is None else element
             per_sign = [np.sum(gaussian.log_element_density(sign * factors[n][at, r], location[at],
                                                             scale[at], priors)) for sign in signs]
-            values.append(logsumexp(per_sign) - math.log(len(signs)))
+            values.append(log_average_exp(per_sign))
 
         def per_draw(values=values, slots=slots):
             # One value per slot per kept sweep: average over the slots.
             per_slot = np.asarray(values, dtype=np.float64).reshape(-1, len(slots))
-            return logsumexp(per_slot, axis=1) - math.log(len(slots))
+            return log_average_exp(per_slot, axis=1)
 
         run(clamped, True, visit, per_draw)
         symmetries.clamp(n, r)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
-from scipy.special import logsumexp
 
+from ..inference._log_average import log_average_exp
 from ._mc_error import batch_means_error
 
 __all__ = ["log_mean_exp", "warn_if_ordinates_unreliable"]
@@ -45,7 +44,7 @@ def log_mean_exp(log_values, n_batches=20):
         with fewer than two draws, when no correction is made.
     """
     log_values = np.asarray(log_values, dtype=np.float64)
-    log_mean = float(logsumexp(log_values) - math.log(log_values.size))
+    log_mean = log_average_exp(log_values)
     weights = np.exp(log_values - log_values.max())  # scaled by the largest: no overflow
     relative_error = batch_means_error(weights, n_batches) / weights.mean()
     if np.isfinite(relative_error):

@@ -44,10 +44,11 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import logsumexp, ndtr
+from scipy.special import ndtr
 
 from ...engine._data import ObservedTensor
 from .._chains import ChainProblem, ChainSettings, drive_chain
+from .._log_average import log_average_exp
 from . import _probit_kernels, _rescal_kernels
 from ._model import log_inverse_gamma_density
 from .links import binary_signs
@@ -300,7 +301,7 @@ def _draw_partial_row(row, precision, linear, n_held, noise, target):
         value = target[n_held]
         per_slot = np.concatenate([_log_normal(value - mean, variances),
                                    _log_normal(-value - mean, variances)])
-        value = float(logsumexp(per_slot) - np.log(per_slot.size))
+        value = log_average_exp(per_slot)
     row[free] = mean + solve_triangular(factor, noise[free], lower=True, trans="T")
     return value
 
