@@ -220,3 +220,32 @@ def test_the_arviz_export_holds_each_entry_s_probit_log_likelihood():
     # Summed over the entries, each draw's is the chain's log-likelihood there.
     np.testing.assert_allclose(pointwise.sum(axis=-1)[0],
                                est.log_likelihoods_[0, est.n_warmup_:], rtol=1e-9)
+
+
+@pytest.mark.usefixtures("kernels_in_parallel_at_any_size")
+def test_the_compiled_log_likelihood_and_cdf_are_scipy_s_at_any_thread_count():
+    """Blocks of the log-likelihood summed in order: one thread or all give
+    the same sum, scipy's log Φ's to rounding; Φ is scipy's ndtr's."""
+    import numba
+    from scipy.special import log_ndtr, ndtr
+
+    from sklearn_pltf.inference.gaussian import _probit_kernels
+
+    rng = np.random.default_rng(0)
+    xhat = rng.normal(0.0, 4.0, 3 * _probit_kernels._BLOCK + 17)
+    xhat[:4] = [-45.0, -8.0, 8.0, 40.0]  # both tails
+    signs = rng.choice([-1.0, 0.0, 1.0], xhat.size)
+    previous = numba.get_num_threads()
+    try:
+        totals = []
+        for threads in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(threads)
+            totals.append(_probit_kernels.binary_log_likelihood(xhat, signs))
+    finally:
+        numba.set_num_threads(previous)
+    assert totals[0] == totals[1]
+    observed = signs != 0
+    assert totals[0] == pytest.approx(np.sum(log_ndtr(signs[observed] * xhat[observed])),
+                                      rel=1e-12)
+    np.testing.assert_allclose(_probit_kernels.normal_cdf(xhat.reshape(-1, 1)).ravel(),
+                               ndtr(xhat), rtol=1e-13, atol=0)

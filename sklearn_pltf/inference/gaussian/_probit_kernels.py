@@ -1,9 +1,13 @@
 """Compiled loops of the probit link (:class:`~.links.ProbitLink`): the latent
-Gaussian's draws and the binary log-likelihood, one pass over the entries each.
+Gaussian's draws, the binary log-likelihood and Φ of every entry, one pass
+over the entries each.
 
-Serial by design: the draws read the caller's ``numpy.random.Generator``
-(numba shares its bit generator), so the same ``random_state`` gives the
-same numbers; the log-likelihood is a reduction the sweep calls once.
+The draws are serial by design: they read the caller's
+``numpy.random.Generator`` (numba shares its bit generator), so the same
+``random_state`` gives the same numbers. The log-likelihood and Φ run on
+the kernels' threads (:func:`~sklearn_pltf.engine._threads.parallel_kernel`):
+the log-likelihood sums fixed blocks of entries, then the blocks in order,
+so its value does not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
+
+from ...engine._threads import parallel_kernel
 
 #: Below this mean the body's rejection would accept fewer than Φ(-0.8) ≈ 21%
 #: of its draws: the tail's exponential rejection takes over.
@@ -66,14 +73,41 @@ def log_ndtr(x):  # pragma: no cover - compiled
     return -0.5 * x * x - math.log(-x) - _LOG_SQRT_2PI + math.log(series)
 
 
-@numba.njit(cache=True, nogil=True)
-def binary_log_likelihood(xhat, signs):  # pragma: no cover - compiled
+#: Entries per block of :func:`binary_log_likelihood`'s sum.
+_BLOCK = 1 << 14
+
+
+def binary_log_likelihood(xhat, signs):
     """Σ over entries with ``signs`` ≠ 0 of log Φ(s x̂) (flat arrays)."""
-    total = 0.0
-    for v in range(xhat.size):
-        if signs[v] != 0.0:
-            total += log_ndtr(signs[v] * xhat[v])
-    return total
+    sums = np.empty(-(-xhat.size // _BLOCK))
+    _block_log_likelihoods(xhat, signs, sums)
+    return float(np.sum(sums))
+
+
+@parallel_kernel
+def _block_log_likelihoods(xhat, signs, sums):  # pragma: no cover - compiled
+    """Each block's Σ log Φ(s x̂) into ``sums``."""
+    for b in numba.prange(sums.size):
+        total = 0.0
+        for v in range(b * _BLOCK, min((b + 1) * _BLOCK, xhat.size)):
+            if signs[v] != 0.0:
+                total += log_ndtr(signs[v] * xhat[v])
+        sums[b] = total
+
+
+def normal_cdf(xhat):
+    """Φ(x̂) of every entry, an array of ``xhat``'s shape."""
+    xhat = np.ascontiguousarray(xhat, dtype=np.float64)
+    out = np.empty(xhat.shape)
+    _normal_cdf_into(xhat.ravel(), out.ravel())
+    return out
+
+
+@parallel_kernel
+def _normal_cdf_into(xhat, out):  # pragma: no cover - compiled
+    """Φ(x) = erfc(-x/√2)/2, which keeps its relative precision in the lower tail."""
+    for v in numba.prange(xhat.size):
+        out[v] = 0.5 * math.erfc(-xhat[v] / math.sqrt(2.0))
 
 
 @numba.njit(cache=True, nogil=True)

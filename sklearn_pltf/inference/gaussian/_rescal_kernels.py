@@ -16,22 +16,20 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_rows(entities, outgoing, incoming, regressors, contributions, gram, stacked,
-              noise, inverse_variances, first, ordinate_row, target):  # pragma: no cover - compiled
+def draw_rows(entities, latent_rows, mixing, contributions, gram, stacked, noise,
+              inverse_variances, first, ordinate_row, target):  # pragma: no cover - compiled
     """Draw rows ``first`` to n - 1 of ``entities`` (n x r) in turn, in place.
 
     Row i's precision is ``gram - contributions[i] + diag(inverse_variances)``
-    and its linear term ``outgoing[i] @ regressors[:Kn] + incoming[i] @
-    regressors[Kn:]``; the draw is the mean plus ``L⁻ᵀ noise[i]`` (L the
-    precision's Cholesky factor). After each row its images R_k a_i and
-    R_kᵀ a_i (``stacked @ a_i``) replace its regressors and its
-    contribution to ``gram``. Returns the log density of ``target`` under
-    row ``ordinate_row``'s conditional, evaluated before that row is drawn
-    (0.0 when ``ordinate_row`` is -1).
+    and its linear term :func:`row_linear`'s; the draw is the mean plus
+    ``L⁻ᵀ noise[i]`` (L the precision's Cholesky factor). After each row its
+    images R_k a_i and R_kᵀ a_i (``stacked @ a_i``) replace its contribution
+    to ``gram``. Returns the log density of ``target`` under row
+    ``ordinate_row``'s conditional, evaluated before that row is drawn (0.0
+    when ``ordinate_row`` is -1).
     """
     n, rank = entities.shape
-    n_relations = stacked.shape[0] // (2 * rank)
-    half = n_relations * n
+    n_images = stacked.shape[0] // rank
     precision = np.empty((rank, rank))
     solved = np.empty(rank)
     row = np.empty(rank)
@@ -41,7 +39,7 @@ def draw_rows(entities, outgoing, incoming, regressors, contributions, gram, sta
             for d in range(rank):
                 precision[c, d] = gram[c, d] - contributions[i, c, d]
             precision[c, c] += inverse_variances[c]
-        linear = np.dot(outgoing[i], regressors[:half]) + np.dot(incoming[i], regressors[half:])
+        linear = row_linear(latent_rows[i], entities, mixing)
         factor = np.linalg.cholesky(precision)
         # Forward: L y = linear (the mean is L⁻ᵀ y).
         for c in range(rank):
@@ -67,14 +65,20 @@ def draw_rows(entities, outgoing, incoming, regressors, contributions, gram, sta
             row[c] = total / factor[c, c]
         for c in range(rank):
             entities[i, c] = row[c]
-        images = np.dot(stacked, row).reshape(2 * n_relations, rank)
-        for k in range(2 * n_relations):
-            target_row = k * n + i if k < n_relations else half + (k - n_relations) * n + i
-            for c in range(rank):
-                regressors[target_row, c] = images[k, c]
+        images = np.dot(stacked, row).reshape(n_images, rank)
         update = np.dot(images.T, images)
         for c in range(rank):
             for d in range(rank):
                 gram[c, d] += update[c, d] - contributions[i, c, d]
                 contributions[i, c, d] = update[c, d]
     return log_density
+
+
+@numba.njit(cache=True, nogil=True)
+def row_linear(latent_row, entities, mixing):  # pragma: no cover - compiled
+    """Row i's linear term :math:`\sum_k R_k (Z_k A)_i + R_k^\top (Z_k^\top A)_i`
+    from ``latent_row`` (2K x n: z_k(i, ·) for every k, then z_k(·, i)) and
+    ``mixing`` (r x 2Kr: :math:`[R_k]_{c,d}` at (c, k r + d), then
+    :math:`[R_k]_{d,c}`): two products that read A and the cores, in cache,
+    rather than every other row's 2K images."""
+    return np.dot(mixing, np.dot(latent_row, entities).ravel())

@@ -38,7 +38,7 @@ size, not its non-zeros.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr
 
 from ...engine._data import ObservedTensor
 from .._cp_stats import CPStatistics, cp_dense
@@ -197,7 +197,7 @@ class ProbitLink:
     @staticmethod
     def predictive(xhat, noise_variance=1.0):
         """:math:`P(x = 1 \\mid \\hat x) = \\Phi(\\hat x)`."""
-        return ndtr(xhat)
+        return _probit_kernels.normal_cdf(xhat)
 
     @staticmethod
     def entry_log_likelihood(x, xhat, noise_variance=1.0):

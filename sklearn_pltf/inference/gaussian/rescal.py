@@ -44,7 +44,6 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import ndtr
 
 from ...engine._data import ObservedTensor
 from .._chains import ChainProblem, ChainSettings, drive_chain
@@ -243,32 +242,30 @@ def draw_entity_rows(rng, entities, cores, latent, column_variances, *, held_row
     if held_rows >= n:  # every row held (Chib's runs for the cores)
         return None
     latent[:, np.arange(n), np.arange(n)] = 0.0  # the diagonal is summed out
-    # z_k(i, j) and z_k(j, i) for every (k, j), as rows indexed by i.
-    outgoing = np.ascontiguousarray(latent.transpose(1, 0, 2)).reshape(n, -1)
-    incoming = np.ascontiguousarray(latent.transpose(2, 0, 1)).reshape(n, -1)
-    # Row i's regressors from row j: R_k a_j (for z_k(i, j)), then R_kᵀ a_j (z_k(j, i)).
-    regressors = _images(entities, cores)                                  # (2K, n, r)
-    contributions = _outer_sums(regressors)                                 # (n, r, r)
+    # Row i's z_k(i, j), then its z_k(j, i), for every k: (n, 2K, n).
+    latent_rows = np.concatenate([latent.transpose(1, 0, 2), latent.transpose(2, 0, 1)], axis=1)
+    # The cores as row_linear reads them: [R_k]_{cd} at (c, k r + d), then [R_k]_{dc}.
+    mixing = np.concatenate([cores.transpose(1, 0, 2), cores.transpose(2, 0, 1)],
+                            axis=1).reshape(rank, -1)
+    stacked = np.concatenate([cores, cores.transpose(0, 2, 1)]).reshape(-1, rank)
+    contributions = _outer_sums(_images(entities, cores))                   # (n, r, r)
     gram = contributions.sum(0)
     inverse_variances = 1.0 / column_variances
     first, value = held_rows, None
     if held_elements or ordinate == "element":
         row = first
         precision = gram - contributions[row] + np.diag(inverse_variances)
-        linear = outgoing[row] @ regressors[:len(cores)].reshape(-1, rank) + \
-            incoming[row] @ regressors[len(cores):].reshape(-1, rank)
+        linear = _rescal_kernels.row_linear(latent_rows[row], entities, mixing)
         value = _draw_partial_row(entities[row], precision, linear, held_elements, noise[row],
                                   target if ordinate == "element" else None)
-        regressors[:, row] = _images(entities[row:row + 1], cores)[:, 0]
-        update = _outer_sums(regressors[:, row:row + 1])[0]
+        update = _outer_sums(_images(entities[row:row + 1], cores))[0]
         gram += update - contributions[row]
         contributions[row] = update
         first += 1
     ordinate_row = held_rows if ordinate == "row" else -1
     log_density = _rescal_kernels.draw_rows(
-        entities, outgoing, incoming, regressors.reshape(-1, rank), contributions, gram,
-        np.concatenate([cores, cores.transpose(0, 2, 1)]).reshape(-1, rank), noise,
-        inverse_variances, first, ordinate_row,
+        entities, latent_rows, mixing, contributions, gram, stacked, noise, inverse_variances,
+        first, ordinate_row,
         np.zeros(rank) if target is None else np.asarray(target, dtype=np.float64))
     return float(log_density) if ordinate == "row" else value
 
@@ -329,7 +326,8 @@ def run_rescal_chain(rng, model, rank, *, n_warmup=1000, n_draws=1000, verbose=0
     chain = drive_chain(rng, ChainProblem(
         model.initial_state(rng, rank), model.sweep, (0, 1), log_prior=model.log_prior,
         factors_of=lambda state: (state.entities, state.cores), log_summaries=False,
-        collect=lambda state, info: (ndtr(state.xhat), state.column_variances)),
+        collect=lambda state, info: (_probit_kernels.normal_cdf(state.xhat),
+                                     state.column_variances)),
         ChainSettings(n_warmup, n_draws, 1, False, verbose, label, "sweeps"))
     return RescalChain(chain.mean[0], chain.mean[1], model.in_data_order(chain.collected[0]),
                        chain.log_likelihoods, chain.best_state, chain.collected[1])
