@@ -60,38 +60,62 @@ def draw_latent(rng, xhat, signs, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def log_ndtr(x):  # pragma: no cover - compiled
-    """log Φ(x): ``log1p(-Φ(-x))`` above 0 (Φ near 1), ``erfc`` down to -30,
-    where it is still far from underflow; below, the asymptotic series of
-    Mills' ratio (relative error under 1e-11 there)."""
+def _lower_tail(x):  # pragma: no cover - compiled
+    """Φ(-|x|) = erfc(|x|/√2)/2, from which Φ(x) and log Φ(±x) all follow
+    with their relative precision in either tail."""
+    return 0.5 * math.erfc(abs(x) / math.sqrt(2.0))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _log_cdf(x, tail):  # pragma: no cover - compiled
+    """log Φ(x) given ``tail`` = Φ(-|x|): ``log1p(-tail)`` above 0 (Φ near 1),
+    ``log(tail)`` down to -30, where it is still far from underflow; below,
+    the asymptotic series of Mills' ratio (relative error under 1e-11 there)."""
     if x > 0.0:
-        return math.log1p(-0.5 * math.erfc(x / math.sqrt(2.0)))
+        return math.log1p(-tail)
     if x > -30.0:
-        return math.log(0.5 * math.erfc(-x / math.sqrt(2.0)))
+        return math.log(tail)
     inv = 1.0 / (x * x)
     series = 1.0 - inv * (1.0 - 3.0 * inv * (1.0 - 5.0 * inv * (1.0 - 7.0 * inv)))
     return -0.5 * x * x - math.log(-x) - _LOG_SQRT_2PI + math.log(series)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def log_ndtr(x):  # pragma: no cover - compiled
+    """log Φ(x)."""
+    return _log_cdf(x, _lower_tail(x))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cdf(x, tail):  # pragma: no cover - compiled
+    """Φ(x) given ``tail`` = Φ(-|x|)."""
+    return tail if x < 0.0 else 1.0 - tail
 
 
 #: Entries per block of :func:`binary_log_likelihood`'s sum.
 _BLOCK = 1 << 14
 
 
-def binary_log_likelihood(xhat, signs):
-    """Σ over entries with ``signs`` ≠ 0 of log Φ(s x̂) (flat arrays)."""
+def binary_log_likelihood(xhat, signs, cdf=None):
+    """Σ over entries with ``signs`` ≠ 0 of log Φ(s x̂) (flat arrays); with
+    ``cdf`` (a flat array like ``xhat``), Φ(x̂) of every entry written there
+    too, from the same ``erfc`` (the sampler's predictive probabilities)."""
     sums = np.empty(-(-xhat.size // _BLOCK))
-    _block_log_likelihoods(xhat, signs, sums)
+    _block_log_likelihoods(xhat, signs, sums, np.empty(xhat.size) if cdf is None else cdf)
     return float(np.sum(sums))
 
 
 @parallel_kernel
-def _block_log_likelihoods(xhat, signs, sums):  # pragma: no cover - compiled
-    """Each block's Σ log Φ(s x̂) into ``sums``."""
+def _block_log_likelihoods(xhat, signs, sums, cdf):  # pragma: no cover - compiled
+    """Each block's Σ log Φ(s x̂) into ``sums``, and Φ(x̂) into ``cdf``."""
     for b in numba.prange(sums.size):
         total = 0.0
         for v in range(b * _BLOCK, min((b + 1) * _BLOCK, xhat.size)):
+            x = xhat[v]
+            tail = _lower_tail(x)
+            cdf[v] = _cdf(x, tail)
             if signs[v] != 0.0:
-                total += log_ndtr(signs[v] * xhat[v])
+                total += _log_cdf(signs[v] * x, tail)
         sums[b] = total
 
 
@@ -105,9 +129,8 @@ def normal_cdf(xhat):
 
 @parallel_kernel
 def _normal_cdf_into(xhat, out):  # pragma: no cover - compiled
-    """Φ(x) = erfc(-x/√2)/2, which keeps its relative precision in the lower tail."""
     for v in numba.prange(xhat.size):
-        out[v] = 0.5 * math.erfc(-xhat[v] / math.sqrt(2.0))
+        out[v] = _cdf(xhat[v], _lower_tail(xhat[v]))
 
 
 @numba.njit(cache=True, nogil=True)

@@ -142,8 +142,12 @@ class ProbitRescalModel:
         core_variance = 1.0 / rng.gamma(w_shape, 1.0 / w_scale)
         state = RescalState(entities, cores, column_variances, float(core_variance),
                             latent_mean(entities, cores))
-        return state, RescalInfo(self.log_likelihood(state),
-                                 log_ordinate if row_ordinate is None else row_ordinate)
+        probabilities = np.empty(state.xhat.shape)
+        log_likelihood = _probit_kernels.binary_log_likelihood(
+            state.xhat.ravel(), self.signs.ravel(), probabilities.ravel())
+        return state, RescalInfo(log_likelihood,
+                                 log_ordinate if row_ordinate is None else row_ordinate,
+                                 probabilities)
 
     def log_prior(self, state):
         """:math:`\\log p(A \\mid v) + \\log p(v) + \\log p(R \\mid w) + \\log p(w)`."""
@@ -193,11 +197,13 @@ class RescalClamp(NamedTuple):
 
 
 class RescalInfo(NamedTuple):
-    """log p(X | A, R) after a sweep, and the log conditional density its
-    :class:`RescalClamp` asked for (None if none)."""
+    """log p(X | A, R) after a sweep, the log conditional density its
+    :class:`RescalClamp` asked for (None if none), and Φ(x̂) of every entry
+    (relation first), from the same pass as the log-likelihood."""
 
     log_likelihood: float
     log_ordinate: float | None = None
+    probabilities: np.ndarray | None = None
 
 
 def _log_normal(x, variance):
@@ -326,8 +332,7 @@ def run_rescal_chain(rng, model, rank, *, n_warmup=1000, n_draws=1000, verbose=0
     chain = drive_chain(rng, ChainProblem(
         model.initial_state(rng, rank), model.sweep, (0, 1), log_prior=model.log_prior,
         factors_of=lambda state: (state.entities, state.cores), log_summaries=False,
-        collect=lambda state, info: (_probit_kernels.normal_cdf(state.xhat),
-                                     state.column_variances)),
+        collect=lambda state, info: (info.probabilities, state.column_variances)),
         ChainSettings(n_warmup, n_draws, 1, False, verbose, label, "sweeps"))
     return RescalChain(chain.mean[0], chain.mean[1], model.in_data_order(chain.collected[0]),
                        chain.log_likelihoods, chain.best_state, chain.collected[1])
