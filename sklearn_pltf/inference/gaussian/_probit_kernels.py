@@ -101,19 +101,22 @@ def binary_log_likelihood(xhat, signs, cdf=None):
     ``cdf`` (a flat array like ``xhat``), Φ(x̂) of every entry written there
     too, from the same ``erfc`` (the sampler's predictive probabilities)."""
     sums = np.empty(-(-xhat.size // _BLOCK))
-    _block_log_likelihoods(xhat, signs, sums, np.empty(xhat.size) if cdf is None else cdf)
+    _block_log_likelihoods(xhat, signs, sums, np.empty(0) if cdf is None else cdf)
     return float(np.sum(sums))
 
 
 @parallel_kernel
 def _block_log_likelihoods(xhat, signs, sums, cdf):  # pragma: no cover - compiled
-    """Each block's Σ log Φ(s x̂) into ``sums``, and Φ(x̂) into ``cdf``."""
+    """Each block's Σ log Φ(s x̂) into ``sums``, and Φ(x̂) into ``cdf``
+    unless it is empty."""
+    write = cdf.size > 0
     for b in numba.prange(sums.size):
         total = 0.0
         for v in range(b * _BLOCK, min((b + 1) * _BLOCK, xhat.size)):
             x = xhat[v]
             tail = _lower_tail(x)
-            cdf[v] = _cdf(x, tail)
+            if write:
+                cdf[v] = _cdf(x, tail)
             if signs[v] != 0.0:
                 total += _log_cdf(signs[v] * x, tail)
         sums[b] = total
