@@ -247,5 +247,9 @@ def test_the_compiled_log_likelihood_and_cdf_are_scipy_s_at_any_thread_count():
     observed = signs != 0
     assert totals[0] == pytest.approx(np.sum(log_ndtr(signs[observed] * xhat[observed])),
                                       rel=1e-12)
-    np.testing.assert_allclose(_probit_kernels.normal_cdf(xhat.reshape(-1, 1)).ravel(),
-                               ndtr(xhat), rtol=1e-13, atol=0)
+    cdf = _probit_kernels.normal_cdf(xhat.reshape(-1, 1)).ravel()
+    np.testing.assert_allclose(cdf, ndtr(xhat), rtol=1e-13, atol=0)
+    # The log-likelihood's pass writes the same Φ when asked, with the same sum.
+    written = np.full(xhat.size, np.nan)
+    assert _probit_kernels.binary_log_likelihood(xhat, signs, written) == totals[0]
+    np.testing.assert_array_equal(written, cdf)
