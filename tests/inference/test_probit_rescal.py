@@ -219,7 +219,7 @@ def _informative_rank_one():
             + rng.standard_normal((3, 3, 2)) > 0).astype(float)
 
 
-@pytest.mark.slow(minutes=0.5)
+@pytest.mark.slow(minutes=0.9)
 @pytest.mark.parametrize("rank", [1, 2])
 def test_chib_evidence_matches_a_prior_monte_carlo_reference_on_average(rank):
     """Chib's estimate (the first row's elements averaged over the free
@@ -229,13 +229,18 @@ def test_chib_evidence_matches_a_prior_monte_carlo_reference_on_average(rank):
     estimate 0.3-0.4 off (rank 1, seeds 0-5: errors 0.29, 0.12, 0.08,
     -0.02, 0.40, 0.01 natively, 0.20, -0.06, -0.04, 0.14, -0.06, -0.05
     with AVX2 kernels; rank 2: single estimates spread by about 0.3 nats,
-    -8.21, -8.89, -8.59, -8.63, -9.05, -8.67 against -8.548). So the mean of
-    three seeds is held to 0.25 nats, and each to 1."""
+    -8.21, -8.89, -8.59, -8.63, -9.05, -8.67 against -8.548). Since the
+    rows' linear terms are summed in another order the chains take other
+    paths: rank 1, seeds 0-5, -8.56, -8.38, -8.43, -8.53, -8.56, -8.64
+    against -8.484 (mean -8.52); rank 2, seeds 0-9, -8.93, -9.03, -8.68,
+    -7.79, -8.62, -8.70, -8.36, -8.61, -8.57, -8.39 (mean -8.57, SD 0.33),
+    where seeds 0-2 alone averaged 0.33 below. So the mean of six seeds
+    (standard error about 0.13) is held to 0.25 nats, and each to 1."""
     X = _informative_rank_one() if rank == 1 else _relations(3, 2, 2)
     reference, relative_error = _prior_monte_carlo(X, rank, 2_000_000, seed=1)
     assert relative_error < 0.05
     fits = [ProbitRESCAL(rank, evidence="chib", n_warmup=300, n_draws=3000,
-                         random_state=seed).fit(X) for seed in range(3)]
+                         random_state=seed).fit(X) for seed in range(6)]
     estimates = [est.log_evidence_ for est in fits]
     assert abs(np.mean(estimates) - reference) < 0.25
     assert max(abs(e - reference) for e in estimates) < 1.0
