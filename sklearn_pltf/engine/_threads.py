@@ -19,8 +19,8 @@ makes them sleep after 2^4 cycles; OpenBLAS reads it once, when it loads
 with numpy, so the package sets it here only if numpy is not loaded yet, and
 never over the user's own value.
 
-Small arrays. A sleeping thread takes about 0.1 ms to wake, longer than a
-loop over a few thousand entries: below :data:`SERIAL_BELOW` elements in
+Small arrays. Waking sleeping threads costs more than a loop over a few
+thousand entries: below :data:`SERIAL_BELOW` elements in
 its largest array argument a kernel runs its serial twin (next paragraph),
 whose numbers are the same.
 
@@ -54,9 +54,7 @@ import numpy as np  # noqa: E402
 __all__ = ["parallel_kernel", "SERIAL_BELOW"]
 
 #: A kernel whose largest array argument has fewer elements runs serially
-#: (module docstring): on 2 cores a division over 32,768 float64 entries
-#: took 47 µs serially and 157 µs on the woken threads, and only above
-#: about 300,000 did the threads win.
+#: (module docstring; doc/evidence.rst gives the timings behind the size).
 SERIAL_BELOW = 1 << 15
 
 #: Set in a child forked after the parent started GNU OpenMP's threads.

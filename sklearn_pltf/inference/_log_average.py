@@ -16,9 +16,9 @@ def log_average_exp(log_values, axis=None):
     The arithmetic of :func:`scipy.special.logsumexp`, which it equals bit
     for bit on finite values: the largest term, counted c times, is
     separated out, :math:`v^* + \\log c + \\log(1 + \\sum_{v_i < v^*}
-    e^{v_i - v^*} / c) - \\log m`. scipy's array-API dispatch costs about
-    0.3 ms a call, which Chib's averages over labels and signs, taken for
-    every kept sweep of every clamped run, paid many times over.
+    e^{v_i - v^*} / c) - \\log m`, without scipy's array-API dispatch, whose
+    per-call cost Chib's averages over labels and signs (one per kept sweep
+    of every clamped run) would pay many times over.
     """
     values = np.asarray(log_values, dtype=np.float64)
     largest = np.max(values, axis=axis, keepdims=True)
