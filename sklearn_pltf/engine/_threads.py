@@ -19,6 +19,12 @@ makes them sleep after 2^4 cycles; OpenBLAS reads it once, when it loads
 with numpy, so the package sets it here only if numpy is not loaded yet, and
 never over the user's own value.
 
+Small products. BLAS's threads on products of a few hundred rows (a
+sampler's factors, a relation's core) cost more to wake and join than they
+save, and take the core the compiled kernels between the products need:
+code made of such products runs them on one BLAS thread
+(:func:`blas_on_one_thread`).
+
 Small arrays. Waking sleeping threads costs more than a loop over a few
 thousand entries: below :data:`SERIAL_BELOW` elements in
 its largest array argument a kernel runs its serial twin (next paragraph),
@@ -51,7 +57,7 @@ if "numpy" not in sys.modules:  # else OpenBLAS has read its settings already
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["parallel_kernel", "SERIAL_BELOW"]
+__all__ = ["parallel_kernel", "blas_on_one_thread", "SERIAL_BELOW"]
 
 #: A kernel whose largest array argument has fewer elements runs serially
 #: (module docstring; doc/evidence.rst gives the timings behind the size).
@@ -111,6 +117,22 @@ class _ForkSafeKernel:
 
 def _largest_array_size(args):
     return max((a.size for a in args if isinstance(a, np.ndarray)), default=0)
+
+
+@functools.cache
+def _blas_controller():
+    # Built once, at the first call, when scipy's BLAS (numba's np.dot) is
+    # loaded beside numpy's: a controller sees the libraries loaded when it
+    # is built, and building one costs more than a sweep of small data.
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def blas_on_one_thread():
+    """A context in which the BLAS libraries run on one thread (module
+    docstring, "Small products"); the thread counts are restored on exit."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def parallel_kernel(function=None, **options):

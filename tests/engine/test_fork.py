@@ -227,3 +227,19 @@ def test_the_walk_sees_a_parallel_kernel_without_its_twin():
     bare, kernels = _compiled_parallel([module])
     assert bare == [module.bare]
     assert kernels == [module.twinned]
+
+
+def test_blas_on_one_thread_sets_one_thread_and_restores_the_counts():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from sklearn_pltf.engine._threads import blas_on_one_thread
+
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    with threadpool_limits(limits=2, user_api="blas"):  # whatever the workers were given
+        before = blas_threads()
+        assert before and set(before) == {2}  # numpy's BLAS at least
+        with blas_on_one_thread():
+            assert set(blas_threads()) == {1}
+        assert blas_threads() == before

@@ -36,12 +36,12 @@ import numpy as np
 from scipy import sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.special import gammaln, logsumexp
-from threadpoolctl import threadpool_limits
 
 from ...engine import _kernels
 from . import _urn_kernels
 from ...engine._contract import EntryList
 from ...engine._progress import progress_or_none
+from ...engine._threads import blas_on_one_thread
 from ...engine.model import Model, cp_model_string
 from ._missing import cell_probabilities, missing_phase, within_island
 from ._network import allocation_network
@@ -347,7 +347,7 @@ def resample_particles(rng, result, network, n_summary=1000):
     :func:`_label_profiles`)."""
     # These products are small; BLAS threads started right after the urn
     # kernel would compete with numba's for the cores.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_on_one_thread():
         state = result.state
         weights = particle_weights(result)
         n_summary = min(n_summary, weights.size)
@@ -423,7 +423,7 @@ def particle_factor_means(sample, network, total_posterior):
         ``factors[0]`` holds λθ0θ1), so the model string reconstructs
         ``E[X]``.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_on_one_thread():
         means = [_normalised(table, parameters) for table, parameters in
                  zip(network.tables, particle_dirichlet_parameters(sample, network))]
         share, lam = _shares_and_lambda(sample, total_posterior)

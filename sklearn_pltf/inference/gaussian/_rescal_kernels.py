@@ -3,6 +3,12 @@
 Serial by design: each row's conditional reads the rows drawn before it, and
 the standard normal draws come in from the caller's Generator, so the same
 ``random_state`` gives the same numbers.
+
+A row needs the cores twice: for its linear term before it is drawn, and
+for its images :math:`R_k a_i, R_k^\\top a_i` after. :func:`core_pass` does
+both in one read of the cores (the images of row i with the linear term of
+row i + 1): at a few dozen relations and components the cores outgrow the
+core's cache, and reading them is what a row costs.
 """
 
 from __future__ import annotations
@@ -15,31 +21,61 @@ import numpy as np
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def core_pass(cores, row, projected, images, linear):  # pragma: no cover - compiled
+    r"""One read of the cores R (K x r x r) for two rows' needs.
+
+    Writes the images of ``row`` into ``images`` (2K x r: :math:`R_k a`, then
+    :math:`R_k^\top a`) and, into ``linear``, the linear term
+    :math:`\sum_k R_k y_k + R_k^\top y_{K+k}` of the row whose ``projected``
+    (2K x r) holds :math:`y_k = (Z_k A)_i` and :math:`y_{K+k} = (Z_k^\top A)_i`.
+    (Sums are reassociated, so the last bits depend on the CPU's vector width.)
+    """
+    n_relations, rank = cores.shape[0], cores.shape[1]
+    linear[:] = 0.0
+    for k in range(n_relations):
+        transposed = images[n_relations + k]
+        transposed[:] = 0.0
+        for c in range(rank):
+            image, incoming = 0.0, 0.0
+            weight, incoming_weight = row[c], projected[n_relations + k, c]
+            for d in range(rank):
+                value = cores[k, c, d]
+                image += value * row[d]
+                incoming += value * projected[k, d]
+                transposed[d] += value * weight
+                linear[d] += value * incoming_weight
+            images[k, c] = image
+            linear[c] += incoming
+
+
 @numba.njit(cache=True, nogil=True)
-def draw_rows(entities, latent_rows, mixing, contributions, gram, stacked, noise,
-              inverse_variances, first, ordinate_row, target):  # pragma: no cover - compiled
+def draw_rows(entities, latent_rows, cores, contributions, gram, noise, inverse_variances,
+              first, ordinate_row, target):  # pragma: no cover - compiled
     """Draw rows ``first`` to n - 1 of ``entities`` (n x r) in turn, in place.
 
     Row i's precision is ``gram - contributions[i] + diag(inverse_variances)``
-    and its linear term :func:`row_linear`'s; the draw is the mean plus
+    and its linear term :func:`core_pass`'s, from ``latent_rows[i]`` (2K x n:
+    z_k(i, ·) for every k, then z_k(·, i)) times A; the draw is the mean plus
     ``L⁻ᵀ noise[i]`` (L the precision's Cholesky factor). After each row its
-    images R_k a_i and R_kᵀ a_i (``stacked @ a_i``) replace its contribution
-    to ``gram``. Returns the log density of ``target`` under row
-    ``ordinate_row``'s conditional, evaluated before that row is drawn (0.0
-    when ``ordinate_row`` is -1).
+    images replace its contribution to ``gram``. Returns the log density of
+    ``target`` under row ``ordinate_row``'s conditional, evaluated before
+    that row is drawn (0.0 when ``ordinate_row`` is -1).
     """
     n, rank = entities.shape
-    n_images = stacked.shape[0] // rank
     precision = np.empty((rank, rank))
     solved = np.empty(rank)
-    row = np.empty(rank)
+    row = np.zeros(rank)
+    images = np.empty((2 * cores.shape[0], rank))
+    linear = np.empty(rank)
     log_density = 0.0
+    if first < n:  # the first row's linear term (the images of a zero row are discarded)
+        core_pass(cores, row, np.dot(latent_rows[first], entities), images, linear)
     for i in range(first, n):
         for c in range(rank):
             for d in range(rank):
                 precision[c, d] = gram[c, d] - contributions[i, c, d]
             precision[c, c] += inverse_variances[c]
-        linear = row_linear(latent_rows[i], entities, mixing)
         factor = np.linalg.cholesky(precision)
         # Forward: L y = linear (the mean is L⁻ᵀ y).
         for c in range(rank):
@@ -65,20 +101,12 @@ def draw_rows(entities, latent_rows, mixing, contributions, gram, stacked, noise
             row[c] = total / factor[c, c]
         for c in range(rank):
             entities[i, c] = row[c]
-        images = np.dot(stacked, row).reshape(n_images, rank)
+        # Row i's images, and row i + 1's linear term, now that A has row i.
+        following = latent_rows[min(i + 1, n - 1)]
+        core_pass(cores, row, np.dot(following, entities), images, linear)
         update = np.dot(images.T, images)
         for c in range(rank):
             for d in range(rank):
                 gram[c, d] += update[c, d] - contributions[i, c, d]
                 contributions[i, c, d] = update[c, d]
     return log_density
-
-
-@numba.njit(cache=True, nogil=True)
-def row_linear(latent_row, entities, mixing):  # pragma: no cover - compiled
-    """Row i's linear term :math:`\sum_k R_k (Z_k A)_i + R_k^\top (Z_k^\top A)_i`
-    from ``latent_row`` (2K x n: z_k(i, ·) for every k, then z_k(·, i)) and
-    ``mixing`` (r x 2Kr: :math:`[R_k]_{c,d}` at (c, k r + d), then
-    :math:`[R_k]_{d,c}`): two products that read A and the cores, in cache,
-    rather than every other row's 2K images."""
-    return np.dot(mixing, np.dot(latent_row, entities).ravel())

@@ -46,6 +46,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ...engine._data import ObservedTensor
+from ...engine._threads import blas_on_one_thread
 from .._chains import ChainProblem, ChainSettings, drive_chain
 from .._log_average import log_average_exp
 from . import _probit_kernels, _rescal_kernels
@@ -121,9 +122,13 @@ class ProbitRescalModel:
         leading rows of A, and leading elements of the next row, at their
         values in ``state``, and names the block whose conditional density
         at ``clamp.point`` the sweep evaluates. Returns the new state and a
-        :class:`RescalInfo`.
+        :class:`RescalInfo`. Its products (n x r factors, r x r cores) run
+        on one BLAS thread (:func:`~sklearn_pltf.engine._threads.blas_on_one_thread`).
         """
-        clamp = clamp or RescalClamp()
+        with blas_on_one_thread():
+            return self._sweep(rng, state, clamp or RescalClamp())
+
+    def _sweep(self, rng, state, clamp):
         point = clamp.point
         latent = self.draw_latent(rng, state.xhat)
         cores, log_ordinate = draw_cores(
@@ -250,10 +255,7 @@ def draw_entity_rows(rng, entities, cores, latent, column_variances, *, held_row
     latent[:, np.arange(n), np.arange(n)] = 0.0  # the diagonal is summed out
     # Row i's z_k(i, j), then its z_k(j, i), for every k: (n, 2K, n).
     latent_rows = np.concatenate([latent.transpose(1, 0, 2), latent.transpose(2, 0, 1)], axis=1)
-    # The cores as row_linear reads them: [R_k]_{cd} at (c, k r + d), then [R_k]_{dc}.
-    mixing = np.concatenate([cores.transpose(1, 0, 2), cores.transpose(2, 0, 1)],
-                            axis=1).reshape(rank, -1)
-    stacked = np.concatenate([cores, cores.transpose(0, 2, 1)]).reshape(-1, rank)
+    cores = np.ascontiguousarray(cores)
     contributions = _outer_sums(_images(entities, cores))                   # (n, r, r)
     gram = contributions.sum(0)
     inverse_variances = 1.0 / column_variances
@@ -261,7 +263,9 @@ def draw_entity_rows(rng, entities, cores, latent, column_variances, *, held_row
     if held_elements or ordinate == "element":
         row = first
         precision = gram - contributions[row] + np.diag(inverse_variances)
-        linear = _rescal_kernels.row_linear(latent_rows[row], entities, mixing)
+        linear, images = np.empty(rank), np.empty((2 * len(cores), rank))
+        _rescal_kernels.core_pass(cores, entities[row], latent_rows[row] @ entities, images,
+                                  linear)
         value = _draw_partial_row(entities[row], precision, linear, held_elements, noise[row],
                                   target if ordinate == "element" else None)
         update = _outer_sums(_images(entities[row:row + 1], cores))[0]
@@ -270,7 +274,7 @@ def draw_entity_rows(rng, entities, cores, latent, column_variances, *, held_row
         first += 1
     ordinate_row = held_rows if ordinate == "row" else -1
     log_density = _rescal_kernels.draw_rows(
-        entities, latent_rows, mixing, contributions, gram, stacked, noise, inverse_variances,
+        entities, latent_rows, cores, contributions, gram, noise, inverse_variances,
         first, ordinate_row,
         np.zeros(rank) if target is None else np.asarray(target, dtype=np.float64))
     return float(log_density) if ordinate == "row" else value
