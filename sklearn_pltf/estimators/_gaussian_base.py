@@ -112,7 +112,8 @@ GAUSSIAN_PARAMETERS = """\
     ard : bool, default=False
         Automatic relevance determination (Zhao, Zhang & Cichocki 2015):
         every column has location 0 and one variance per component, shared
-        by every mode, ``v_r ~ InvGamma(hyper_shape, hyper_scale)``, so the
+        by every mode (on a model string, by the factors that carry the
+        component's latent index), ``v_r ~ InvGamma(hyper_shape, hyper_scale)``, so the
         components the data do not need shrink in every mode at once and one
         fit at a generous ``n_components`` finds the rank
         (``effective_rank_``, ``relevance_``). Components switch off during
@@ -245,9 +246,13 @@ class BaseGaussianFactorization(BaseFactorization):
                              f"{list(likelihood.samplers)}.")
         if is_cp_model(model):
             return
-        if self.ard:
-            raise ValueError(f"ard=True shares a variance per component over every mode of a CP "
-                             f"model; model {model.string!r} is not CP: use ard=False.")
+        if self.ard and None in gaussian.ard_groups(model):
+            factor = model.factors[gaussian.ard_groups(model).index(None)]
+            raise ValueError(
+                f"ard=True shares a variance per component among the factors of each latent "
+                f"index, and needs every factor to carry exactly one latent index (as CP's and "
+                f"NMF's do); factor {factor!r} of model {model.string!r} carries "
+                f"{sum(c in model.latent for c in factor)}: use ard=False.")
         if self.n_init > 1:
             raise ValueError(f"n_init={self.n_init} aligns the chains' components, as CP's; on "
                              f"model {model.string!r} run one chain (n_init=1).")
@@ -256,7 +261,7 @@ class BaseGaussianFactorization(BaseFactorization):
         model = self._bound_model(data.shape)
         likelihood = self._likelihood_of(data, model)
         self._check_structure(model, likelihood)
-        priors = self._priors()
+        priors = self._priors()._replace(shared=gaussian.ard_groups(model) if self.ard else None)
         chain_rng, evidence_rng = rng.spawn(2)
         evidence = self._evidence_method(model, likelihood, data)
         lengths = chain_lengths(self.n_warmup, self.n_draws, DEFAULT_N_WARMUP, DEFAULT_N_DRAWS)
@@ -282,9 +287,7 @@ class BaseGaussianFactorization(BaseFactorization):
             "rhat_": warn_unless_mixed(chain.log_likelihoods[:, n_warmup:],
                                        advice=lengthen_advice(self.n_warmup, lengths))}
         if self.ard:
-            fitted["relevance_"] = np.array(chain.mean_hyper_variances[0])
-            fitted["effective_rank_"] = int(np.count_nonzero(
-                gaussian.component_energy_shares(chain.mean_factors) >= EFFECTIVE_SHARE))
+            fitted.update(_relevance_attributes(model, priors, chain))
         if self.keep_draws:
             fitted.update(draws_=tuple(structure.factor_tensor(a, d)
                                        for a, d in enumerate(chain.draws)),
@@ -497,3 +500,22 @@ class BaseGaussianFactorization(BaseFactorization):
         tags.input_tags.allow_nan = True
         tags.input_tags.positive_only = not gaussian.LIKELIHOODS[self.likelihood].allows_negative
         return tags
+
+
+def _relevance_attributes(model, priors, chain):
+    """``relevance_`` and ``effective_rank_`` of an ARD fit. CP: each
+    component's posterior mean variance, and the components whose energy
+    (:func:`~sklearn_pltf.inference.gaussian.component_energy_shares`) is
+    at least ``EFFECTIVE_SHARE`` of the largest's. Other strings, per
+    latent index: ``{index: variances}`` and ``{index: count}``, the count
+    by the same rule over the factors of that index."""
+    if is_cp_model(model):
+        return {"relevance_": np.array(chain.mean_hyper_variances[0]),
+                "effective_rank_": int(np.count_nonzero(
+                    gaussian.component_energy_shares(chain.mean_factors) >= EFFECTIVE_SHARE))}
+    groups = gaussian.ard_members(priors, len(chain.mean_factors))
+    return {"relevance_": {label: np.array(chain.mean_hyper_variances[members[0]])
+                           for label, members in groups.items()},
+            "effective_rank_": {label: int(np.count_nonzero(gaussian.component_energy_shares(
+                [chain.mean_factors[n] for n in members]) >= EFFECTIVE_SHARE))
+                for label, members in groups.items()}}

@@ -50,8 +50,14 @@ class GaussianPLTF(BaseGaussianFactorization):
         Size of the latent indices: one int for all, or ``{index: size}``.
 %(gaussian_parameters)s
 
-        Off the CP structure, ``ard`` (a variance per component shared by
-        every mode), ``n_init`` above 1 (which aligns the chains'
+        ``ard=True`` gives each latent index a relevance per component,
+        shared by the factors that carry it (W's and H's columns on
+        ``"ik,kj->ij"``), so one fit at a generous size learns it:
+        ``relevance_`` and ``effective_rank_`` are then dicts by latent
+        index. It needs every factor to carry exactly one latent index: a
+        Tucker core, which carries several, would take up the scale its
+        loadings' relevances shrink, and is refused with an error. Off the
+        CP structure, ``n_init`` above 1 (which aligns the chains'
         components), ``method="hmc"`` and ``evidence="ais"`` are refused
         with an error: they are built for CP.
 
@@ -75,6 +81,12 @@ class GaussianPLTF(BaseGaussianFactorization):
     step_size_ : None
     log_evidence_, log_evidence_error_ : float
         Chib's estimate of log p(X) and its Monte Carlo standard error.
+    relevance_, effective_rank_ : dict
+        With ``ard=True`` (CP: an array and an int, as :class:`GibbsNTF`'s):
+        per latent index, the posterior mean variance of each component,
+        and the number of components whose energy (the product over the
+        index's factors of the column's squared norm) is at least 1e-3 of
+        the largest's.
     n_iter_ : int
         Iterations run by the chain.
     rhat_ : float

@@ -125,3 +125,37 @@ def test_what_the_model_string_cannot_take_is_a_clear_error(settings, message):
     with pytest.raises(ValueError, match=message):
         est.fit(X)
     assert not hasattr(est, "factors_")  # a fit that fails leaves the estimator as it was
+
+
+def test_ard_on_an_nmf_string_switches_off_what_the_data_do_not_need():
+    """ARD on a string whose factors each carry one latent index: W's and
+    H's columns share a relevance per component, so one fit at 6 components
+    of signed rank-3 data keeps 3; the string's sums give the chain, and
+    Chib's evidence, of the CP layout (GibbsNTF on the matrix)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3)) @ rng.normal(size=(3, 25)) + rng.normal(0, 0.1, (30, 25))
+    est = GaussianPLTF("ik,kj->ij", 6, nonnegative=False, ard=True, evidence=None,
+                       n_warmup=500, n_draws=200, random_state=0).fit(X)
+    assert est.effective_rank_ == {"k": 3}
+    assert set(est.relevance_) == {"k"} and est.relevance_["k"].shape == (6,)
+    short = dict(nonnegative=False, ard=True, evidence="chib", n_warmup=30, n_draws=30,
+                 random_state=0)
+    small = X[:6, :5]
+    reference = GibbsNTF(2, **short).fit(small)
+    same = GaussianPLTF("ik,kj->ij", 2, **short).fit(small)
+    np.testing.assert_allclose(same.factors_[1].T, reference.factors_[1], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(same.log_evidence_, reference.log_evidence_, rtol=1e-9)
+    np.testing.assert_allclose(same.relevance_["k"], reference.relevance_, rtol=1e-9)
+
+
+def test_ard_on_a_cp_string_gives_gibbs_ntf_s_numbers():
+    X, _ = _tucker(seed=1, shape=(5, 4, 3), missing=0.0)
+    short = dict(nonnegative=False, ard=True, evidence="chib", n_warmup=30, n_draws=30,
+                 random_state=0)
+    reference = GibbsNTF(3, **short).fit(X)
+    same = GaussianPLTF("ir,jr,kr->ijk", 3, **short).fit(X)
+    for a, b in zip(same.factors_, reference.factors_):
+        np.testing.assert_array_equal(a, b)
+    assert same.log_evidence_ == reference.log_evidence_
+    np.testing.assert_array_equal(same.relevance_, reference.relevance_)
+    assert same.effective_rank_ == reference.effective_rank_

@@ -79,14 +79,14 @@ the probit link, one interface), :mod:`.hmc` (HMC and its step size) and
 several); this module gathers their public names.
 """
 
-from ._model import (GaussianInfo, GaussianPriors, GaussianState, column_log_evidence,
+from ._model import (GaussianInfo, GaussianPriors, GaussianState, ard_members, column_log_evidence,
                      component_energy_shares, draw_hyper, init, log_element_density,
                      log_factor_prior, log_factors_prior, log_hyper_normalizer,
                      log_inverse_gamma_density, log_likelihood,
                      log_noise_prior, sample_column_prior, sample_elements, sample_prior,
                      sample_standardised_location)
 from .chains import GaussianChain, pool_chains, run_chain
-from .links import LIKELIHOODS, GaussianNoise, ProbitLink, cp_dense, likelihood_of
+from .links import LIKELIHOODS, GaussianNoise, ProbitLink, ard_groups, cp_dense, likelihood_of
 from .hmc import AdaptiveHMC, DualAveraging, hmc_step, log_joint
 from .sweeps import column_conditional, fold_in, gibbs_sweep
 
@@ -98,5 +98,5 @@ __all__ = [
     "sample_prior", "sample_elements", "log_element_density", "column_conditional", "log_joint",
     "fold_in", "run_chain", "pool_chains", "GaussianChain",
     "DualAveraging", "AdaptiveHMC", "GaussianNoise", "ProbitLink", "LIKELIHOODS",
-    "likelihood_of", "cp_dense",
+    "likelihood_of", "cp_dense", "ard_groups", "ard_members",
 ]

@@ -24,9 +24,15 @@ class GaussianPriors(NamedTuple):
     hyper_scale: float = 1.0
     #: True: rectified (non-negative) elements; False: Gaussian, of either sign.
     nonnegative: bool = True
-    #: True: location 0 and one variance per component shared by every mode
-    #: (ARD), v ~ IG(``hyper_shape``, ``hyper_scale``); ``hyper_precision`` unused.
+    #: True: location 0 and one variance per component shared by the factors
+    #: of a group (ARD), v ~ IG(``hyper_shape``, ``hyper_scale``);
+    #: ``hyper_precision`` unused for them.
     ard: bool = False
+    #: Under ARD, per factor, the label of the group whose component variances
+    #: its columns share (on a model string: the factor's one latent index),
+    #: or None for a factor whose columns keep their own (μ, v). None: every
+    #: factor in one group (CP's components shared by every mode).
+    shared: tuple | None = None
 
 
 class GaussianState(NamedTuple):
@@ -118,46 +124,72 @@ def log_factor_prior(factor, priors):
 
 def log_factors_prior(factors, priors):
     """:math:`\\log p(A_1, \\dots, A_N)`, every (μ, v) integrated out: the
-    sum of :func:`log_factor_prior` over the factors, or under ARD the
-    Student-type marginal of each component over all modes,
+    sum of :func:`log_factor_prior` over the factors outside every ARD
+    group, and for each group (:func:`ard_members`) the Student-type
+    marginal of each of its components over its factors,
     :math:`\\log \\frac{b_0^{a_0} \\Gamma(a_0 + N_r/2)}{\\Gamma(a_0)
     (b_0 + S_r/2)^{a_0 + N_r/2}} - \\frac{N_r}{2} \\log 2\\pi`, plus
     :math:`N_r \\log 2` for half-normal elements."""
-    if not priors.ard:
-        return sum(log_factor_prior(f, priors) for f in factors)
     factors = [np.asarray(f, dtype=np.float64) for f in factors]
-    if priors.nonnegative and any(np.any(f < 0) for f in factors):
+    groups = ard_members(priors, len(factors))
+    if priors.nonnegative and any(np.any(factors[n] < 0) for members in groups.values()
+                                  for n in members):
         return -np.inf
-    n_r, s_r = _component_statistics(factors)
     a, b = priors.hyper_shape, priors.hyper_scale
-    per_component = (a * np.log(b) - gammaln(a) + gammaln(a + 0.5 * n_r)
-                     - (a + 0.5 * n_r) * np.log(b + 0.5 * s_r) - 0.5 * n_r * np.log(2 * np.pi)
-                     + (n_r * np.log(2.0) if priors.nonnegative else 0.0))
-    return float(np.sum(per_component))
+    total = sum(log_factor_prior(f, priors) for n, f in enumerate(factors)
+                if not any(n in members for members in groups.values()))
+    for members in groups.values():
+        n_r, s_r = _component_statistics([factors[n] for n in members])
+        per_component = (a * np.log(b) - gammaln(a) + gammaln(a + 0.5 * n_r)
+                         - (a + 0.5 * n_r) * np.log(b + 0.5 * s_r)
+                         - 0.5 * n_r * np.log(2 * np.pi)
+                         + (n_r * np.log(2.0) if priors.nonnegative else 0.0))
+        total += np.sum(per_component)
+    return float(total)
+
+
+def ard_members(priors, n_factors):
+    """The ARD groups: ``{label: [factor, ...]}`` in first-seen order
+    (:attr:`GaussianPriors.shared`); empty without ARD."""
+    if not priors.ard:
+        return {}
+    shared = priors.shared if priors.shared is not None else (0,) * n_factors
+    groups = {}
+    for n, label in enumerate(shared):
+        if label is not None:
+            groups.setdefault(label, []).append(n)
+    return groups
 
 
 def _component_statistics(factors):
-    """ARD's statistics of each component r over every mode: its elements'
-    count :math:`N_r` and sum of squares :math:`S_r`."""
+    """ARD's statistics of each component r over the given factors: its
+    elements' count :math:`N_r` and sum of squares :math:`S_r`."""
     return sum(f.shape[0] for f in factors), sum(np.sum(f**2, axis=0) for f in factors)
 
 
 def _draw_shared_variances(rng, factors, priors):
-    """ARD: every mode's column locations (zeros) and the variances
-    :math:`v_r` shared by every mode, drawn from their conditional."""
-    n_r, s_r = _component_statistics(factors)
-    # One Gamma variate per component: the v_r are independent given the factors.
-    v = (priors.hyper_scale + 0.5 * s_r) / rng.standard_gamma(priors.hyper_shape + 0.5 * n_r,
-                                                              size=s_r.shape)
-    return tuple(np.zeros_like(v) for _ in factors), tuple(v for _ in factors)
+    """ARD: each group's column locations (zeros) and variances :math:`v_r`,
+    shared by the group's factors, drawn from their conditional; per factor,
+    None outside every group."""
+    means, variances = [None] * len(factors), [None] * len(factors)
+    for members in ard_members(priors, len(factors)).values():
+        n_r, s_r = _component_statistics([factors[n] for n in members])
+        # One Gamma variate per component: the v_r are independent given the factors.
+        v = (priors.hyper_scale + 0.5 * s_r) / rng.standard_gamma(priors.hyper_shape + 0.5 * n_r,
+                                                                  size=s_r.shape)
+        for n in members:
+            means[n], variances[n] = np.zeros_like(v), v
+    return tuple(means), tuple(variances)
 
 
 def draw_hyper(rng, factors, priors):
-    """Every column's (μ, v) given the factors: per column (each mode's
-    Normal–inverse-Gamma conditional) or, under ARD, one v per component."""
-    if priors.ard:
-        return _draw_shared_variances(rng, factors, priors)
-    means, variances = zip(*(_draw_hyper(rng, f, priors) for f in factors))
+    """Every column's (μ, v) given the factors: under ARD each group's
+    shared v first, then, per column, each other factor's
+    Normal–inverse-Gamma conditional."""
+    means, variances = map(list, _draw_shared_variances(rng, factors, priors))
+    for n, f in enumerate(factors):
+        if means[n] is None:
+            means[n], variances[n] = _draw_hyper(rng, f, priors)
     return tuple(means), tuple(variances)
 
 

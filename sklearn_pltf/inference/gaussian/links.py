@@ -50,7 +50,7 @@ from ._string_stats import StringStatistics
 from .sweeps import fold_in, gibbs_sweep
 
 __all__ = ["GaussianNoise", "ProbitLink", "LIKELIHOODS", "likelihood_of", "cp_dense",
-           "binary_signs", "statistics_of", "is_cp_model"]
+           "binary_signs", "statistics_of", "is_cp_model", "ard_groups"]
 
 
 def statistics_of(data, model=None):
@@ -68,6 +68,21 @@ def is_cp_model(model):
     """Whether factor n is (axis n, the one latent index), as CP's factor matrices are."""
     return (len(model.latent) == 1 and model.n_factors == len(model.output)
             and all(f == axis + model.latent for f, axis in zip(model.factors, model.output)))
+
+
+def ard_groups(model):
+    """Per factor of ``model``, the latent index whose component variances
+    its columns share under ARD (the factor's one latent index; on CP every
+    mode shares ``r``), so that a component switches off in every factor
+    that loads it at once; None for a factor with several latent indices or
+    none, which ARD does not take (a Tucker core would take up the scale
+    its loadings' relevances shrink)."""
+    latent = set(model.latent)
+    groups = []
+    for factor in model.factors:
+        own = [c for c in factor if c in latent]
+        groups.append(own[0] if len(own) == 1 else None)
+    return tuple(groups)
 
 
 def binary_signs(data, advice=""):

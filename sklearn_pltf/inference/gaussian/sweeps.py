@@ -45,8 +45,8 @@ def column_conditional(stats, n, r, factor, terms, missing_xhat, mean, variance,
 
 
 def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visit=None):
-    """One sweep: for each mode, every column's (μ, v), then each column;
-    then σ². Returns ``(state, info)``.
+    """One sweep: for each mode, every column's (μ, v) (under ARD, each
+    group's shared v first), then each column; then σ². Returns ``(state, info)``.
 
     ``clamped`` maps a column ``(n, r)`` to True (the column keeps its
     values) or to a boolean array over its elements (those keep theirs; the
@@ -58,11 +58,14 @@ def gibbs_sweep(rng, state, stats, priors, clamped=None, clamp_noise=False, visi
     factors, means, variances = list(state.factors), list(state.means), list(state.variances)
     grams = stats.grams(factors)
     missing_xhat = stats.missing_xhat(factors)
-    if priors.ard:  # one v per component for every mode, given every factor
-        means, variances = map(list, _draw_shared_variances(rng, factors, priors))
+    # ARD: each group's v per component, given all its factors; then, per
+    # factor outside every group, its columns' (μ, v) as its turn comes.
+    shared_means, shared_variances = _draw_shared_variances(rng, factors, priors)
     for n in range(stats.n_factors):
-        if not priors.ard:
+        if shared_means[n] is None:
             means[n], variances[n] = _draw_hyper(rng, factors[n], priors)
+        else:
+            means[n], variances[n] = shared_means[n], shared_variances[n]
         terms = _mode_terms(stats, n, factors, grams)
         factor = factors[n].copy()
         for r in range(factor.shape[1]):
