@@ -14,7 +14,10 @@ and all evidences are of the same entries.
    log evidence (the VB bound) of each. The structure, rank and prior shape
    with the highest are chosen. Each prior's mean is set so that the prior
    mean of every entry of X̂ is the data's mean (rank x mean^3 = mean of X
-   for CP).
+   for CP). On 0/1 data the probit family competes too: RESCAL with signed
+   factors through the probit link (``RESCAL-probit``,
+   :class:`~sklearn_pltf.ProbitRESCAL` by VB, its prior shape that of the
+   columns' relevances), whose bound is a probability of the same entries.
 2. With that model, k-fold cross-validation over the observed entries (zeros
    included, :class:`~sklearn_pltf.model_selection.EntryKFold`): each fold is
    held out as missing, the rest fitted, the held-out entries ranked by their
@@ -44,7 +47,9 @@ import warnings
 import numpy as np
 from joblib import Parallel, delayed
 
-from . import BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
+from typing import Callable, NamedTuple
+
+from . import BayesianNMF, BayesianRESCAL, PoissonCP, ProbitRESCAL, TuckerVB
 from .estimators import check_ranks
 from ._cli_data import load_data
 from .metrics import link_prediction_auc
@@ -52,38 +57,69 @@ from .model_selection import EntryKFold
 
 PRIOR_SHAPES = (0.3, 1.0)
 
-#: ``name: (estimator, default ranks)`` of the structures the command compares.
+
+
+class Structure(NamedTuple):
+    """A candidate of step 1: its estimator, its default ranks, and how its
+    prior is set (``build(rank, prior_shape, ...)`` gives the estimator)."""
+
+    estimator: type
+    ranks: range
+    build: Callable
+    #: Only for 0/1 data (a probit link).
+    binary_only: bool = False
+
+
+def _scaled_gamma_prior(terms):
+    """The builder of a Bernoulli–Poisson or Poisson structure whose prior
+    mean of each X̂ entry is the data's mean: ``terms(rank, ndim)`` gives
+    the number of products summed into an entry and their factors (CP:
+    rank and ndim), so each factor's prior mean is (mean / products)^(1 /
+    factors)."""
+    def build(estimator, X, rank, prior_shape, seed, *, likelihood, mean, n_init, ard):
+        products, n_factors = terms(rank, X.ndim)
+        factor_mean = (mean / products) ** (1.0 / n_factors)
+        if not np.finfo(np.float64).tiny <= factor_mean < np.inf:  # mean / rank^k underflowed
+            raise ValueError(
+                f"the data's mean, {mean:.3g}, is too small for float64 to scale the prior of "
+                f"{estimator.__name__} at rank {rank} to it (each factor's prior mean "
+                "underflows); multiply the data by a constant.")
+        return estimator(rank, likelihood=likelihood, prior_shape=prior_shape,
+                         prior_rate=prior_shape / factor_mean, n_init=n_init, tol=1e-5,
+                         random_state=seed, ard=ard)
+    return build
+
+
+def _probit_vb(estimator, X, rank, prior_shape, seed, *, likelihood, mean, n_init, ard):
+    """The probit family by VB, whose bound is a probability of the same 0/1
+    entries as the Bernoulli–Poisson bound: Φ sets its scale (no prior to
+    scale to the mean), and ARD is always on (a relevance per column)."""
+    return estimator(rank, method="vb", prior_shape=prior_shape, n_init=n_init,
+                     random_state=seed)
+
+
+#: ``name: Structure`` of the candidates the command compares.
 STRUCTURES = {
-    "CP": (PoissonCP, range(1, 11)),
-    "Tucker": (TuckerVB, range(2, 5)),
-    "RESCAL": (BayesianRESCAL, range(1, 7)),
-    "NMF": (BayesianNMF, range(1, 11)),
+    "CP": Structure(PoissonCP, range(1, 11), _scaled_gamma_prior(lambda r, d: (r, d))),
+    "Tucker": Structure(TuckerVB, range(2, 5), _scaled_gamma_prior(lambda r, d: (r**d, d + 1))),
+    # A(i, a) A(j, b) G(a, b, k): three factors, rank² terms.
+    "RESCAL": Structure(BayesianRESCAL, range(1, 7), _scaled_gamma_prior(lambda r, d: (r**2, 3))),
+    "NMF": Structure(BayesianNMF, range(1, 11), _scaled_gamma_prior(lambda r, d: (r, d))),
+    "RESCAL-probit": Structure(ProbitRESCAL, range(1, 7), _probit_vb, binary_only=True),
 }
 
 
 def scaled_prior_model(X, structure, rank, prior_shape, seed, likelihood="bernoulli",
                        mean=None, n_init=3, ard=False):
-    """The ``structure`` model at ``rank`` whose prior mean of each X̂ entry
-    is the data's mean (``mean``, else ``X.mean()``); with ``ard``, a
-    relevance per component learned by the evidence."""
+    """The ``structure`` model at ``rank`` (:data:`STRUCTURES`): for the
+    Gamma families, with the prior mean of each X̂ entry at the data's mean
+    (``mean``, else ``X.mean()``) and, with ``ard``, a relevance per
+    component learned by the evidence."""
     mean = data_mean(X) if mean is None else mean
     check_data_mean(mean)
-    ndim = X.ndim
-    if structure in ("CP", "NMF"):
-        factor_mean = (mean / rank) ** (1.0 / ndim)
-    elif structure == "RESCAL":  # A(i, a) A(j, b) G(a, b, k): three factors, rank² terms
-        factor_mean = (mean / rank**2) ** (1.0 / 3)
-    else:  # Tucker: one factor per axis and the core, rank^ndim terms
-        factor_mean = (mean / rank**ndim) ** (1.0 / (ndim + 1))
-    if not np.finfo(np.float64).tiny <= factor_mean < np.inf:  # mean / rank^k underflowed
-        raise ValueError(
-            f"the data's mean, {mean:.3g}, is too small for float64 to scale the prior of "
-            f"{structure} at rank {rank} to it (each factor's prior mean underflows); "
-            "multiply the data by a constant.")
-    estimator = STRUCTURES[structure][0]
-    return estimator(rank, likelihood=likelihood, prior_shape=prior_shape,
-                     prior_rate=prior_shape / factor_mean, n_init=n_init, tol=1e-5,
-                     random_state=seed, ard=ard)
+    spec = STRUCTURES[structure]
+    return spec.build(spec.estimator, X, rank, prior_shape, seed, likelihood=likelihood,
+                      mean=mean, n_init=n_init, ard=ard)
 
 
 def data_mean(values):
@@ -113,19 +149,21 @@ def check_data_mean(mean):
         "a constant.")
 
 
-def structures_for(X):
+def structures_for(X, binary=False):
     """The structures that describe data of ``X``'s shape (RESCAL: relations
-    among one set of entities, square in its first two axes)."""
+    among one set of entities, square in its first two axes; its probit
+    family: also 0/1, ``binary``)."""
     names = ["NMF", "CP"] if X.ndim == 2 else ["CP", "Tucker"]
     if X.ndim <= 3 and X.shape[0] == X.shape[1]:
-        names.append("RESCAL")
-    return names
+        names += ["RESCAL", "RESCAL-probit"]
+    return [n for n in names if binary or not STRUCTURES[n].binary_only]
 
 
-def default_structures(X):
+def default_structures(X, binary=False):
     """The structures compared unless ``--models`` names others: NMF for a
-    matrix; CP, Tucker and (if square) RESCAL for a tensor."""
-    return ["NMF"] if X.ndim == 2 else structures_for(X)
+    matrix; CP, Tucker and (if square) RESCAL, by the Bernoulli–Poisson and
+    (0/1 data) the probit family, for a tensor."""
+    return ["NMF"] if X.ndim == 2 else structures_for(X, binary)
 
 
 def _fit_one(X, mask, structure, rank, shape, settings):
@@ -156,7 +194,7 @@ def select_model(X, mask, candidates, prior_shapes, settings, n_jobs=None, relev
     With ARD (``settings["ard"]``) each line also gives the effective rank,
     and ``relevances`` (a dict) receives each fit's relevances."""
     ard = settings.get("ard", False)
-    print(f"{'model':>10}  {'rank':>4}  {'shape':>5}  {'log evidence':>13}  {'seconds':>7}"
+    print(f"{'model':>13}  {'rank':>4}  {'shape':>5}  {'log evidence':>13}  {'seconds':>7}"
           + ("  kept" if ard else ""))
     jobs = [(structure, rank, shape) for structure, rank in candidates for shape in prior_shapes]
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
@@ -168,7 +206,7 @@ def select_model(X, mask, candidates, prior_shapes, settings, n_jobs=None, relev
             relevances[job] = (relevance, kept)
         structure, rank, shape = job
         kept = f"  {_effective(kept):>4}" if ard else ""
-        print(f"{structure:>10}  {rank:>4}  {shape:>5}  {value:>13.1f}  {seconds:>7.2f}{kept}"
+        print(f"{structure:>13}  {rank:>4}  {shape:>5}  {value:>13.1f}  {seconds:>7.2f}{kept}"
               f"   ({_time_left(done, len(jobs), time.perf_counter() - start)})", flush=True)
     return evidence
 
@@ -313,13 +351,14 @@ def main(argv=None, *, candidates=None):
     except (OSError, ValueError, KeyError) as exc:
         parser.error(str(exc))
     X, observed = data.X, data.observed
-    if candidates is None:
-        candidates = _candidates(parser, args, X)
     binary = bool(np.isin(X[observed], (0, 1)).all())
     likelihood = args.likelihood if args.likelihood != "auto" else (
         "bernoulli" if binary else "poisson")
     if likelihood == "bernoulli" and not binary:
         parser.error("--likelihood bernoulli needs 0/1 data; these hold other values.")
+    if candidates is None:
+        # The probit family is compared with the Bernoulli–Poisson one on 0/1 data.
+        candidates = _candidates(parser, args, X, likelihood == "bernoulli")
     settings = dict(seed=args.seed, likelihood=likelihood, mean=data_mean(X[observed]),
                     n_init=args.restarts, ard=args.ranks == "auto")
     # Everything that can be refused is refused before the first fit: first
@@ -349,9 +388,10 @@ def _run(args, X, observed, candidates, settings, likelihood, folds, data, start
     """Steps 1 and 2 on checked arguments (:func:`main`)."""
     print(data.summary)
     what = "rank by relevance (ARD)" if settings["ard"] else "rank"
+    probit = any(STRUCTURES[name].binary_only for name, _ in candidates)
     print(f"Step 1: structure, {what} and prior shape by the log evidence (variational bound,\n"
-          f"        {likelihood} likelihood, {args.restarts} restarts, prior scaled to the "
-          "data's mean)")
+          f"        {likelihood} likelihood{' or the probit link' if probit else ''}, "
+          f"{args.restarts} restarts, Gamma priors scaled to the data's mean)")
     relevances = {}
     evidence = select_model(X, observed, candidates, args.prior_shapes, settings, args.n_jobs,
                             relevances)
@@ -381,8 +421,8 @@ def _run(args, X, observed, candidates, settings, likelihood, folds, data, start
     return 0
 
 
-def _candidates(parser, args, X):
-    names = default_structures(X)
+def _candidates(parser, args, X, binary):
+    names = default_structures(X, binary)
     if args.models:
         by_lower = {name.lower(): name for name in STRUCTURES}
         wanted = [m.strip().lower() for m in args.models.split(",") if m.strip()]
@@ -391,14 +431,15 @@ def _candidates(parser, args, X):
             parser.error(f"--models: unknown {', '.join(unknown)}; choose among "
                          f"{', '.join(STRUCTURES)}.")
         names = [by_lower[m] for m in wanted]
-        misfit = [n for n in names if n not in structures_for(X)]
+        misfit = [n for n in names if n not in structures_for(X, binary)]
         if misfit:
-            parser.error(f"--models: {', '.join(misfit)} does not describe data of shape "
-                         f"{X.shape}; these do: {', '.join(structures_for(X))}.")
+            parser.error(f"--models: {', '.join(misfit)} does not describe these data (shape "
+                         f"{X.shape}{'' if binary else ', not 0/1 under the Bernoulli likelihood'}"
+                         f"); these do: {', '.join(structures_for(X, binary))}.")
     if args.ranks == "auto":  # one ARD fit per structure, at the top of its range
-        return [(name, max(STRUCTURES[name][1])) for name in names]
+        return [(name, max(STRUCTURES[name].ranks)) for name in names]
     return [(name, rank) for name in names
-            for rank in (args.ranks or STRUCTURES[name][1])]
+            for rank in (args.ranks or STRUCTURES[name].ranks)]
 
 
 def _ranks(text):

@@ -8,7 +8,7 @@ from joblib import parallel_config
 
 from sklearn_pltf.__main__ import PRIOR_SHAPES, main
 
-ROW = r"^\s+(CP|Tucker|RESCAL|NMF)\s+(\d+)\s+(\d\.\d)\s+(-\d+\.\d)\s+\d+\.\d+\s+\((?:~\d+ s left|done)\)$"
+ROW = r"^\s*(CP|Tucker|RESCAL-probit|RESCAL|NMF)\s+(\d+)\s+(\d\.\d)\s+(-\d+\.\d)\s+\d+\.\d+\s+\((?:~\d+ s left|done)\)$"
 
 
 def _evidence(out):
@@ -17,7 +17,7 @@ def _evidence(out):
 
 def _chosen(out):
     structure, rank, shape = re.search(
-        r"Chosen by the evidence: (CP|Tucker|RESCAL|NMF), rank (\d+), prior shape (\d\.\d)",
+        r"Chosen by the evidence: (CP|Tucker|RESCAL-probit|RESCAL|NMF), rank (\d+), prior shape (\d\.\d)",
         out).groups()
     return structure, int(rank), float(shape)
 
@@ -34,6 +34,23 @@ def test_demo_chooses_a_model_and_predicts_links(capsys):
     # the full demo (10 folds, every candidate) reaches about 0.91 and 0.80
     assert roc > 0.85 and pr > 0.6
     assert len(re.findall(r"^\s+[123]\s+333[67]\s+0\.\d{3}\s+0\.\d{3}", out, re.M)) == 3
+
+
+def test_on_binary_relations_the_probit_family_competes_by_its_bound(capsys):
+    """On Nations (0/1) the probit RESCAL's VB bound, a probability of the
+    same entries, is printed and compared with the Bernoulli–Poisson
+    RESCAL's; the highest evidence of either family is chosen."""
+    argv = ["--models", "RESCAL,RESCAL-probit", "--ranks", "2-3", "--folds", "0",
+            "--restarts", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    evidence = _evidence(out)
+    assert {s for s, _, _ in evidence} == {"RESCAL", "RESCAL-probit"}
+    assert len(evidence) == 2 * 2 * len(PRIOR_SHAPES)
+    assert evidence[_chosen(out)] == max(evidence.values())
+    assert "or the probit link" in out
+    # A probability of binary entries: every bound below 0.
+    assert max(evidence.values()) < 0
 
 
 @pytest.mark.slow(minutes=0.3)
@@ -109,7 +126,8 @@ def _fold_scores(out):
 @pytest.mark.parametrize("argv, message", [
     (["--data", "nowhere.npz"], "No such file"),
     (["--data", "data.csv"], "give a shipped name"),
-    (["--models", "Tucker"], "Tucker does not describe data of shape"),
+    (["--models", "Tucker"], r"Tucker does not describe these data \(shape"),
+    (["--models", "RESCAL-probit"], "RESCAL-probit does not describe these data"),
     (["--models", "PCA"], "unknown pca"),
     (["--ranks", "0-3"], "ranks must be positive"),
     (["--folds", "1"], "give 0 .* or 2 or more"),
