@@ -99,7 +99,9 @@ def _machine(env):
     return (f"{env['cpu']}, {env['cores']} cores, {env['memory_gib']} GiB; Python "
             f"{env['python']}, numpy {env['numpy']}, scipy {env['scipy']}, scikit-learn "
             f"{env['scikit-learn']}, sklearn_pltf {env['sklearn_pltf']}, numba {env['numba']}"
-            + (f", {peers}" if peers else "") + f"; BLAS: {blas}")
+            + (f", {peers}" if peers else "") + f"; BLAS: {blas}"
+            + (f"; kernels compiled for {env['numba_cpu']} ({env['target']})"
+               if env.get("numba_cpu") else ""))
 
 
 def _seconds(values):

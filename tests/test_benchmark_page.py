@@ -91,3 +91,25 @@ def test_every_result_names_its_machine_versions_and_every_timed_run():
             for contender in case["contenders"]:
                 assert len(contender["seconds"]) == case["repeats"] >= 1, (path, case["name"])
                 assert contender["warmup_seconds"] is not None
+
+
+def _run_module():
+    spec = importlib.util.spec_from_file_location("bench_run", BENCHMARKS / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_target_s_environment_replaces_the_pins_and_the_cpu_variables():
+    """``run.py --target``: native drops the OpenBLAS pins and any CPU target
+    (OpenBLAS's and numba's own choice); avx2 pins the three libraries to
+    AVX2, NumPy only where the CPU has AVX-512 to switch off."""
+    run = _run_module()
+    environ = {"PATH": "/bin", "OPENBLAS_CORETYPE": "Zen", "OPENBLAS_L2_SIZE": "1",
+               "NUMBA_CPU_NAME": "skylake-avx512"}
+    assert run.target_environment(environ, "native", True) == {"PATH": "/bin"}
+    avx2 = run.target_environment(environ, "avx2", True)
+    assert avx2 == {"PATH": "/bin", "NUMBA_CPU_NAME": "haswell", "OPENBLAS_CORETYPE": "Haswell",
+                    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
+    assert "NPY_DISABLE_CPU_FEATURES" not in run.target_environment(environ, "avx2", False)
+    assert environ["OPENBLAS_CORETYPE"] == "Zen"  # the caller's environment is left alone

@@ -125,6 +125,14 @@ def run_case(case, log=print):
             "baseline": case.baseline, "contenders": list(records.values())}
 
 
+def numba_cpu_name():
+    """The CPU numba compiles the kernels for: ``NUMBA_CPU_NAME`` or the host's."""
+    from numba.core import config
+    from llvmlite import binding
+
+    return config.CPU_NAME or binding.get_host_cpu_name()
+
+
 def environment():
     """The machine, the versions and the BLAS this process runs with."""
     import numpy
@@ -160,6 +168,8 @@ def environment():
                  for lib in threadpool_info() if lib.get("user_api") == "blas"],
         "openblas_env": {name: os.environ.get(name)
                          for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+        "target": os.environ.get("SKLEARN_PLTF_BENCHMARK_TARGET", "native"),
+        "numba_cpu": numba_cpu_name(),
         "commit": commit + ("+local changes" if dirty else ""),
         "date": time.strftime("%Y-%m-%d"),
         "protocol": PROTOCOL,
