@@ -58,7 +58,6 @@ from .model_selection import EntryKFold
 PRIOR_SHAPES = (0.3, 1.0)
 
 
-
 class Structure(NamedTuple):
     """A candidate of step 1: its estimator, its default ranks, and how its
     prior is set (``build(rank, prior_shape, ...)`` gives the estimator)."""
