@@ -25,6 +25,8 @@ SUITE = os.path.join(HERE, "suite")
 FAMILY_ORDER = ("nmf", "large", "cp", "oslo", "compound", "scaling", "binary", "relations", "coupled",
                 "online", "dask", "samplers", "threads", "neighbour")
 GPU_RESULTS = "gpu.jsonl"
+#: The AVX2 build's results (``run.py --target avx2``), beside the native ones.
+AVX2_RESULTS = "avx2"
 
 HEADER = """\
 # Benchmarks
@@ -63,6 +65,15 @@ python benchmarks/make_page.py --figures
 - Quality: the Poisson log-likelihood per entry of the data at each fit's mean
   (higher is better), or the generalised KL divergence (lower is better).
 """
+
+
+def _same_case(avx2_record, case):
+    """The case of ``avx2_record`` (a ``(name, record)`` or None) with
+    ``case``'s name and measure, or None."""
+    if avx2_record is None:
+        return None
+    return next((c for c in avx2_record[1]["cases"]
+                 if (c["name"], c["measure"]) == (case["name"], case["measure"])), None)
 
 
 def load(results_dir=RESULTS):
@@ -153,19 +164,25 @@ def _value(value):
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def _table(case):
-    ours = next((c for c in case["contenders"] if c["ours"]), None)
-    ours_median = statistics.median(ours["seconds"]) if ours else None
+def _table(case, avx2_case=None):
+    """A case's table: each contender's runs against ours; with
+    ``avx2_case`` (the same case run with the AVX2 build, ``run.py --target
+    avx2``), its contenders too, each against ours of that build."""
     lines = [f"**{case['name']}**, {case['measure']}"
              + (f" ({case['notes']})" if case.get("notes") else "") + ":", "",
              "| contender | seconds | ours / peer | quality | run | peak MiB |",
              "|---|---|---|---|---|---|"]
-    for c in case["contenders"]:
-        ratio = "—" if c["ours"] or ours is None else \
-            f"{ours_median / statistics.median(c['seconds']):.2f}"
-        peak = "—" if c["peak_mib"] is None else f"{c['peak_mib']:.0f}"
-        lines.append(f"| {c['name']} | {_seconds(c['seconds'])} | {ratio} | "
-                     f"{_quality(c['quality'])} | {_info(c['info'], c['ours'])} | {peak} |")
+    for run, suffix in ((case, ""), (avx2_case, " (AVX2 build)")):
+        if run is None:
+            continue
+        ours = next((c for c in run["contenders"] if c["ours"]), None)
+        ours_median = statistics.median(ours["seconds"]) if ours else None
+        for c in run["contenders"]:
+            ratio = "—" if c["ours"] or ours is None else \
+                f"{ours_median / statistics.median(c['seconds']):.2f}"
+            peak = "—" if c["peak_mib"] is None else f"{c['peak_mib']:.0f}"
+            lines.append(f"| {c['name']}{suffix} | {_seconds(c['seconds'])} | {ratio} | "
+                         f"{_quality(c['quality'])} | {_info(c['info'], c['ours'])} | {peak} |")
     return lines + [""]
 
 
@@ -195,11 +212,15 @@ def _compared_table(cases):
 def render(results_dir=RESULTS):
     """The page's text from the results files in ``results_dir``."""
     records = load(results_dir)
+    avx2 = {record["family"]: (name, record)
+            for name, record in load(os.path.join(results_dir, AVX2_RESULTS))}
     protocol = records[0][1]["environment"]["protocol"] if records else ""
     lines = HEADER.format(protocol=protocol).splitlines()
     machines = {}
     for name, record in records:
         machines.setdefault(_machine(record["environment"]), []).append(name)
+    for name, record in avx2.values():
+        machines.setdefault(_machine(record["environment"]), []).append(f"{AVX2_RESULTS}/{name}")
     lines += ["", "## Machine", ""]
     for machine, files in machines.items():
         scope = "" if len(machines) == 1 else f" ({', '.join(files)})"
@@ -212,14 +233,16 @@ def render(results_dir=RESULTS):
                 lines += _compared_table(list(cases))
             else:
                 for case in cases:
-                    lines += _table(case)
+                    lines += _table(case, _same_case(avx2.get(record["family"]), case))
         if record["family"] == "scaling":
             lines += ["![Seconds per sweep against the number of entries, log-log]"
                       "(figures/scaling.png)", ""]
             lines.append(f"Figure: `python benchmarks/make_page.py --figures` from "
                          f"`benchmarks/results/{name}`.")
             lines.append("")
-        lines.append(f"Results: `benchmarks/results/{name}`.")
+        lines.append(f"Results: `benchmarks/results/{name}`"
+                     + (f" and `benchmarks/results/{AVX2_RESULTS}/{avx2[record['family']][0]}`"
+                        if record["family"] in avx2 else "") + ".")
     gpu = os.path.join(results_dir, GPU_RESULTS)
     if os.path.exists(gpu):
         lines += [""] + gpu_section(gpu)

@@ -22,7 +22,8 @@ def test_the_page_is_the_generator_s_output_from_the_committed_results():
     assert page == _make_page().render(BENCHMARKS / "results"), (
         "benchmarks/README.md is not what benchmarks/make_page.py writes from "
         "benchmarks/results/*.json: run `python benchmarks/make_page.py`.")
-    assert len(page.splitlines()) <= 272  # 250, and the relations family (CP and RESCAL: 22 lines)
+    # 250, the relations family (CP and RESCAL: 22 lines), the AVX2 build's rows (17)
+    assert len(page.splitlines()) <= 289
 
 
 def _module_names(path):
