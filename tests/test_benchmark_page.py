@@ -10,11 +10,16 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 
 
-def _make_page():
-    spec = importlib.util.spec_from_file_location("make_page", BENCHMARKS / "make_page.py")
+def _benchmark_module(name):
+    """``benchmarks/<name>.py``, loaded from its path (benchmarks/ is no package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _make_page():
+    return _benchmark_module("make_page")
 
 
 def test_the_page_is_the_generator_s_output_from_the_committed_results():
@@ -94,18 +99,11 @@ def test_every_result_names_its_machine_versions_and_every_timed_run():
                 assert contender["warmup_seconds"] is not None
 
 
-def _run_module():
-    spec = importlib.util.spec_from_file_location("bench_run", BENCHMARKS / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_target_s_environment_replaces_the_pins_and_the_cpu_variables():
     """``run.py --target``: native drops the OpenBLAS pins and any CPU target
     (OpenBLAS's and numba's own choice); avx2 pins the three libraries to
     AVX2, NumPy only where the CPU has AVX-512 to switch off."""
-    run = _run_module()
+    run = _benchmark_module("run")
     environ = {"PATH": "/bin", "OPENBLAS_CORETYPE": "Zen", "OPENBLAS_L2_SIZE": "1",
                "NUMBA_CPU_NAME": "skylake-avx512"}
     assert run.target_environment(environ, "native", True) == {"PATH": "/bin"}

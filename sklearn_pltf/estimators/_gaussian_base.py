@@ -213,10 +213,14 @@ class BaseGaussianFactorization(BaseFactorization):
         string, sizes = self._model_spec(len(shape))
         return Model.parse(string).bind(shape, sizes)
 
-    def _priors(self):
+    def _priors(self, model=None):
+        """The priors of ``model``: under ARD, each factor's columns share the
+        relevances of its latent index (:func:`~sklearn_pltf.inference.gaussian.ard_groups`;
+        without a model, every factor's, as on CP)."""
+        shared = gaussian.ard_groups(model) if self.ard and model is not None else None
         return gaussian.GaussianPriors(self.noise_shape, self.noise_scale, self.hyper_precision,
                                        self.hyper_shape, self.hyper_scale, bool(self.nonnegative),
-                                       bool(self.ard))
+                                       bool(self.ard), shared)
 
     def _observed(self, X, mask, reset):
         # Negative values pass here: the probit link refuses anything but 0
@@ -246,8 +250,9 @@ class BaseGaussianFactorization(BaseFactorization):
                              f"{list(likelihood.samplers)}.")
         if is_cp_model(model):
             return
-        if self.ard and None in gaussian.ard_groups(model):
-            factor = model.factors[gaussian.ard_groups(model).index(None)]
+        groups = gaussian.ard_groups(model)
+        if self.ard and None in groups:
+            factor = model.factors[groups.index(None)]
             raise ValueError(
                 f"ard=True shares a variance per component among the factors of each latent "
                 f"index, and needs every factor to carry exactly one latent index (as CP's and "
@@ -261,7 +266,7 @@ class BaseGaussianFactorization(BaseFactorization):
         model = self._bound_model(data.shape)
         likelihood = self._likelihood_of(data, model)
         self._check_structure(model, likelihood)
-        priors = self._priors()._replace(shared=gaussian.ard_groups(model) if self.ard else None)
+        priors = self._priors(model)
         chain_rng, evidence_rng = rng.spawn(2)
         evidence = self._evidence_method(model, likelihood, data)
         lengths = chain_lengths(self.n_warmup, self.n_draws, DEFAULT_N_WARMUP, DEFAULT_N_DRAWS)
@@ -503,19 +508,19 @@ class BaseGaussianFactorization(BaseFactorization):
 
 
 def _relevance_attributes(model, priors, chain):
-    """``relevance_`` and ``effective_rank_`` of an ARD fit. CP: each
-    component's posterior mean variance, and the components whose energy
-    (:func:`~sklearn_pltf.inference.gaussian.component_energy_shares`) is
-    at least ``EFFECTIVE_SHARE`` of the largest's. Other strings, per
-    latent index: ``{index: variances}`` and ``{index: count}``, the count
-    by the same rule over the factors of that index."""
-    if is_cp_model(model):
-        return {"relevance_": np.array(chain.mean_hyper_variances[0]),
-                "effective_rank_": int(np.count_nonzero(
-                    gaussian.component_energy_shares(chain.mean_factors) >= EFFECTIVE_SHARE))}
+    """``relevance_`` and ``effective_rank_`` of an ARD fit, per latent
+    index: ``{index: variances}``, each component's posterior mean variance,
+    and ``{index: count}``, the components whose energy over the index's
+    factors (:func:`~sklearn_pltf.inference.gaussian.component_energy_shares`)
+    is at least ``EFFECTIVE_SHARE`` of the largest's. CP has one index, whose
+    array and int are given as they are (:class:`GibbsNTF`'s attributes)."""
     groups = gaussian.ard_members(priors, len(chain.mean_factors))
-    return {"relevance_": {label: np.array(chain.mean_hyper_variances[members[0]])
-                           for label, members in groups.items()},
-            "effective_rank_": {label: int(np.count_nonzero(gaussian.component_energy_shares(
-                [chain.mean_factors[n] for n in members]) >= EFFECTIVE_SHARE))
-                for label, members in groups.items()}}
+    relevance = {label: np.array(chain.mean_hyper_variances[members[0]])
+                 for label, members in groups.items()}
+    effective = {label: int(np.count_nonzero(gaussian.component_energy_shares(
+        [chain.mean_factors[n] for n in members]) >= EFFECTIVE_SHARE))
+        for label, members in groups.items()}
+    if is_cp_model(model):
+        (label,) = relevance
+        return {"relevance_": relevance[label], "effective_rank_": effective[label]}
+    return {"relevance_": relevance, "effective_rank_": effective}

@@ -132,12 +132,11 @@ def log_factors_prior(factors, priors):
     :math:`N_r \\log 2` for half-normal elements."""
     factors = [np.asarray(f, dtype=np.float64) for f in factors]
     groups = ard_members(priors, len(factors))
-    if priors.nonnegative and any(np.any(factors[n] < 0) for members in groups.values()
-                                  for n in members):
+    grouped = {n for members in groups.values() for n in members}
+    if priors.nonnegative and any(np.any(factors[n] < 0) for n in grouped):
         return -np.inf
     a, b = priors.hyper_shape, priors.hyper_scale
-    total = sum(log_factor_prior(f, priors) for n, f in enumerate(factors)
-                if not any(n in members for members in groups.values()))
+    total = sum(log_factor_prior(f, priors) for n, f in enumerate(factors) if n not in grouped)
     for members in groups.values():
         n_r, s_r = _component_statistics([factors[n] for n in members])
         per_component = (a * np.log(b) - gammaln(a) + gammaln(a + 0.5 * n_r)

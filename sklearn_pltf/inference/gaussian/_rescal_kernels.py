@@ -101,9 +101,11 @@ def draw_rows(entities, latent_rows, cores, contributions, gram, noise, inverse_
             row[c] = total / factor[c, c]
         for c in range(rank):
             entities[i, c] = row[c]
-        # Row i's images, and row i + 1's linear term, now that A has row i.
-        following = latent_rows[min(i + 1, n - 1)]
-        core_pass(cores, row, np.dot(following, entities), images, linear)
+        # Row i's images, and row i + 1's linear term, now that A has row i
+        # (after the last row there is none to project).
+        projected = (np.dot(latent_rows[i + 1], entities) if i + 1 < n
+                     else np.zeros((images.shape[0], rank)))
+        core_pass(cores, row, projected, images, linear)
         update = np.dot(images.T, images)
         for c in range(rank):
             for d in range(rank):
