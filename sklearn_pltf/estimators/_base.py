@@ -370,8 +370,10 @@ class BasePoissonPLTF(BaseFactorization):
     def transform(self, X, mask=None):
         """The posterior mean (EM: mode) of the sample-mode factor for the
         samples in ``X``, every other factor held at its posterior (fold-in),
-        each sample on its own; with a tied entity factor, the entity factor
-        A of the training data (the only data it takes).
+        each sample on its own; for the training data, the factor the fit
+        ended with (its final fold-in, started from the fit's own factor);
+        with a tied entity factor, the entity factor A of the training data
+        (the only data it takes).
 
         Returns
         -------

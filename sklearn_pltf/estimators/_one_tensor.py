@@ -125,7 +125,7 @@ def sample_priors(settings, fitted, sub_model, alpha):
                         free=(alpha,))
 
 
-def fold_in_samples(settings, fitted, data, held_state, contractor=None):
+def fold_in_samples(settings, fitted, data, held_state, contractor=None, warm=False):
     """Infer the sample-mode factor of ``data``, every other factor held at
     its value in ``held_state``, for the :class:`~._fitting.FittedModel`
     ``fitted``. Returns ``(state, contractor, priors)``: the contractor for
@@ -135,7 +135,11 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None):
 
     Every sample starts from the fitted factor's mean over samples and is
     updated on its own (:func:`~sklearn_pltf.inference._fold_in.fold_in`),
-    so its result does not depend on the batch. Under hierarchical rates
+    so its result does not depend on the batch. With ``warm`` (the fit's
+    final fold-in: ``data`` are the training data), each sample starts
+    instead from its own factor in ``held_state``, already near its fixed
+    point, so the fold-in ends in a cycle or two and its bound is at least
+    the fit's (each step raises it). Under hierarchical rates
     each sample's rate is inferred with it
     (:class:`~sklearn_pltf.inference._hyperparameters.NewEntityRatesKernel`),
     and the returned priors hold the rates at the result.
@@ -164,6 +168,8 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None):
     means[alpha] = copy_array(namespace_of(start).broadcast_to(
         start, contractor.model.factor_shape(alpha)))
     state = kernel.state_from_means(means, priors, given)
+    if warm and not isinstance(kernel, NewEntityRatesKernel):
+        state = with_factor(state, alpha, held_state, lambda fitted_value, _: fitted_value)
     state = fold_in(kernel, state, contractor, priors, alpha, axis,
                     lambda rows: problem(data.take_samples(rows)),
                     tol=min(settings.tol, FOLD_IN_TOL), max_iter=settings.max_iter)
@@ -228,11 +234,12 @@ class OneTensorFit:
             priors.new_entity_rate is not None
             and priors.new_entity_rate[model.sample_factor()] is not None)
         if folded_in:
-            # Final fold-in: the sample-mode factor re-inferred exactly as
-            # transform does, so fit_transform(X) equals fit(X).transform(X).
+            # Final fold-in: the sample-mode factor re-inferred with the other
+            # factors held, as transform does, from the fit's own factor
+            # (transform of the training data returns this result).
             alpha = model.sample_factor()
             folded, fold_contractor, _ = fold_in_samples(settings, fitted, data, state,
-                                                         contractor)
+                                                         contractor, warm=True)
             state = with_factor(state, alpha, folded, lambda folded_value, _: folded_value)
             bound = optimizer_kernel(settings.method).objective(state, fold_contractor, priors)
         attributes.update(optimizer_attributes(objectives, converged, bound, state.mean[0]))

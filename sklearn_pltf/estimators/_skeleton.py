@@ -123,14 +123,19 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     def transform(self, X, mask=None):
         """The posterior mean of the sample-mode factor for the samples in
         ``X``, every other factor held at its posterior (fold-in), each sample
-        on its own.
+        on its own. For the training data (recognised by the fingerprint taken
+        at fit), the factor the fit ended with, as :meth:`fit_transform`
+        returns.
 
         Returns
         -------
         W : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        return self._transform_data(self._observed_like_fit(X, mask, "transform"))
+        data = self._observed_like_fit(X, mask, "transform")
+        if self._is_training_data(data):
+            return self._fitted_transform(data)
+        return self._transform_data(data)
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X`` (higher is better): ``log_evidence_`` when

@@ -189,7 +189,8 @@ def fold_in(kernel, state, contractor, priors, alpha, axis, subproblem, *, tol, 
     sub_state, sub_contractor, sub_priors = state, contractor, priors
     active = np.ones(rows.size, dtype=bool)
     accelerated = hasattr(kernel, "free_parameter")
-    advance, cost = (_squarem_cycle, 3) if accelerated else (_plain_step, 1)
+    # A cycle is three steps: below that budget, plain steps keep max_iter's promise.
+    advance, cost = (_squarem_cycle, 3) if accelerated and max_iter >= 3 else (_plain_step, 1)
     for _ in range(max(max_iter // cost, 1)):
         new, change = advance(kernel, sub_state, sub_contractor, sub_priors, alpha, others)
         keep = _along(active, axis, len(others) + 1)

@@ -256,13 +256,29 @@ def test_a_non_finite_objective_raises_instead_of_reaching_score(cp_data, monkey
 
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_transform_of_a_sample_does_not_depend_on_the_batch(cp_data, layout):
-    """Each sample is folded in on its own (start, updates and stopping)."""
+    """Each new sample is folded in on its own (start, updates and stopping)."""
     est = fit(cp_data)
+    new = cp_data + np.arange(cp_data.shape[0])[:, None, None] % 3  # not the training data
     as_input = sparse.COO.from_numpy if layout == "sparse" else np.asarray
-    whole = est.transform(as_input(cp_data))
-    np.testing.assert_allclose(est.transform(as_input(cp_data[::3])), whole[::3], rtol=1e-12)
-    order = np.random.default_rng(0).permutation(len(cp_data))
-    np.testing.assert_allclose(est.transform(as_input(cp_data[order])), whole[order], rtol=1e-12)
+    whole = est.transform(as_input(new))
+    np.testing.assert_allclose(est.transform(as_input(new[::3])), whole[::3], rtol=1e-12)
+    order = np.random.default_rng(0).permutation(len(new))
+    np.testing.assert_allclose(est.transform(as_input(new[order])), whole[order], rtol=1e-12)
+
+
+def test_the_training_data_keep_the_factor_the_fit_ended_with(cp_data):
+    """The fit's final fold-in starts from the fit's own factor: transform of
+    the training data returns it (as fit_transform does), its bound is at
+    least the fit's last, and the same rows folded in from the common start,
+    as new data, reach the same fixed point within the fold-in's tolerance."""
+    est = fit(cp_data)
+    W = est.fit_transform(cp_data)
+    np.testing.assert_array_equal(est.transform(cp_data), W)
+    np.testing.assert_array_equal(est.transform(sparse.COO.from_numpy(cp_data)), W)
+    assert est.lower_bound_ >= est.lower_bounds_[-1] - 1e-9 * abs(est.lower_bounds_[-1])
+    reversed_rows = est.transform(cp_data[::-1])[::-1]  # a new batch to the fingerprint
+    assert not np.array_equal(reversed_rows, W)
+    np.testing.assert_allclose(reversed_rows, W, rtol=1e-4, atol=1e-4 * W.max())
 
 
 @pytest.mark.parametrize("model, ard, repeated", [
