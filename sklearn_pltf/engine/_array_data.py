@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._array_api import as_namespace, device_of, float64_sum, gammaln
+from ._array_api import as_namespace, device_of, float64_sum, gammaln, xlogy
 from ._data import TensorExtent
 
 __all__ = ["ArrayAPITensor", "as_array_api_tensor"]
@@ -58,6 +58,13 @@ class ArrayAPITensor(TensorExtent):
     def log_factorial_total(self):
         """Σ log Γ(X + 1) over the observed entries (0 at the missing ones, held at 0)."""
         return float64_sum(gammaln(self.dense + 1.0))
+
+    @cached_property
+    def saturated_total(self):
+        """Σ x log x − x − log Γ(x + 1) over the observed entries (0 at zeros
+        and missing ones)."""
+        x = self.dense
+        return float64_sum(xlogy(x, x) - x - gammaln(x + 1.0))
 
     @cached_property
     def is_integer(self):

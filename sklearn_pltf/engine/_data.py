@@ -15,6 +15,7 @@ the missing ones). The user's arrays are never modified.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +24,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 import sparse
-from scipy.special import gammaln
+from scipy.special import gammaln, xlogy
 
 from ._threads import parallel_kernel
 
@@ -164,14 +165,32 @@ class ObservedTensor(TensorExtent):
         return np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1)
 
     @cached_property
+    def _value_sums(self):
+        """(Σ x, Σ log Γ(x + 1), Σ x log x − x − log Γ(x + 1)) over the
+        observed values: dense
+        data in one compiled pass (:func:`dense_value_sums`), without listing
+        the non-zeros."""
+        if self.is_sparse:
+            return value_sums(self.values)
+        return dense_value_sums(self.dense)
+
+    @property
     def total(self):
         """Sum of the observed values."""
-        return float(self.observed_values.sum())
+        return self._value_sums[0]
 
-    @cached_property
+    @property
     def log_factorial_total(self):
         """Σ over observed entries of log Γ(X + 1): the constant of the Poisson likelihood."""
-        return float(gammaln(self.observed_values + 1.0).sum())
+        return self._value_sums[1]
+
+    @property
+    def saturated_total(self):
+        """Σ over observed entries of x log x − x − log Γ(x + 1) (0 at zeros):
+        each entry's Poisson log-likelihood at its own rate, summed entry by
+        entry (the three sums apart would cancel to a few digits for large
+        counts)."""
+        return self._value_sums[2]
 
     @cached_property
     def is_integer(self):
@@ -322,6 +341,56 @@ def dense_digest(dense, mask=None):
     with np.errstate(over="ignore"):
         totals = out.sum(axis=0, dtype=np.uint64)
     return tuple(int(t) for t in totals)
+
+
+def value_sums(values):
+    """(Σ x, Σ log Γ(x + 1), Σ x log x − x − log Γ(x + 1)) of an array of
+    values (x log x is 0 at 0)."""
+    values = np.asarray(values, dtype=np.float64)
+    log_factorials = gammaln(values + 1.0)
+    return (float(values.sum()), float(log_factorials.sum()),
+            float(np.sum(xlogy(values, values) - values - log_factorials)))
+
+
+#: Whole numbers below this take log Γ(k + 1) and the saturated term from a
+#: table (counts are mostly small): scipy's own values, looked up instead of
+#: computed.
+_TABLE_SIZE = 4096
+_TABLE = np.arange(_TABLE_SIZE, dtype=np.float64)
+_LOG_FACTORIALS = gammaln(_TABLE + 1.0)
+_SATURATED = xlogy(_TABLE, _TABLE) - _TABLE - _LOG_FACTORIALS
+
+
+def dense_value_sums(dense):
+    """:func:`value_sums` of dense data (zeros at missing entries), in one
+    parallel pass over fixed chunks (the sums do not depend on the thread
+    count)."""
+    values = np.ravel(np.asarray(dense, dtype=np.float64))
+    out = np.zeros((-(-values.size // _DENSE_CHUNK), 3))
+    _dense_value_sums(values, _LOG_FACTORIALS, _SATURATED, out)
+    return tuple(float(column) for column in out.sum(axis=0))
+
+
+@parallel_kernel
+def _dense_value_sums(values, log_factorials, saturated, out):  # pragma: no cover - compiled
+    """Per chunk of the entries: Σ x, Σ log Γ(x + 1) and Σ x log x − x −
+    log Γ(x + 1), the whole numbers below the tables' size looked up in them."""
+    size = log_factorials.size
+    for c in numba.prange(out.shape[0]):
+        total, log_factorial, at_own_rate = 0.0, 0.0, 0.0
+        for i in range(c * _DENSE_CHUNK, min((c + 1) * _DENSE_CHUNK, values.size)):
+            x = values[i]
+            if x == 0.0:
+                continue
+            total += x
+            if 0.0 < x < size and x == math.floor(x):
+                log_factorial += log_factorials[int(x)]
+                at_own_rate += saturated[int(x)]
+            else:
+                term = math.lgamma(x + 1.0)
+                log_factorial += term
+                at_own_rate += x * math.log(x) - x - term if x > 0.0 else np.nan
+        out[c, 0], out[c, 1], out[c, 2] = total, log_factorial, at_own_rate
 
 
 def combine_digests(shape, digests):

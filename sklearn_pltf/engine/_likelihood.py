@@ -179,7 +179,7 @@ class PoissonLikelihood:
     def saturated_log_likelihood(data):
         """The largest log-likelihood any rate gives the data: each entry at
         its own rate, Σ x log x − x − log Γ(x + 1) (0 at zeros)."""
-        return data.value_sum(_saturated_terms)
+        return data.saturated_total
 
 
 class BernoulliPoissonLikelihood:
@@ -477,12 +477,6 @@ def _draw_compound_counts(z, uniforms, out):  # pragma: no cover - compiled
             n += 1
             cumulative += weight
         out[i] = n
-
-
-def _saturated_terms(x):
-    """x log x − x − log Γ(x + 1): an entry's log-likelihood at its own rate
-    (``x`` of any array namespace)."""
-    return _array_api.xlogy(x, x) - x - _array_api.gammaln(x + 1.0)
 
 
 def _not_one(x):

@@ -170,3 +170,33 @@ def test_the_dense_fingerprint_pass_equals_the_listed_entries_digest(shape, with
     nan_where_missing = np.where(mask, X, np.nan) if with_mask else X
     assert as_observed_tensor(sparse.COO.from_numpy(nan_where_missing)).fingerprint \
         == data.fingerprint
+
+
+@pytest.mark.parametrize("kind", ["small counts", "large counts", "reals"])
+def test_the_dense_value_sums_equal_the_sums_over_the_listed_values(kind, monkeypatch):
+    """Σ x, Σ log Γ(x + 1) and Σ x log x − x − log Γ(x + 1) (the Poisson
+    saturated log-likelihood) from the compiled dense pass (its tables of
+    whole numbers, lgamma beyond them; zeros at missing entries skipped)
+    equal scipy's sums over the observed non-zeros, serial twin and parallel
+    kernel alike."""
+    from scipy.special import gammaln, xlogy
+
+    from sklearn_pltf.engine import _threads
+    from sklearn_pltf.engine._likelihood import PoissonLikelihood
+
+    rng = np.random.default_rng(3)
+    X = {"small counts": rng.poisson(2.0, (70, 60, 30)),
+         "large counts": rng.poisson(5000.0, (70, 60, 30)) * (rng.random((70, 60, 30)) < 0.3),
+         "reals": rng.gamma(0.5, 2.0, (70, 60, 30))}[kind].astype(float)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    observed = X[np.isfinite(X) & (X != 0)]
+    log_factorials = gammaln(observed + 1.0)
+    expected = [observed.sum(), log_factorials.sum(),
+                np.sum(xlogy(observed, observed) - observed - log_factorials)]
+    for below in (0, 1 << 40):  # every call parallel, then every call serial
+        monkeypatch.setattr(_threads, "SERIAL_BELOW", below)
+        data = as_observed_tensor(X)
+        assert data.dense is not None
+        np.testing.assert_allclose([data.total, data.log_factorial_total,
+                                    PoissonLikelihood.saturated_log_likelihood(data)],
+                                   expected, rtol=1e-12)

@@ -76,6 +76,7 @@ def _summarise(block, offset, shape):
         "n_missing": block.n_missing,
         "total": block.total,
         "log_factorial_total": block.log_factorial_total,
+        "saturated_total": block.saturated_total,
         "digest": entry_digest(shape, coords + offset, values,
                                block.missing.astype(np.int64) + offset),
     }
@@ -222,6 +223,11 @@ class DistributedTensor(TensorExtent):
     def log_factorial_total(self):
         """Σ over observed entries of log Γ(X + 1)."""
         return float(sum(part["log_factorial_total"] for part in self._summary))
+
+    @cached_property
+    def saturated_total(self):
+        """Σ over observed entries of x log x − x − log Γ(x + 1)."""
+        return float(sum(part["saturated_total"] for part in self._summary))
 
     @cached_property
     def fingerprint(self):
