@@ -29,8 +29,8 @@ pass (a quarter of the runs, discarded) that aims at an acceptance of about
 moves depends on the current state alone, as AIS needs.
 
 Every run is advanced at once: each factor carries a leading run axis and
-every contraction is one batched einsum over the dense data, planned once
-(:class:`Contraction`). The driver (:func:`anneal_forward`) serves any model
+every contraction is a chain of batched matrix products over the dense
+data, planned once (:class:`Contraction`). The driver (:func:`anneal_forward`) serves any model
 that supplies a target: its log prior, log-likelihood, ridges and (for a
 start at the prior) exact prior draws; ``_gaussian_ais`` is the other one.
 """
@@ -43,9 +43,9 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-import opt_einsum
 from scipy.special import gammaln, logsumexp
 
+from ..engine._array_contract import contract
 from ..engine._likelihood import get_likelihood
 from ..engine._progress import progress_or_none
 from ..inference._gamma import gamma_from_moments
@@ -142,20 +142,16 @@ class _PoissonTarget:
 
 
 class Contraction:
-    """One einsum whose contraction order is planned once per set of operand
-    shapes (``opt_einsum.contract_expression``) and reused: the runs call the
-    same contractions thousands of times."""
+    """One einsum the runs call thousands of times, each pairwise step of its
+    path (planned once per set of operand shapes) a batched matrix product
+    (:func:`~sklearn_pltf.engine._array_contract.contract`): with the runs as
+    a batch index, ``einsum`` itself would take its unbatched loops."""
 
     def __init__(self, subscripts):
         self.subscripts = subscripts
-        self._plans = {}
 
     def __call__(self, *operands):
-        shapes = tuple(np.shape(o) for o in operands)
-        plan = self._plans.get(shapes)
-        if plan is None:
-            plan = self._plans[shapes] = opt_einsum.contract_expression(self.subscripts, *shapes)
-        return plan(*operands)
+        return contract(self.subscripts, *operands)
 
 
 def _per_run_sum(terms):
