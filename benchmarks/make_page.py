@@ -54,7 +54,11 @@ python benchmarks/make_page.py --figures
 - {protocol}
 - **Whole fit**: the wall time of `fit` at each contender's defaults, to its own
   stopping rule (ours: VB with SQUAREM cycles of three sweeps to `tol=0.1` nats,
-  then the final fold-in). **Per sweep**: one update of every factor (ours:
+  then the final fold-in). A row "to <peer>'s quality" beside ours: the same fit
+  stopped after the fewest cycles whose result is at least as good as the peer's
+  (found by doubling, then bisection; timed once, after the repeats): the time to
+  the same fit, where ours' own row is the time to the converged evidence.
+  **Per sweep**: one update of every factor (ours:
   plain VB, the bound included) against one peer iteration, from a run of a
   fixed number of them.
 - Seconds are the median of the timed repeats, with their range; **ours / peer**
@@ -183,7 +187,28 @@ def _table(case, avx2_case=None):
             peak = "—" if c["peak_mib"] is None else f"{c['peak_mib']:.0f}"
             lines.append(f"| {c['name']}{suffix} | {_seconds(c['seconds'])} | {ratio} | "
                          f"{_quality(c['quality'])} | {_info(c['info'], c['ours'])} | {peak} |")
+        lines += _to_peer_quality_rows(run, suffix)
     return lines + [""]
+
+
+def _to_peer_quality_rows(run, suffix):
+    """Ours stopped at each peer's quality (``to_peer_quality``, from
+    ``suite._protocol.time_to_quality``): a row beside the whole fit's."""
+    rows = []
+    peers = {c["name"]: c for c in run["contenders"] if not c["ours"]}
+    for c in run["contenders"]:
+        for entry in c.get("to_peer_quality", []):
+            peer = peers[entry["peer"]]
+            label = f"| {c['name']}{suffix}, to {peer['name']}'s quality"
+            if entry["n_iter"] is None:
+                rows.append(f"{label} | not reached | — | — | — | — |")
+                continue
+            ratio = entry["seconds"] / statistics.median(peer["seconds"])
+            name = next(iter(peer["quality"]))
+            rows.append(f"{label} | {_fmt_time(entry['seconds'])} | {ratio:.2f} | "
+                        f"{_quality({name: entry['quality']})} | "
+                        f"{_info({'n_iter': entry['n_iter']}, True)} | — |")
+    return rows
 
 
 def _compared_table(cases):

@@ -4,6 +4,7 @@ import ast
 import copy
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +28,9 @@ def test_the_page_is_the_generator_s_output_from_the_committed_results():
     assert page == _make_page().render(BENCHMARKS / "results"), (
         "benchmarks/README.md is not what benchmarks/make_page.py writes from "
         "benchmarks/results/*.json: run `python benchmarks/make_page.py`.")
-    # 250, the relations family (CP and RESCAL: 22 lines), the AVX2 build's rows (17)
-    assert len(page.splitlines()) <= 289
+    # 250, the relations family (CP and RESCAL: 22 lines), the AVX2 build's rows (17),
+    # the rows of ours stopped at the peer's quality and their description (12)
+    assert len(page.splitlines()) <= 301
 
 
 def _module_names(path):
@@ -112,3 +114,40 @@ def test_the_target_s_environment_replaces_the_pins_and_the_cpu_variables():
                     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
     assert "NPY_DISABLE_CPU_FEATURES" not in run.target_environment(environ, "avx2", False)
     assert environ["OPENBLAS_CORETYPE"] == "Zen"  # the caller's environment is left alone
+
+
+def _suite_protocol():
+    spec = importlib.util.spec_from_file_location("bench_suite_protocol",
+                                                  BENCHMARKS / "suite" / "_protocol.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_time_to_a_peer_s_quality_is_the_fewest_iterations_that_reach_it():
+    """Doubling, then bisection: the fewest iterations whose quality reaches
+    the target (higher or lower better), in a number of fits logarithmic in
+    the whole fit's; None where the whole fit does not reach it."""
+    protocol = _suite_protocol()
+    calls = []
+
+    def stopped_after(data, n_iter):  # quality rises with the iterations, then levels
+        calls.append(n_iter)
+        return {"result": min(n_iter, 100) / 100}
+
+    def quality(data, result):
+        return {"loglik_per_entry": -1.0 + result}
+
+    for target, expected in ((-0.63, 37), (-0.99, 1), (0.0, 100)):
+        calls.clear()
+        n_iter, seconds, reached = protocol.time_to_quality(stopped_after, quality, None, target,
+                                                            160)
+        assert (n_iter, round(reached, 9)) == (expected, round(-1.0 + expected / 100, 9))
+        assert seconds >= 0 and len(calls) <= 2 * 8 + 2 and calls[-1] == expected
+    assert protocol.time_to_quality(stopped_after, quality, None, 0.5, 160) is None
+
+    def kl(data, result):
+        return {"generalised_kl": 1.0 - result}
+
+    assert protocol.time_to_quality(stopped_after, kl, None, 0.5, 160, False)[0] == 50

@@ -20,13 +20,16 @@ def _quiet(fit):
 
 def ours_whole_fit(estimator_class, rank, **params):
     """``estimator_class(rank, random_state=0, **params).fit(X)``: the
-    defaults, to the stopping rule."""
-    def run(X):
-        est = _quiet(lambda: estimator_class(rank, random_state=0, **params).fit(X))
+    defaults, to the stopping rule (or stopped after ``max_iter``
+    iterations, for the time to a peer's quality)."""
+    def run(X, max_iter=None):
+        stop = {} if max_iter is None else {"max_iter": max_iter}
+        est = _quiet(lambda: estimator_class(rank, random_state=0, **params, **stop).fit(X))
         return {"result": est, "info": {
             "n_iter": int(est.n_iter_), "converged": bool(est.converged_),
             "log_evidence": float(getattr(est, "log_evidence_", est.lower_bound_))}}
-    return Contender(f"sklearn_pltf {estimator_class.__name__}", run, ours=True)
+    return Contender(f"sklearn_pltf {estimator_class.__name__}", run, ours=True,
+                     stopped_after=run)
 
 
 def ours_per_sweep(estimator_class, rank, n_sweeps, **params):

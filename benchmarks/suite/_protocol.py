@@ -10,6 +10,12 @@ then ``repeats`` rounds that run every contender once each, in turn. Every
 timed run is kept. The first timed run of each contender also gives its
 peak memory (the resident set's high-water mark above the level before the
 call) and its quality (computed outside the timing).
+
+A whole fit of ours also gives the time it took to reach each peer's
+quality (:func:`time_to_quality`): the same fit stopped after the fewest
+iterations whose result is at least as good as the peer's, timed once
+after the rounds; the whole fit's own time is the time to its converged
+evidence.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ class Contender:
     name: str
     run: Callable
     ours: bool = False
+    #: ``stopped_after(data, n_iter)``: the same fit stopped after ``n_iter``
+    #: iterations (ours, for :func:`time_to_quality`), the output as ``run``'s.
+    stopped_after: Callable | None = None
 
 
 @dataclass
@@ -118,11 +127,70 @@ def run_case(case, log=print):
                 record["info"] = output.get("info", {})
                 if case.quality is not None:
                     record["quality"] = case.quality(data, output["result"])
+    if case.measure == "whole fit" and case.quality is not None:
+        _times_to_peer_quality(case, data, records, log)
     if case.teardown is not None:
         case.teardown(data)
     return {"name": case.name, "measure": case.measure, "repeats": case.repeats,
             "size": case.size, "notes": case.notes, "params": case.params,
             "baseline": case.baseline, "contenders": list(records.values())}
+
+
+#: Whether a larger value of each quality is better.
+HIGHER_IS_BETTER = {"loglik_per_entry": True, "heldout_loglik_per_entry": True,
+                    "generalised_kl": False}
+
+
+def time_to_quality(stopped_after, quality, data, target, n_iter, higher_is_better=True):
+    """The fewest iterations after which ``stopped_after(data, k)``'s result
+    reaches ``target`` (by ``quality``'s first value), searched by doubling
+    from 1 and then bisection up to ``n_iter`` (the whole fit's), and the
+    seconds of one run stopped there; None where even ``n_iter`` does not
+    reach it. Returns ``(n_iter, seconds, quality reached)``."""
+    def reached(k):
+        value = next(iter(quality(data, stopped_after(data, k)["result"]).values()))
+        return (value >= target if higher_is_better else value <= target), value
+
+    good, value = reached(n_iter)
+    if not good:
+        return None
+    low, high, best = 0, n_iter, value  # low fails (0: nothing run), high succeeds
+    k = 1
+    while k < high:
+        good, value = reached(k)
+        if good:
+            high, best = k, value
+            break
+        low, k = k, 2 * k
+    while high - low > 1:
+        middle = (low + high) // 2
+        good, value = reached(middle)
+        if good:
+            high, best = middle, value
+        else:
+            low = middle
+    start = time.perf_counter()
+    stopped_after(data, high)
+    return high, time.perf_counter() - start, best
+
+
+def _times_to_peer_quality(case, data, records, log):
+    """For ours, per peer of a whole-fit case: :func:`time_to_quality` of the
+    peer's quality, into the record's ``to_peer_quality``."""
+    ours = next((c for c in case.contenders if c.ours and c.stopped_after), None)
+    if ours is None:
+        return
+    record = records[ours.name]
+    for peer in (c for c in case.contenders if not c.ours):
+        name, target = next(iter(records[peer.name]["quality"].items()))
+        found = time_to_quality(ours.stopped_after, case.quality, data, target,
+                                record["info"]["n_iter"], HIGHER_IS_BETTER[name])
+        entry = {"peer": peer.name, "target": target, "n_iter": None, "seconds": None,
+                 "quality": None}
+        if found is not None:
+            entry.update(zip(("n_iter", "seconds", "quality"), found))
+        record.setdefault("to_peer_quality", []).append(entry)
+        log(f"  {case.name} | {ours.name} to {peer.name}'s quality: {entry}")
 
 
 def numba_cpu_name():
