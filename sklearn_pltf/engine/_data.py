@@ -167,9 +167,8 @@ class ObservedTensor(TensorExtent):
     @cached_property
     def _value_sums(self):
         """(Σ x, Σ log Γ(x + 1), Σ x log x − x − log Γ(x + 1)) over the
-        observed values: dense
-        data in one compiled pass (:func:`dense_value_sums`), without listing
-        the non-zeros."""
+        observed values; dense data in one compiled pass
+        (:func:`dense_value_sums`), without listing the non-zeros."""
         if self.is_sparse:
             return value_sums(self.values)
         return dense_value_sums(self.dense)

@@ -57,7 +57,6 @@ import numba
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from . import _array_api
 from ._elementwise import compound_ratio
 from ._kernels import (BERNOULLI_RATIO, COMPOUND_RATIO, MIDDLE_BLOCK, POISSON_RATIO,
                        SERIES_LIMIT, SMALL_Z, TINY, compound_log_sum, middle_entries,

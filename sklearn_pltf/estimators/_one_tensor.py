@@ -138,8 +138,7 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None, warm=Fa
     so its result does not depend on the batch. With ``warm`` (the fit's
     final fold-in: ``data`` are the training data), each sample starts
     instead from its own factor in ``held_state``, already near its fixed
-    point, so the fold-in ends in a cycle or two and its bound is at least
-    the fit's (each step raises it). Under hierarchical rates
+    point, so the fold-in ends in a cycle or two. Under hierarchical rates
     each sample's rate is inferred with it
     (:class:`~sklearn_pltf.inference._hyperparameters.NewEntityRatesKernel`),
     and the returned priors hold the rates at the result.

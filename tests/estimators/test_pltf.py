@@ -268,8 +268,8 @@ def test_transform_of_a_sample_does_not_depend_on_the_batch(cp_data, layout):
 
 def test_the_training_data_keep_the_factor_the_fit_ended_with(cp_data):
     """The fit's final fold-in starts from the fit's own factor: transform of
-    the training data returns it (as fit_transform does), its bound is at
-    least the fit's last, and the same rows folded in from the common start,
+    the training data returns it (as fit_transform does), its bound here is
+    at least the fit's last, and the same rows folded in from the common start,
     as new data, reach the same fixed point within the fold-in's tolerance."""
     est = fit(cp_data)
     W = est.fit_transform(cp_data)
