@@ -141,17 +141,25 @@ HIGHER_IS_BETTER = {"loglik_per_entry": True, "heldout_loglik_per_entry": True,
                     "generalised_kl": False}
 
 
-def time_to_quality(stopped_after, quality, data, target, n_iter, higher_is_better=True):
+def time_to_quality(stopped_after, quality, data, target, n_iter, higher_is_better=True,
+                    whole_fit_value=None):
     """The fewest iterations after which ``stopped_after(data, k)``'s result
     reaches ``target`` (by ``quality``'s first value), searched by doubling
-    from 1 and then bisection up to ``n_iter`` (the whole fit's), and the
-    seconds of one run stopped there; None where even ``n_iter`` does not
-    reach it. Returns ``(n_iter, seconds, quality reached)``."""
+    from 1 and then bisection up to ``n_iter`` (the whole fit's, whose
+    quality ``whole_fit_value`` is run for when not given), and the seconds
+    of one run stopped there; None where even ``n_iter`` does not reach it.
+    Returns ``(n_iter, seconds, quality reached)``."""
+    def meets(value):
+        return value >= target if higher_is_better else value <= target
+
     def reached(k):
         value = next(iter(quality(data, stopped_after(data, k)["result"]).values()))
-        return (value >= target if higher_is_better else value <= target), value
+        return meets(value), value
 
-    good, value = reached(n_iter)
+    if whole_fit_value is None:
+        good, value = reached(n_iter)
+    else:
+        good, value = meets(whole_fit_value), whole_fit_value
     if not good:
         return None
     low, high, best = 0, n_iter, value  # low fails (0: nothing run), high succeeds
@@ -184,7 +192,8 @@ def _times_to_peer_quality(case, data, records, log):
     for peer in (c for c in case.contenders if not c.ours):
         name, target = next(iter(records[peer.name]["quality"].items()))
         found = time_to_quality(ours.stopped_after, case.quality, data, target,
-                                record["info"]["n_iter"], HIGHER_IS_BETTER[name])
+                                record["info"]["n_iter"], HIGHER_IS_BETTER[name],
+                                whole_fit_value=record["quality"][name])
         entry = {"peer": peer.name, "target": target, "n_iter": None, "seconds": None,
                  "quality": None}
         if found is not None:

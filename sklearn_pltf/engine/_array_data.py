@@ -50,21 +50,28 @@ class ArrayAPITensor(TensorExtent):
         return self.size - int(self.xp.count_nonzero(self.mask))
 
     @cached_property
+    def _value_sums(self):
+        """(Σ x, Σ log Γ(x + 1), Σ x log x − x − log Γ(x + 1)) over the
+        observed entries (0 at zeros and at the missing ones, held at 0)."""
+        x = self.dense
+        log_factorials = gammaln(x + 1.0)
+        return (float64_sum(x), float64_sum(log_factorials),
+                float64_sum(xlogy(x, x) - x - log_factorials))
+
+    @property
     def total(self):
         """Sum of the observed values."""
-        return float64_sum(self.dense)
+        return self._value_sums[0]
 
-    @cached_property
+    @property
     def log_factorial_total(self):
-        """Σ log Γ(X + 1) over the observed entries (0 at the missing ones, held at 0)."""
-        return float64_sum(gammaln(self.dense + 1.0))
+        """Σ log Γ(X + 1) over the observed entries."""
+        return self._value_sums[1]
 
-    @cached_property
+    @property
     def saturated_total(self):
-        """Σ x log x − x − log Γ(x + 1) over the observed entries (0 at zeros
-        and missing ones)."""
-        x = self.dense
-        return float64_sum(xlogy(x, x) - x - gammaln(x + 1.0))
+        """Σ x log x − x − log Γ(x + 1) over the observed entries."""
+        return self._value_sums[2]
 
     @cached_property
     def is_integer(self):

@@ -136,7 +136,8 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None, warm=Fa
     Every sample starts from the fitted factor's mean over samples and is
     updated on its own (:func:`~sklearn_pltf.inference._fold_in.fold_in`),
     so its result does not depend on the batch. With ``warm`` (the fit's
-    final fold-in: ``data`` are the training data), each sample starts
+    final fold-in: ``data`` are the training data, and the fit has no rate
+    per sample, whose fit keeps its own factor), each sample starts
     instead from its own factor in ``held_state``, already near its fixed
     point, so the fold-in ends in a cycle or two. Under hierarchical rates
     each sample's rate is inferred with it
@@ -167,7 +168,7 @@ def fold_in_samples(settings, fitted, data, held_state, contractor=None, warm=Fa
     means[alpha] = copy_array(namespace_of(start).broadcast_to(
         start, contractor.model.factor_shape(alpha)))
     state = kernel.state_from_means(means, priors, given)
-    if warm and not isinstance(kernel, NewEntityRatesKernel):
+    if warm:
         state = with_factor(state, alpha, held_state, lambda fitted_value, _: fitted_value)
     state = fold_in(kernel, state, contractor, priors, alpha, axis,
                     lambda rows: problem(data.take_samples(rows)),

@@ -30,13 +30,17 @@ moves depends on the current state alone, as AIS needs.
 
 Every run is advanced at once: each factor carries a leading run axis and
 every contraction is a chain of batched matrix products over the dense
-data, planned once (:class:`Contraction`). The driver (:func:`anneal_forward`) serves any model
-that supplies a target: its log prior, log-likelihood, ridges and (for a
-start at the prior) exact prior draws; ``_gaussian_ais`` is the other one.
+data, planned once per shapes
+(:func:`~sklearn_pltf.engine._array_contract.contract`; ``einsum`` would
+take its unbatched loops with the runs as a batch index). The driver
+(:func:`anneal_forward`) serves any model that supplies a target: its log
+prior, log-likelihood, ridges and (for a start at the prior) exact prior
+draws; ``_gaussian_ais`` is the other one.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import string
 import warnings
@@ -88,12 +92,12 @@ class _PoissonTarget:
         self.likelihood.check(data)
         self.constant = self.likelihood.log_base_measure(data)
         operands = [(run + f) if a in free else f for a, f in enumerate(model.factors)]
-        self._xhat = Contraction(",".join(operands) + "->" + run + model.output)
+        self._xhat = functools.partial(contract, ",".join(operands) + "->" + run + model.output)
         self._deltas = {}
         for alpha in free:
             others = [op for a, op in enumerate(operands) if a != alpha]
-            self._deltas[alpha] = Contraction(",".join([run + model.output, *others]) + "->"
-                                              + operands[alpha])
+            self._deltas[alpha] = functools.partial(
+                contract, ",".join([run + model.output, *others]) + "->" + operands[alpha])
 
     def log_prior(self, phi):
         """Per run: log p(φ) (normalised, Jacobian included) and its gradient."""
@@ -139,19 +143,6 @@ class _PoissonTarget:
             others = [f for a, f in enumerate(factors) if a != alpha]
             out[alpha] = factors[alpha] * self._deltas[alpha](q, *others)
         return out
-
-
-class Contraction:
-    """One einsum the runs call thousands of times, each pairwise step of its
-    path (planned once per set of operand shapes) a batched matrix product
-    (:func:`~sklearn_pltf.engine._array_contract.contract`): with the runs as
-    a batch index, ``einsum`` itself would take its unbatched loops."""
-
-    def __init__(self, subscripts):
-        self.subscripts = subscripts
-
-    def __call__(self, *operands):
-        return contract(self.subscripts, *operands)
 
 
 def _per_run_sum(terms):

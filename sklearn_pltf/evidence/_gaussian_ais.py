@@ -24,14 +24,16 @@ posterior), the same ladder gives a stochastic upper bound
 
 from __future__ import annotations
 
+import functools
 import string
 
 import numpy as np
 from scipy.special import gammaln
 
+from ..engine._array_contract import contract
 from ..inference.gaussian import (column_log_evidence, log_hyper_normalizer,
                                   sample_column_prior, sample_elements)
-from ._ais import Contraction, _per_run_sum, anneal_forward, anneal_reverse
+from ._ais import _per_run_sum, anneal_forward, anneal_reverse
 
 __all__ = ["gaussian_ais_log_evidence", "gaussian_reverse_ais_log_evidence"]
 
@@ -57,9 +59,9 @@ class _GaussianTarget:
                                  for size in data.shape}
         letters = string.ascii_lowercase[:data.ndim]
         operands = ["Z" + c + "R" for c in letters]  # run, mode index, component
-        self._xhat = Contraction(",".join(operands) + "->Z" + letters)
-        self._mttkrp = {n: Contraction(",".join(["Z" + letters] + [op for m, op in enumerate(operands)
-                                                                    if m != n]) + "->" + operands[n])
+        self._xhat = functools.partial(contract, ",".join(operands) + "->Z" + letters)
+        self._mttkrp = {n: functools.partial(contract, ",".join(
+            ["Z" + letters] + [op for m, op in enumerate(operands) if m != n]) + "->" + operands[n])
                         for n in self.free}
 
     def log_likelihood(self, phi):
