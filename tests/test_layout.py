@@ -20,7 +20,7 @@ LAYERS = {
     "engine.model": 0, "engine._random": 0, "engine._progress": 0, "engine._threads": 0,
     "engine._array_api": 0, "engine._log": 0,
     "engine._kernels": 1, "engine._data": 1, "engine._elementwise": 1, "engine._array_data": 1,
-    "engine._likelihood": 2,
+    "engine._likelihood": 2, "engine._planner": 2,
     "engine._contract": 3, "engine.distributed": 3, "engine._coupled": 3,
     "engine._array_contract": 3, "engine._factor_checks": 3,
     "inference": 4,

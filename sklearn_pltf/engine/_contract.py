@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import opt_einsum
 
 from . import _kernels
 from ._array_api import like
@@ -45,6 +44,7 @@ from ._data import array_bytes
 from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, memory_axes,
                            memory_order_view, ratio_and_log_sum)
 from ._likelihood import PoissonLikelihood, get_likelihood
+from ._planner import expand_to_factor, planner_for
 
 __all__ = ["make_contractor", "EntryList", "full_xhat"]
 
@@ -79,140 +79,6 @@ def full_xhat(model, factors):
     return planner_for(model).full_xhat(factors)
 
 
-@functools.lru_cache(maxsize=64)
-def planner_for(model):
-    """The :class:`_Planner` of a bound model, one per model (models are
-    hashable and immutable), so its planned contractions are reused by every
-    contractor, restart and fold-in on it."""
-    return _Planner(model)
-
-
-class _Planner:
-    """opt_einsum expressions planned once per (subscripts, shapes), then reused."""
-
-    def __init__(self, model):
-        self.model = model
-        # Model indices -> einsum symbols; one more symbol for the batch axis.
-        self.symbol = {c: opt_einsum.get_symbol(i) for i, c in enumerate(model.indices)}
-        self.batch = opt_einsum.get_symbol(len(model.indices))
-        self._expressions = {}
-        self._presummed = {}
-        self._others = {}
-
-    def subs(self, indices):
-        return "".join(self.symbol[c] for c in indices)
-
-    def contract(self, subscripts, *operands):
-        key = (subscripts, tuple(op.shape for op in operands))
-        expression = self._expressions.get(key)
-        if expression is None:
-            expression = opt_einsum.contract_expression(subscripts, *key[1])
-            self._expressions[key] = expression
-        return expression(*operands)
-
-    def full_xhat(self, factors):
-        """X̂ over the whole observed tensor."""
-        m = self.model
-        return self.contract(",".join(self.subs(f) for f in m.factors) + "->" + self.subs(m.output), *factors)
-
-    @functools.cached_property
-    def last_index_split(self):
-        """For X̂ in C order by one matrix product: the plan
-        ``(f, others, subscripts, present, kept, f_axes, width)``, ``f`` the
-        one factor carrying the last observed index, all of whose other
-        indices (``latent``) are latent; None where no factor is such (or it
-        is the only factor). The other factors contract by ``subscripts``
-        to ``present``, broadcast to ``kept`` (the other observed indices,
-        then ``latent``); ``f_axes`` puts ``f`` in (``latent``, last) order
-        and ``width`` is the size of ``latent``."""
-        m = self.model
-        last = m.output[-1]
-        carriers = [a for a in range(m.n_factors) if last in m.factors[a]]
-        if len(carriers) != 1 or m.n_factors < 2:
-            return None
-        f = carriers[0]
-        latent = m.factors[f].replace(last, "")
-        if any(c in m.output for c in latent):
-            return None
-        others = [a for a in range(m.n_factors) if a != f]
-        kept = m.output[:-1] + latent
-        carried = set().union(*(m.factors[a] for a in others))
-        present = "".join(c for c in kept if c in carried)
-        subscripts = (",".join(self.subs(m.factors[a]) for a in others) + "->"
-                      + self.subs(present))
-        f_axes = [m.factors[f].index(c) for c in latent + last]
-        width = int(np.prod([m.sizes[c] for c in latent], dtype=np.int64))
-        return f, others, subscripts, present, kept, f_axes, width
-
-    def full_xhat_into(self, factors, out):
-        """X̂ written into ``out`` (C-contiguous, the observed shape) as
-        (the other factors contracted to the other observed and ``f``'s
-        latent indices) @ ``f``, where :attr:`last_index_split` applies."""
-        m = self.model
-        f, others, subscripts, present, kept, f_axes, width = self.last_index_split
-        rest = self.contract(subscripts, *[factors[a] for a in others])
-        rest = expand_to_factor(rest, present, kept, tuple(m.sizes[c] for c in kept))
-        np.matmul(rest.reshape(-1, width), np.transpose(factors[f], f_axes).reshape(width, -1),
-                  out=out.reshape(-1, m.sizes[m.output[-1]]))
-        return out
-
-    def others_of(self, alpha, with_output=False):
-        """The other factors' positions, and α's indices that they (or, with
-        ``with_output``, the observed indices) carry, in α's order."""
-        key = (alpha, with_output)
-        if key not in self._others:
-            model = self.model
-            others = [a for a in range(model.n_factors) if a != alpha]
-            carried = set(model.output if with_output else "").union(*(model.factors[a] for a in others))
-            self._others[key] = (others, "".join(c for c in model.factors[alpha] if c in carried))
-        return self._others[key]
-
-    def contract_presummed(self, operands, indices, output):
-        """Contract after summing each operand over indices no other operand or the
-        output carries, so e.g. ``ir,jr->r`` costs O((I+J)R), not O(IJR)."""
-        key = (tuple(indices), output)
-        plan = self._presummed.get(key)
-        if plan is None:
-            plan = self._presummed[key] = self._plan_presummed(indices, output)
-        lonely_axes, subscripts = plan
-        if not lonely_axes:
-            return np.float64(1.0)
-        reduced = [operand.sum(axis=lonely) if lonely else operand
-                   for operand, lonely in zip(operands, lonely_axes)]
-        if subscripts is None:  # one operand, already in the output's order
-            return reduced[0]
-        return self.contract(subscripts, *reduced)
-
-    def _plan_presummed(self, indices, output):
-        """For :meth:`contract_presummed`: each operand's axes to sum first, and
-        the subscripts that contract the rest (None when nothing is left to do)."""
-        lonely_axes, reduced_indices = [], []
-        for position, own in enumerate(indices):
-            elsewhere = set(output).union(*(set(o) for p, o in enumerate(indices) if p != position))
-            lonely_axes.append(tuple(axis for axis, c in enumerate(own) if c not in elsewhere))
-            reduced_indices.append("".join(c for c in own if c in elsewhere))
-        if len(reduced_indices) == 1 and reduced_indices[0] == output:
-            return lonely_axes, None
-        return lonely_axes, ",".join(self.subs(i) for i in reduced_indices) + "->" + self.subs(output)
-
-    def all_observed_delta(self, alpha, factors):
-        """Δ_α(1): the product of the other factors summed over every index not in α."""
-        model = self.model
-        own = model.factors[alpha]
-        others, present = self.others_of(alpha)
-        result = self.contract_presummed(
-            [factors[a] for a in others], [model.factors[a] for a in others], present
-        )
-        # Indices of α that no other factor carries: Σ over observed indices not in α
-        # already happened; the result is constant along these, so broadcast.
-        return expand_to_factor(result, present, own, model.factor_shape(alpha))
-
-    def all_observed_total(self, factors):
-        """Σ over every entry of X̂: a full contraction to a scalar."""
-        model = self.model
-        return float(self.contract_presummed(list(factors), list(model.factors), ""))
-
-
 def _same_arrays(kept, factors):
     """Whether ``kept`` holds the very arrays of ``factors`` (inference
     never modifies a factor array in place, so the same arrays mean the same
@@ -223,39 +89,40 @@ def _same_arrays(kept, factors):
 def _sum_of_products(a, b):
     """Σ a·b by numpy's pairwise summation, not BLAS ``dot``: BLAS splits the sum
     over its threads, so its result depends on the thread count (and differs
-    in joblib workers, whose BLAS threads are limited)."""
-    return float(np.sum(a * b))
-
-
-def expand_to_factor(array, present, own, shape):
-    """Broadcast ``array`` (axes ``present``) to a factor with axes ``own``, as
-    a new array (in the inner loops of the samplers and SGLD: a reshape and
-    one fill, no axis normalisation)."""
-    if present == own:
-        return np.asarray(array)
-    array = np.asarray(array)
-    order = [present.index(c) for c in own if c in present]
-    if order != sorted(order):
-        array = np.transpose(array, order)
-    axes = iter(array.shape)  # α's axes that ``array`` lacks become length 1
-    expanded = np.empty(shape, dtype=array.dtype)
-    expanded[...] = array.reshape(tuple(next(axes) if c in present else 1 for c in own))
-    return expanded
+    in joblib workers, whose BLAS threads are limited). Accumulated in
+    float64 whatever the arrays' precision."""
+    return float(np.sum(a * b, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------- dense
 class DenseContractor:
-    """Contractions on a dense data tensor (and a dense mask, if any)."""
+    """Contractions on a dense data tensor (and a dense mask, if any).
+
+    Float32 data (:func:`~._data.as_observed_tensor`'s ``keep_float32``)
+    are contracted in float32 (:attr:`dtype`): the factors a call is given
+    (float64: they are the size of the factors) are rounded to float32
+    once per set of arrays, and X̂, the ratios and the matrix product that
+    starts each Δ are float32; the rest of each Δ, whose sums are the long
+    ones, runs in float64. The bound's data terms read an X̂ of the
+    factors in float64 (:meth:`_bound_xhat`): from float32 factors, each
+    factor's rounding would move the data terms by its gradient, and the
+    bound would jitter by more than a run gains per cycle near its limit
+    (the stopping rule would read the jitter as convergence).
+    """
 
     def __init__(self, model, data, likelihood=PoissonLikelihood()):
         self.model, self.data, self.likelihood = model, data, likelihood
         self._planner = planner_for(model)
         self._x = data.dense  # zero at missing entries, so X / X̂ is too
-        self._mask = None if data.mask is None else data.mask.astype(np.float64)
+        #: The precision of the data-sized work: the data's.
+        self.dtype = data.dense.dtype
+        self._mask = None if data.mask is None else data.mask.astype(self.dtype)
+        self._rounded = ((), ())  # factors given, and those in self.dtype
         self._last = ((), None)
         self._scratch = None
         self._ratio_of = ()  # the factors whose ratio the work array holds
         self._xhat_buffer = None
+        self._bound_buffer = None  # float32 data: the bound's float64 X̂
         self._laid_out = False
 
     def xhat(self, factors):
@@ -268,19 +135,55 @@ class DenseContractor:
         last_factors, last_xhat = self._last
         if _same_arrays(last_factors, factors):
             return last_xhat
+        operands = self._in_precision(factors)
         if self._planner.last_index_split is not None:
             # In C order, like X, into one buffer: only the last X̂ is kept,
             # and every caller consumes X̂ before asking for another.
             if self._xhat_buffer is None:
-                self._xhat_buffer = np.empty(self._x.shape)
-            xhat = self._planner.full_xhat_into(factors, self._xhat_buffer)
+                self._xhat_buffer = np.empty(self._x.shape, dtype=self.dtype)
+            xhat = self._planner.full_xhat_into(operands, self._xhat_buffer)
         else:
-            xhat = self._planner.full_xhat(factors)
+            xhat = self._planner.full_xhat(operands)
         floor_in_place(xhat)
         if not self._laid_out:
             self._lay_out_as(xhat)
         self._last = (tuple(factors), xhat)
         return xhat
+
+    def _in_precision(self, factors):
+        """``factors`` as operands of the data-sized work: themselves for
+        float64 data; rounded to float32 for float32 data (once per set of
+        arrays: inference never modifies a factor array in place), so that
+        no product with the data is promoted to float64."""
+        if self.dtype == np.float64:
+            return factors
+        given, rounded = self._rounded
+        if not _same_arrays(given, factors):
+            rounded = tuple(f if f is None or f.dtype == self.dtype else f.astype(self.dtype)
+                            for f in factors)
+            self._rounded = (tuple(factors), rounded)
+        return rounded
+
+    def _bound_xhat(self, factors):
+        """X̂ for the bound's data terms, floored, laid out as X: :meth:`xhat`
+        for float64 data; for float32 data, X̂ of ``factors`` in float64, in
+        a float64 array of its own (class docstring)."""
+        if self.dtype == np.float64:
+            return self.xhat(factors)
+        if not self._laid_out:
+            self.xhat(factors)
+        factors = [np.asarray(f, dtype=np.float64) for f in factors]
+        if self._planner.last_index_split is not None:
+            if self._bound_buffer is None:
+                self._bound_buffer = np.empty(self._x.shape)
+            xhat = self._planner.full_xhat_into(factors, self._bound_buffer)
+        else:
+            xhat = self._planner.full_xhat(factors)
+        if xhat.strides != tuple(2 * stride for stride in self._x.strides):  # not as X lies
+            laid_out = np.empty_like(self._x, dtype=np.float64)  # order="K": X's layout
+            laid_out[...] = xhat
+            xhat = laid_out
+        return floor_in_place(xhat)
 
     def _lay_out_as(self, xhat):
         """Keep X, the mask and the work array in X̂'s memory layout (the
@@ -303,11 +206,22 @@ class DenseContractor:
         products across calls on the same ``weights`` and ``factors``: in a
         three-way CP model the first two factors' Δ share one (the
         "dimension tree" of CP-ALS, Phan, Tichavský & Cichocki 2013).
+
+        With float32 data the product runs in float32 and the rest in
+        float64, from the factors as given: its sums are the long ones
+        (over all but one index), and in float32 their rounding would make
+        each step's result jitter by more than SQUAREM's long
+        extrapolations tolerate.
         """
         p, m = self._planner, self.model
         own = m.factors[alpha]
         others, present = p.others_of(alpha, with_output=True)
-        reduced, indices, used = self._reduce_by_one_factor(alpha, factors, weights, reductions)
+        reduced, indices, used = self._reduce_by_one_factor(
+            alpha, self._in_precision(factors), weights, reductions)
+        if used is not None and reduced.dtype != np.float64:
+            reduced = reduced.astype(np.float64)
+        else:
+            factors = self._in_precision(factors)
         rest = [a for a in others if a != used]
         subscripts = (",".join([p.subs(indices)] + [p.subs(m.factors[a]) for a in rest])
                       + "->" + p.subs(present))
@@ -383,12 +297,12 @@ class DenseContractor:
         return self._delta(alpha, factors, self._mask)
 
     def masked_total(self, factors):
-        if self._mask is None:
+        if self._mask is None:  # from the factors as given: the size of the factors
             return self._planner.all_observed_total(factors)
-        return _sum_of_products(self._mask, self.xhat(factors))
+        return _sum_of_products(self._mask, self._bound_xhat(factors))
 
     def data_loglik(self, factors):
-        xhat = self.xhat(factors)  # first: it may lay X out as X̂ is
+        xhat = self._bound_xhat(factors)  # first: it may lay X out as X̂ is
         # The bound's X̂ is the next step's (VB's geometric means, EM's
         # factors): its ratio is taken with the log terms, and X̂'s array
         # holds the terms after it.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numba
@@ -83,6 +83,11 @@ class TensorExtent:
     @property
     def n_observed(self):
         return self.size - self.n_missing
+
+    def in_float64(self):
+        """The data for a computation that runs in float64 (itself: only an
+        :class:`ObservedTensor` keeps float32 values)."""
+        return self
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,6 +168,20 @@ class ObservedTensor(TensorExtent):
         if self.mask is None:
             return np.empty((self.ndim, 0), dtype=np.int64)
         return np.array(np.nonzero(~self.mask), dtype=np.int64).reshape(self.ndim, -1)
+
+    @property
+    def dtype(self):
+        """The values' dtype: float64, or float32 where a float32 array was
+        kept for a fit in float32 (:func:`as_observed_tensor`)."""
+        return (self.values if self.is_sparse else self.dense).dtype
+
+    def in_float64(self):
+        """The same data with float64 values (itself if they are)."""
+        if self.dtype == np.float64:
+            return self
+        if self.is_sparse:
+            return replace(self, values=self.values.astype(np.float64))
+        return replace(self, dense=self.dense.astype(np.float64))
 
     @cached_property
     def _value_sums(self):
@@ -364,7 +383,7 @@ def dense_value_sums(dense):
     """:func:`value_sums` of dense data (zeros at missing entries), in one
     parallel pass over fixed chunks (the sums do not depend on the thread
     count)."""
-    values = np.ravel(np.asarray(dense, dtype=np.float64))
+    values = np.ravel(dense if dense.dtype == np.float32 else np.asarray(dense, dtype=np.float64))
     out = np.zeros((-(-values.size // _DENSE_CHUNK), 3))
     _dense_value_sums(values, _LOG_FACTORIALS, _SATURATED, out)
     return tuple(float(column) for column in out.sum(axis=0))
@@ -411,7 +430,8 @@ def is_sparse_input(X):
     return isinstance(X, sparse.SparseArray) or sp.issparse(X)
 
 
-def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True):
+def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True,
+                       keep_float32=False):
     """Validate ``X`` (and ``mask``) into an :class:`ObservedTensor`.
 
     Parameters
@@ -427,6 +447,9 @@ def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True
         non-negative data).
     require_observed : bool, default=True
         Raise if every entry is missing (a chunk of distributed data may be).
+    keep_float32 : bool, default=False
+        Keep a dense float32 array's values in float32 (for a fit that runs
+        in float32); every other input becomes float64.
 
     Raises
     ------
@@ -441,7 +464,7 @@ def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True
         coords, values = _drop_entries(coords, values, missing, shape)
         data = ObservedTensor(shape=shape, coords=coords, values=values, missing=missing)
     else:
-        dense, observed = _dense_parts(X, allow_negative)
+        dense, observed = _dense_parts(X, allow_negative, keep_float32)
         if mask is not None:
             given = _dense_mask(mask, dense.shape)
             observed = given if observed is None else observed & given
@@ -457,7 +480,7 @@ def as_observed_tensor(X, mask=None, allow_negative=False, require_observed=True
 
 
 # ----------------------------------------------------------------- dense input
-def _dense_parts(X, allow_negative=False):
+def _dense_parts(X, allow_negative=False, keep_float32=False):
     try:
         array = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
@@ -465,7 +488,8 @@ def _dense_parts(X, allow_negative=False):
     _check_dtype(array.dtype)
     if array.ndim == 0 or array.size == 0:
         raise ValueError(f"The data are empty (shape {array.shape}); need at least one entry.")
-    array = array.astype(np.float64, copy=False)
+    if not (keep_float32 and array.dtype == np.float32):
+        array = array.astype(np.float64, copy=False)
     n_missing, n_infinite, smallest = _scan_values(np.ravel(array))
     if n_infinite:
         raise ValueError("The data contain infinite values; use NaN to mark missing entries.")
@@ -478,7 +502,7 @@ def _dense_parts(X, allow_negative=False):
 
 
 def _scan_values(values):
-    """(NaNs, infinities, the smallest other value) of a flat float64 array,
+    """(NaNs, infinities, the smallest other value) of a flat float array,
     in one parallel pass."""
     n_chunks = -(-values.size // _DENSE_CHUNK)
     counts, smallest = np.zeros((n_chunks, 2), dtype=np.int64), np.full(n_chunks, np.inf)

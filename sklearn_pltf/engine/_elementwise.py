@@ -1,7 +1,8 @@
 """Passes over whole dense tensors, entry by entry, in parallel.
 
-- :func:`floor_in_place`: X̂ raised to at least the smallest normal float, so
-  that an entry whose rate underflowed to 0 gives a finite ratio and log;
+- :func:`floor_in_place`: X̂ raised to at least the smallest normal float of
+  its precision, so that an entry whose rate underflowed to 0 gives a finite
+  ratio and log;
 - :func:`count_ratio_into`: E[N | X] / X̂ at every entry (``X / X̂`` for
   Poisson data, ``1 / (1 − e^{−X̂})`` at the ones for Bernoulli–Poisson
   data, the mean of the latent count over X̂ for compound Poisson data, 0
@@ -45,9 +46,9 @@ __all__ = ["floor_in_place", "count_ratio_into", "compound_ratio", "log_terms_su
 
 
 @parallel_kernel
-def _floor(values):  # pragma: no cover - compiled
+def _floor(values, tiny):  # pragma: no cover - compiled
     for i in numba.prange(values.size):
-        values[i] = max(values[i], TINY)
+        values[i] = max(values[i], tiny)
 
 
 @parallel_kernel
@@ -154,18 +155,19 @@ def memory_order_view(array):
 
 
 def in_layout_of(values, template):
-    """``values`` laid out in memory as ``template`` is (same shape): itself
-    if it already is, else a copy."""
-    if values.strides == template.strides and values.dtype == np.float64:
+    """``values`` laid out in memory as ``template`` is (same shape and
+    dtype): itself if it already is, else a copy."""
+    if values.strides == template.strides and values.dtype == template.dtype:
         return values
-    copy = np.empty_like(template, dtype=np.float64)  # order="K": template's layout
+    copy = np.empty_like(template)  # order="K": template's layout
     copy[...] = values
     return copy
 
 
 def floor_in_place(xhat):
-    """Raise every entry of ``xhat`` to at least the smallest normal float."""
-    _floor(memory_order_view(xhat))
+    """Raise every entry of ``xhat`` to at least the smallest normal float
+    of its precision."""
+    _floor(memory_order_view(xhat), xhat.dtype.type(np.finfo(xhat.dtype).tiny))
     return xhat
 
 

@@ -303,7 +303,7 @@ class CompoundPoisson:
         count N of jumps in x, at most ``MAX_JUMPS``. The fit's z = β x X̂
         is about (x / jump_mean)² where X̂ meets the data, so beyond that it
         overflows and the objective turns NaN."""
-        limit = MAX_JUMPS * self.jump_mean
+        limit = np.float64(MAX_JUMPS * self.jump_mean)  # float32 data compare in float64
         n_bad = int(data.value_sum(lambda x: x > limit))
         if n_bad:
             raise ValueError(

@@ -205,7 +205,15 @@ class BasePoissonPLTF(BaseFactorization):
         (:func:`validate_tensor`)."""
         return validate_tensor(self, X, mask, reset=reset, min_ndim=self._min_ndim(),
                                distributed=self._fits_distributed_data,
-                               chunks=self._distributed_chunks)
+                               chunks=self._distributed_chunks,
+                               keep_float32=self._fits_float32)
+
+    @property
+    def _fits_float32(self):
+        """Whether dense float32 data are fitted in float32: by the methods
+        the table marks (VB and EM) on the dense engine of one tensor; a
+        tie's row updates run in float64."""
+        return METHODS[self.method].float32 and not self._has_tied_factor()
 
     @property
     def _fits_distributed_data(self):
@@ -264,7 +272,9 @@ class BasePoissonPLTF(BaseFactorization):
             # method's: the fit is the same with or without it.
             start = (None if method.mode
                      else posterior_start(model, state.mean, state.geometric, held=tuple(fixed)))
-            estimate = ais_log_evidence(rng.spawn(1)[0], model, data, priors, fixed, start=start,
+            # AIS runs in float64 whatever the fit's precision.
+            estimate = ais_log_evidence(rng.spawn(1)[0], model, data.in_float64(), priors,
+                                        fixed, start=start,
                                         verbose=settings.verbose, likelihood=settings.likelihood)
             attributes["log_evidence_"] = structure.check_log_evidence(
                 estimate.log_evidence, data, standard_error=estimate.standard_error,
@@ -462,5 +472,7 @@ class BasePoissonPLTF(BaseFactorization):
         tags.input_tags.allow_nan = True
         tags.input_tags.positive_only = True
         tags.array_api_support = self._array_api_refusal() is None
+        if self._fits_float32 and tags.transformer_tags is not None:
+            tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 

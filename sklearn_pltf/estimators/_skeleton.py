@@ -118,7 +118,8 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         -------
         W : ndarray of shape (n_samples, n_components)
         """
-        return self._fitted_transform(self._fit(X, mask))
+        data = self._fit(X, mask)
+        return _in_precision_of(self._fitted_transform(data), data)
 
     def transform(self, X, mask=None):
         """The posterior mean of the sample-mode factor for the samples in
@@ -134,8 +135,8 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         check_is_fitted(self)
         data = self._observed_like_fit(X, mask, "transform")
         if self._is_training_data(data):
-            return self._fitted_transform(data)
-        return self._transform_data(data)
+            return _in_precision_of(self._fitted_transform(data), data)
+        return _in_precision_of(self._transform_data(data), data)
 
     def score(self, X, y=None, mask=None):
         """Log evidence of ``X`` (higher is better): ``log_evidence_`` when
@@ -304,6 +305,14 @@ class BaseFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     def _accepts_tensors(self):
         """Whether data with more than two dimensions are accepted."""
         return True
+
+
+def _in_precision_of(W, data):
+    """``W`` in float32 for data kept in float32 (a fit in float32 returns
+    float32, as scikit-learn's NMF does); else as it is."""
+    if isinstance(W, np.ndarray) and getattr(data, "dtype", None) == np.float32:
+        return W.astype(np.float32)
+    return W
 
 
 def unmasked_fingerprint(fingerprint, mask, fingerprint_without_mask):

@@ -98,7 +98,7 @@ def check_ranks(n_components, name="n_components"):
 
 
 def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=False,
-                    distributed=False, chunks=None):
+                    distributed=False, chunks=None, keep_float32=False):
     """Validate ``X`` (and ``mask``) for ``estimator`` into an :class:`ObservedTensor`.
 
     Dense arrays and scipy.sparse matrices go through scikit-learn's
@@ -112,6 +112,8 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
     CuPy, ...) becomes an :class:`~sklearn_pltf.engine._array_data.ArrayAPITensor`
     where it lives, if ``estimator._array_api_refusal()`` is None; else
     that message is raised (a TypeError), rather than a silent copy to NumPy.
+    With ``keep_float32``, a dense float32 NumPy array stays float32 (for a
+    fit in float32); all other input becomes float64.
     """
     xp = input_namespace(X)
     if xp is not None:
@@ -138,10 +140,11 @@ def validate_tensor(estimator, X, mask, *, reset, min_ndim=2, allow_negative=Fal
         _check_n_features(estimator, X, reset, min_ndim)
     else:
         X = validate_data(
-            estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
+            estimator, X, reset=reset, accept_sparse=("csr", "csc", "coo"),
+            dtype=(np.float64, np.float32) if keep_float32 else np.float64,
             ensure_all_finite="allow-nan", allow_nd=True, ensure_2d=min_ndim >= 2,
         )
-    return as_observed_tensor(X, mask, allow_negative=allow_negative)
+    return as_observed_tensor(X, mask, allow_negative=allow_negative, keep_float32=keep_float32)
 
 
 def input_namespace(X):

@@ -78,6 +78,10 @@ class Method:
         in the warm-up).
     array_api, streams : bool
         Fits array-API input where it lives; minibatches by ``partial_fit``.
+    float32 : bool
+        Fits dense float32 NumPy data in float32 on the CPU (the data-sized
+        work: X̂, the ratios, the contractions), as scikit-learn's NMF
+        keeps float32; other input, and other methods, run in float64.
     distributed : str
         How it fits a Dask array on its cluster: ``"whole"`` (every sweep
         over all the blocks), ``"blocks"`` (parallel blocks that share no
@@ -113,6 +117,7 @@ class Method:
     learns_priors: bool = False
     takes_start: bool = False
     array_api: bool = False
+    float32: bool = False
     distributed: str = ""
     streams: bool = False
     minibatch: bool = False
@@ -136,10 +141,11 @@ EVIDENCE = {e.name: e for e in (
 
 METHODS = {m.name: m for m in (
     Method("vb", "variational Bayes", False, _POISSON | {"allocation"}, ("vb",),
-           learns_priors=True, takes_start=True, array_api=True, distributed="whole",
-           streams=True, kernel="sklearn_pltf.inference.vb"),
+           learns_priors=True, takes_start=True, array_api=True, float32=True,
+           distributed="whole", streams=True, kernel="sklearn_pltf.inference.vb"),
     Method("em", "EM, the posterior mode", False, _POISSON, takes_start=True, array_api=True,
-           distributed="whole", mode=True, fold_in="em", kernel="sklearn_pltf.inference.em"),
+           float32=True, distributed="whole", mode=True, fold_in="em",
+           kernel="sklearn_pltf.inference.em"),
     Method("gibbs", "block Gibbs sampling", True, _POISSON | {"gaussian"}, ("ais", "chib"),
            per_token=_POISSON),
     Method("sada", "SADA: Gibbs on margins of the allocations", True, _POISSON,
@@ -293,6 +299,7 @@ _COLUMNS = (
     ("learned priors", lambda m: "yes" if m.learns_priors else ""),
     ("init", lambda m: "yes" if m.takes_start else ""),
     ("GPU (array API)", lambda m: "yes" if m.array_api else ""),
+    ("float32 (one dense tensor)", lambda m: "yes" if m.float32 else ""),
     ("Dask", lambda m: {"whole": "yes", "blocks": "``n_blocks``"}.get(m.distributed, "")),
     ("partial_fit", lambda m: "yes" if m.streams else ""),
     ("tie", lambda m: "yes" if "tied" in m.families else ""),

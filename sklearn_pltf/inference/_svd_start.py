@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
-from ..engine._contract import planner_for
+from ..engine._planner import planner_for
 
 __all__ = ["svd_start"]
 

@@ -120,7 +120,7 @@ def test_sample_factor():
 def test_bound_model_is_immutable_and_hashable():
     """A bound model keys caches (planned contractions): equal models hash
     alike, and its sizes cannot be changed after binding."""
-    from sklearn_pltf.engine._contract import planner_for
+    from sklearn_pltf.engine._planner import planner_for
 
     model = Model.parse("ik,kj->ij").bind((3, 4), {"k": 2}, {})
     same = Model.parse("ik,kj->ij").bind((3, 4), {"k": 2}, {})

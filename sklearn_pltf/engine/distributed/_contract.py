@@ -26,7 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._contract import EntryList, SparseContractor, planner_for
+from .._contract import EntryList, SparseContractor
+from .._planner import planner_for
 
 __all__ = ["DistributedContractor", "unreachable_nonzeros"]
 

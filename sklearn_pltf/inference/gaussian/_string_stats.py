@@ -34,7 +34,7 @@ from string import ascii_letters
 
 import numpy as np
 
-from ...engine._contract import planner_for
+from ...engine._planner import planner_for
 from ...engine.model import Model
 from .._cp_stats import GaussianSums
 
