@@ -22,8 +22,8 @@ RESULTS = os.path.join(HERE, "results")
 PAGE = os.path.join(HERE, "README.md")
 SUITE = os.path.join(HERE, "suite")
 #: Every family of the suite (``suite.FAMILIES``), in the page's order.
-FAMILY_ORDER = ("nmf", "large", "cp", "oslo", "compound", "scaling", "binary", "relations", "coupled",
-                "online", "dask", "samplers", "threads", "neighbour")
+FAMILY_ORDER = ("nmf", "large", "cp", "precision", "oslo", "compound", "scaling", "binary",
+                "relations", "coupled", "online", "dask", "samplers", "threads", "neighbour")
 GPU_RESULTS = "gpu.jsonl"
 #: The AVX2 build's results (``run.py --target avx2``), beside the native ones.
 AVX2_RESULTS = "avx2"
@@ -211,19 +211,24 @@ def _to_peer_quality_rows(run, suffix):
     return rows
 
 
-def _compared_table(cases):
+def _compared_table(cases, avx2=None):
     """One table for a family whose cases each compare our own contenders
-    with a baseline (threads, samplers, batch sizes): the case named on its
-    first row, each contender's median over the baseline's."""
+    with a baseline (threads, samplers, batch sizes, precisions): the case
+    named on its first row, each contender's median over the baseline's;
+    with ``avx2`` (the family's AVX2 build's ``(name, record)``), each
+    case's AVX2 run below it, against its own baseline."""
     quality = any(c["quality"] for case in cases for c in case["contenders"])
     lines = ["| case | contender | seconds | / baseline |" + (" quality |" if quality else "")
              + " run | peak MiB |",
              "|---|---|---|---|" + ("---|" if quality else "") + "---|---|"]
-    for case in cases:
+    runs = [(run, suffix) for case in cases
+            for run, suffix in ((case, ""), (_same_case(avx2, case), " (AVX2 build)"))
+            if run is not None]
+    for case, suffix in runs:
         base = next(c for c in case["contenders"] if c["name"] == case["baseline"])
         base_median = statistics.median(base["seconds"])
         for i, c in enumerate(case["contenders"]):
-            name = (f"{case['name']}, {case['measure']}"
+            name = (f"{case['name']}, {case['measure']}{suffix}"
                     + (f" ({case['notes']})" if case.get("notes") else "")) if i == 0 else ""
             ratio = "baseline" if c is base else \
                 f"{statistics.median(c['seconds']) / base_median:.2f}"
@@ -255,7 +260,7 @@ def render(results_dir=RESULTS):
         for compared, cases in itertools.groupby(record["cases"],
                                                  lambda case: bool(case.get("baseline"))):
             if compared:
-                lines += _compared_table(list(cases))
+                lines += _compared_table(list(cases), avx2.get(record["family"]))
             else:
                 for case in cases:
                     lines += _table(case, _same_case(avx2.get(record["family"]), case))

@@ -12,12 +12,12 @@ import sparse
 from scipy.optimize import brentq
 
 
-def dense_poisson_nmf(n_rows=2000, n_cols=1000, rank=20, random_state=0):
+def dense_poisson_nmf(n_rows=2000, n_cols=1000, rank=20, random_state=0, mean=2.5):
     """Draw a dense count matrix from a Poisson NMF model with gamma factors.
 
     ``W`` (``n_rows x rank``) and ``H`` (``rank x n_cols``) have independent
-    Gamma(shape=0.5, scale=sqrt(2.5 / rank) / 0.5) entries, so that
-    ``E[(W H)_ij] = 2.5`` whatever the rank, and ``X_ij ~ Poisson((W H)_ij)``.
+    Gamma(shape=0.5, scale=sqrt(mean / rank) / 0.5) entries, so that
+    ``E[(W H)_ij] = mean`` whatever the rank, and ``X_ij ~ Poisson((W H)_ij)``.
 
     Parameters
     ----------
@@ -27,15 +27,17 @@ def dense_poisson_nmf(n_rows=2000, n_cols=1000, rank=20, random_state=0):
         Number of latent components.
     random_state : int, numpy.random.Generator or None
         Seed for :func:`numpy.random.default_rng`.
+    mean : float, default=2.5
+        The mean count.
 
     Returns
     -------
     X : ndarray of shape (n_rows, n_cols), dtype float64
-        Integer-valued counts with mean about 2.5.
+        Integer-valued counts with mean about ``mean``.
     """
     rng = np.random.default_rng(random_state)
     shape_param = 0.5
-    scale = np.sqrt(2.5 / rank) / shape_param
+    scale = np.sqrt(mean / rank) / shape_param
     W = rng.gamma(shape_param, scale, size=(n_rows, rank))
     H = rng.gamma(shape_param, scale, size=(rank, n_cols))
     return rng.poisson(W @ H).astype(np.float64)
