@@ -38,7 +38,7 @@ import functools
 import numpy as np
 
 from . import _kernels
-from ._array_api import like
+from ._array_api import float64_sum, like
 from ._array_contract import ArrayAPIContractor, array_full_xhat
 from ._data import array_bytes
 from ._elementwise import (count_ratio_into, floor_in_place, in_layout_of, memory_axes,
@@ -91,7 +91,7 @@ def _sum_of_products(a, b):
     over its threads, so its result depends on the thread count (and differs
     in joblib workers, whose BLAS threads are limited). Accumulated in
     float64 whatever the arrays' precision."""
-    return float(np.sum(a * b, dtype=np.float64))
+    return float64_sum(a * b)
 
 
 # ---------------------------------------------------------------------- dense
@@ -102,8 +102,9 @@ class DenseContractor:
     are contracted in float32 (:attr:`dtype`): the factors a call is given
     (float64: they are the size of the factors) are rounded to float32
     once per set of arrays, and X̂, the ratios and the matrix product that
-    starts each Δ are float32; the rest of each Δ, whose sums are the long
-    ones, runs in float64. The bound's data terms read an X̂ of the
+    starts each Δ (over one index: all of an NMF's Δ) are float32; the rest
+    of each Δ (a CP or Tucker model's sums over the other indices) runs in
+    float64. The bound's data terms read an X̂ of the
     factors in float64 (:meth:`_bound_xhat`): from float32 factors, each
     factor's rounding would move the data terms by its gradient, and the
     bound would jitter by more than a run gains per cycle near its limit
@@ -135,20 +136,22 @@ class DenseContractor:
         last_factors, last_xhat = self._last
         if _same_arrays(last_factors, factors):
             return last_xhat
-        operands = self._in_precision(factors)
-        if self._planner.last_index_split is not None:
-            # In C order, like X, into one buffer: only the last X̂ is kept,
-            # and every caller consumes X̂ before asking for another.
-            if self._xhat_buffer is None:
-                self._xhat_buffer = np.empty(self._x.shape, dtype=self.dtype)
-            xhat = self._planner.full_xhat_into(operands, self._xhat_buffer)
-        else:
-            xhat = self._planner.full_xhat(operands)
-        floor_in_place(xhat)
+        xhat = self._full_xhat(self._in_precision(factors), "_xhat_buffer", self.dtype)
         if not self._laid_out:
             self._lay_out_as(xhat)
         self._last = (tuple(factors), xhat)
         return xhat
+
+    def _full_xhat(self, operands, buffer, dtype):
+        """X̂ of ``operands`` (of ``dtype``), floored: in C order, like X, by
+        one matrix product into the array named ``buffer`` (only the last X̂
+        of each kind is kept, and every caller consumes it before asking for
+        another), where the model allows; else as the contraction lays it out."""
+        if self._planner.last_index_split is None:
+            return floor_in_place(self._planner.full_xhat(operands))
+        if getattr(self, buffer) is None:
+            setattr(self, buffer, np.empty(self._x.shape, dtype=dtype))
+        return floor_in_place(self._planner.full_xhat_into(operands, getattr(self, buffer)))
 
     def _in_precision(self, factors):
         """``factors`` as operands of the data-sized work: themselves for
@@ -172,18 +175,9 @@ class DenseContractor:
             return self.xhat(factors)
         if not self._laid_out:
             self.xhat(factors)
-        factors = [np.asarray(f, dtype=np.float64) for f in factors]
-        if self._planner.last_index_split is not None:
-            if self._bound_buffer is None:
-                self._bound_buffer = np.empty(self._x.shape)
-            xhat = self._planner.full_xhat_into(factors, self._bound_buffer)
-        else:
-            xhat = self._planner.full_xhat(factors)
-        if xhat.strides != tuple(2 * stride for stride in self._x.strides):  # not as X lies
-            laid_out = np.empty_like(self._x, dtype=np.float64)  # order="K": X's layout
-            laid_out[...] = xhat
-            xhat = laid_out
-        return floor_in_place(xhat)
+        xhat = self._full_xhat([np.asarray(f, dtype=np.float64) for f in factors],
+                               "_bound_buffer", np.float64)
+        return in_layout_of(xhat, self._x, dtype=np.float64)
 
     def _lay_out_as(self, xhat):
         """Keep X, the mask and the work array in X̂'s memory layout (the
@@ -208,10 +202,10 @@ class DenseContractor:
         "dimension tree" of CP-ALS, Phan, Tichavský & Cichocki 2013).
 
         With float32 data the product runs in float32 and the rest in
-        float64, from the factors as given: its sums are the long ones
-        (over all but one index), and in float32 their rounding would make
-        each step's result jitter by more than SQUAREM's long
-        extrapolations tolerate.
+        float64, from the factors as given: in float32 the rest's sums (over
+        every index but α's and the product's) made each step jitter by more
+        than SQUAREM's long extrapolations tolerate. Where no end index
+        qualifies, the whole Δ runs in float32.
         """
         p, m = self._planner, self.model
         own = m.factors[alpha]

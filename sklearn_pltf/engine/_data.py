@@ -148,8 +148,9 @@ class ObservedTensor(TensorExtent):
     def value_sum(self, function):
         """Σ ``function(values)`` over the observed values (``function`` maps
         an array of values to an array of terms); distributed data sum it
-        chunk by chunk where the chunks live."""
-        return float(np.sum(function(self.observed_values)))
+        chunk by chunk where the chunks live. Float32 values are summed in
+        float64, their terms computed in float64 too."""
+        return float(np.sum(function(self.observed_values.astype(np.float64, copy=False))))
 
     def sparse_layout(self):
         """The same data in the sparse layout (itself if already sparse)."""
@@ -397,7 +398,7 @@ def _dense_value_sums(values, log_factorials, saturated, out):  # pragma: no cov
     for c in numba.prange(out.shape[0]):
         total, log_factorial, at_own_rate = 0.0, 0.0, 0.0
         for i in range(c * _DENSE_CHUNK, min((c + 1) * _DENSE_CHUNK, values.size)):
-            x = values[i]
+            x = np.float64(values[i])  # float32 data's terms in float64 too
             if x == 0.0:
                 continue
             total += x

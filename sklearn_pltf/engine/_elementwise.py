@@ -154,12 +154,15 @@ def memory_order_view(array):
     return permuted.reshape(-1)
 
 
-def in_layout_of(values, template):
-    """``values`` laid out in memory as ``template`` is (same shape and
-    dtype): itself if it already is, else a copy."""
-    if values.strides == template.strides and values.dtype == template.dtype:
+def in_layout_of(values, template, dtype=None):
+    """``values`` laid out in memory as ``template`` is (same shape), of
+    ``dtype`` (``template``'s by default): itself if it already is, else a
+    copy."""
+    dtype = template.dtype if dtype is None else np.dtype(dtype)
+    strides = tuple(stride // template.itemsize * dtype.itemsize for stride in template.strides)
+    if values.strides == strides and values.dtype == dtype:
         return values
-    copy = np.empty_like(template)  # order="K": template's layout
+    copy = np.empty_like(template, dtype=dtype)  # order="K": template's layout
     copy[...] = values
     return copy
 

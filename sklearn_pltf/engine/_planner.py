@@ -146,7 +146,6 @@ class _Planner:
         return float(self.contract_presummed(list(factors), list(model.factors), ""))
 
 
-
 def expand_to_factor(array, present, own, shape):
     """Broadcast ``array`` (axes ``present``) to a factor with axes ``own``, as
     a new array (in the inner loops of the samplers and SGLD: a reshape and

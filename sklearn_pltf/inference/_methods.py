@@ -80,8 +80,9 @@ class Method:
         Fits array-API input where it lives; minibatches by ``partial_fit``.
     float32 : bool
         Fits dense float32 NumPy data in float32 on the CPU (the data-sized
-        work: X̂, the ratios, the contractions), as scikit-learn's NMF
-        keeps float32; other input, and other methods, run in float64.
+        work: X̂, the ratios, the first matrix product of each update; the
+        sums the bound reads stay float64), as scikit-learn's NMF keeps
+        float32; other input, and other methods, run in float64.
     distributed : str
         How it fits a Dask array on its cluster: ``"whole"`` (every sweep
         over all the blocks), ``"blocks"`` (parallel blocks that share no

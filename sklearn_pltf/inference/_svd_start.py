@@ -79,8 +79,9 @@ def svd_start(model, data, free, given=None):
 def _unfolding(data, axis):
     """The mode-``axis`` unfolding (I_axis, product of the other sizes),
     missing entries as zeros; scipy.sparse for sparse data."""
-    if not data.is_sparse:
-        return np.moveaxis(data.dense, axis, 0).reshape(data.shape[axis], -1)
+    if not data.is_sparse:  # in float64 whatever the data's precision
+        return np.moveaxis(data.dense, axis, 0).reshape(data.shape[axis], -1).astype(
+            np.float64, copy=False)
     others = [n for n in range(data.ndim) if n != axis]
     other_shape = tuple(data.shape[n] for n in others)
     columns = (np.ravel_multi_index(tuple(data.coords[others]), other_shape) if others

@@ -96,7 +96,8 @@ def log_joint(state, contractor, priors):
     """log p(X, Z) at the current factors (module docstring)."""
     factors = state.factors
     # masked_total first: a dense contractor's X̂ of these factors serves it,
-    # and data_loglik then uses that array for its terms.
+    # and data_loglik then uses that array for its terms (of float64 data;
+    # float32 data's bound takes a float64 X̂ for each).
     value = -contractor.masked_total(factors) + contractor.data_loglik(factors)
     value += contractor.log_base_measure
     for alpha in priors.free:

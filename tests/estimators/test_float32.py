@@ -4,7 +4,7 @@ work), return float32 from transform, and reach float64's bound."""
 import numpy as np
 import pytest
 
-from sklearn_pltf import BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
+from sklearn_pltf import PLTF, BayesianNMF, BayesianRESCAL, PoissonCP, TuckerVB
 from sklearn_pltf.engine._contract import make_contractor
 from sklearn_pltf.engine._data import as_observed_tensor
 from sklearn_pltf.engine.model import Model
@@ -39,11 +39,26 @@ def test_the_dense_contractor_works_in_float32_and_its_bound_terms_in_float64():
     assert single.masked_total(factors) == pytest.approx(double.masked_total(factors), rel=1e-13)
 
 
+def test_the_data_s_constant_sums_are_float64_s_for_float32_values():
+    values = np.random.default_rng(0).gamma(2.0, 1.7, (200, 300)).astype(np.float32)
+    single = as_observed_tensor(values, keep_float32=True)
+    double = as_observed_tensor(values.astype(np.float64))
+    model = Model.parse("ik,kj->ij").bind(values.shape, {"k": 2})
+    for likelihood in ("poisson", "compound_poisson"):
+        assert (make_contractor(model, single, likelihood).log_base_measure
+                == pytest.approx(make_contractor(model, double, likelihood).log_base_measure,
+                                 rel=1e-14))
+    assert single.saturated_total == pytest.approx(double.saturated_total, rel=1e-14)
+
+
 @pytest.mark.parametrize("make, shape", [
     (lambda **kw: BayesianNMF(4, **kw), (60, 40)),
     (lambda **kw: BayesianNMF(4, method="em", **kw), (60, 40)),
     (lambda **kw: PoissonCP(3, **kw), (25, 20, 15)),
     (lambda **kw: TuckerVB((2, 2, 2), **kw), (20, 15, 10)),
+    # X̂ by the planned contraction (no one product gives it in C order)
+    (lambda **kw: PLTF("ir,jr,jk->ijk", {"r": 3}, **kw), (20, 15, 10)),
+    (lambda **kw: BayesianNMF(3, init="svd", **kw), (50, 40)),
     (lambda **kw: BayesianNMF(3, likelihood="bernoulli", **kw), (50, 40)),
     (lambda **kw: BayesianNMF(3, likelihood="compound_poisson", **kw), (50, 40)),
 ])
