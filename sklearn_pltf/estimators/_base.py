@@ -366,9 +366,12 @@ class BasePoissonPLTF(BaseFactorization):
                           type(self).__name__)
 
     def _transform_data(self, data):
-        """:meth:`transform` of validated data."""
+        """:meth:`transform` of validated data, folded in in float64: each
+        sample's stopping rule (a step's change below 1e-6 of its largest
+        entry) sits at float32's rounding, where its fold-in crawls."""
         self._sample_factor()  # raises unless the model has a sample-mode factor
         self._check_sample_shape(data)
+        data = data.in_float64()
         return self._structure(self.model_).transform(data, self._view(data))
 
     def _fitted_transform(self, data):
@@ -465,6 +468,7 @@ class BasePoissonPLTF(BaseFactorization):
         return super().score(X, y, mask)
 
     def _predictive_score(self, data):
+        data = data.in_float64()  # its fold-in too (_transform_data)
         return self._structure(self.model_).predictive_score(data, self._view(data))
 
     def __sklearn_tags__(self):

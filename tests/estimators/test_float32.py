@@ -95,6 +95,18 @@ def test_methods_that_do_not_run_in_float32_fit_float32_input_as_float64():
             == BayesianRESCAL(2, **rescal).fit(relations).lower_bound_)
 
 
+def test_new_float32_samples_are_folded_in_in_float64():
+    """transform and score of new samples give the float64 input's numbers
+    (in float32: their fold-in's stopping rule sits at float32's rounding)."""
+    X = _counts((60, 300), 3)
+    fitted = BayesianNMF(3, random_state=0).fit(X.astype(np.float32))
+    new = _counts((10, 300), 3, seed=1)
+    W = fitted.transform(new.astype(np.float32))
+    assert W.dtype == np.float32
+    np.testing.assert_array_equal(W, fitted.transform(new).astype(np.float32))
+    assert fitted.score(new.astype(np.float32)) == fitted.score(new)
+
+
 def test_float32_data_are_kept_only_where_asked():
     X = np.ones((3, 4), dtype=np.float32)
     assert as_observed_tensor(X).dtype == np.float64
