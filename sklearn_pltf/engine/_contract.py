@@ -122,8 +122,7 @@ class DenseContractor:
         self._last = ((), None)
         self._scratch = None
         self._ratio_of = ()  # the factors whose ratio the work array holds
-        self._xhat_buffer = None
-        self._bound_buffer = None  # float32 data: the bound's float64 X̂
+        self._xhat_buffers = {}  # by dtype: float32 data's bound has a float64 X̂ too
         self._laid_out = False
 
     def xhat(self, factors):
@@ -136,22 +135,24 @@ class DenseContractor:
         last_factors, last_xhat = self._last
         if _same_arrays(last_factors, factors):
             return last_xhat
-        xhat = self._full_xhat(self._in_precision(factors), "_xhat_buffer", self.dtype)
+        xhat = self._full_xhat(self._in_precision(factors))
         if not self._laid_out:
             self._lay_out_as(xhat)
         self._last = (tuple(factors), xhat)
         return xhat
 
-    def _full_xhat(self, operands, buffer, dtype):
-        """X̂ of ``operands`` (of ``dtype``), floored: in C order, like X, by
-        one matrix product into the array named ``buffer`` (only the last X̂
-        of each kind is kept, and every caller consumes it before asking for
-        another), where the model allows; else as the contraction lays it out."""
+    def _full_xhat(self, operands):
+        """X̂ of ``operands``, floored, in their precision: in C order, like
+        X, by one matrix product into the contractor's array of that
+        precision (only the last X̂ of each is kept, and every caller
+        consumes it before asking for another), where the model allows;
+        else as the contraction lays it out."""
         if self._planner.last_index_split is None:
             return floor_in_place(self._planner.full_xhat(operands))
-        if getattr(self, buffer) is None:
-            setattr(self, buffer, np.empty(self._x.shape, dtype=dtype))
-        return floor_in_place(self._planner.full_xhat_into(operands, getattr(self, buffer)))
+        dtype = np.result_type(*operands)
+        if dtype not in self._xhat_buffers:
+            self._xhat_buffers[dtype] = np.empty(self._x.shape, dtype=dtype)
+        return floor_in_place(self._planner.full_xhat_into(operands, self._xhat_buffers[dtype]))
 
     def _in_precision(self, factors):
         """``factors`` as operands of the data-sized work: themselves for
@@ -175,8 +176,7 @@ class DenseContractor:
             return self.xhat(factors)
         if not self._laid_out:
             self.xhat(factors)
-        xhat = self._full_xhat([np.asarray(f, dtype=np.float64) for f in factors],
-                               "_bound_buffer", np.float64)
+        xhat = self._full_xhat([np.asarray(f, dtype=np.float64) for f in factors])
         return in_layout_of(xhat, self._x, dtype=np.float64)
 
     def _lay_out_as(self, xhat):
@@ -210,12 +210,12 @@ class DenseContractor:
         p, m = self._planner, self.model
         own = m.factors[alpha]
         others, present = p.others_of(alpha, with_output=True)
-        reduced, indices, used = self._reduce_by_one_factor(
-            alpha, self._in_precision(factors), weights, reductions)
-        if used is not None and reduced.dtype != np.float64:
-            reduced = reduced.astype(np.float64)
+        operands = self._in_precision(factors)
+        reduced, indices, used = self._reduce_by_one_factor(alpha, operands, weights, reductions)
+        if used is None:  # the whole Δ in the data's precision
+            factors = operands
         else:
-            factors = self._in_precision(factors)
+            reduced = reduced.astype(np.float64, copy=False)
         rest = [a for a in others if a != used]
         subscripts = (",".join([p.subs(indices)] + [p.subs(m.factors[a]) for a in rest])
                       + "->" + p.subs(present))

@@ -177,11 +177,10 @@ class ObservedTensor(TensorExtent):
         return (self.values if self.is_sparse else self.dense).dtype
 
     def in_float64(self):
-        """The same data with float64 values (itself if they are)."""
+        """The same data with float64 values (itself if they are: only dense
+        values are kept in float32)."""
         if self.dtype == np.float64:
             return self
-        if self.is_sparse:
-            return replace(self, values=self.values.astype(np.float64))
         return replace(self, dense=self.dense.astype(np.float64))
 
     @cached_property
