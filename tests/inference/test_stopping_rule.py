@@ -56,3 +56,38 @@ def test_the_bound_is_within_tol_of_its_limit_on_95_percent_of_the_corpus():
     short = {name: round(g, 3) for name, g in gaps.items() if g > TOL}
     assert len(short) <= 0.05 * len(gaps), short
     assert max(gaps.values()) <= 10 * TOL, short
+
+
+def _over_ranked_corpus():
+    """(name, estimator factory, data): NMF at ranks r+1 and r+3 on counts of
+    rank r = 1-3 (fixed and learned prior rates) and CP at ranks 3 and 5 on
+    rank-2 tensors: the fits where a redundant component's plateau stops a
+    run short (the user guide's "When a fit has converged")."""
+    cases = []
+    for seed in range(6):
+        rng = np.random.default_rng(100 + seed)
+        for r in (1, 2, 3):
+            W, H = rng.gamma(1.0, 1.0, (120, r)), rng.gamma(1.0, 1.0, (r, 40))
+            X = rng.poisson(3 * W @ H / r).astype(float)
+            for k in (r + 1, r + 3):
+                for rate in ({}, {"prior_rate": "auto"}):
+                    cases.append((f"nmf{r}-{k}-{bool(rate)}-{seed}", seed, X,
+                                  lambda k=k, rate=rate, **kw: BayesianNMF(k, **rate, **kw)))
+        A, B, C = (rng.gamma(1.0, 1.0, (n, 2)) for n in (30, 20, 15))
+        X = rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C)).astype(float)
+        for k in (3, 5):
+            cases.append((f"cp2-{k}-{seed}", seed, X, lambda k=k, **kw: PoissonCP(k, **kw)))
+    return cases
+
+
+@pytest.mark.slow(minutes=1)
+def test_restarts_keep_over_ranked_fits_within_a_nat_of_their_first_start_limit():
+    """The user guide's advice for these, three restarts, leaves at most one
+    of the 84 more than a nat short of the limit of the first start's run
+    (one start left 7 of them 8.4-29.4 nats short when measured)."""
+    gaps = {}
+    for name, seed, X, make in _over_ranked_corpus():
+        limit = make(random_state=seed, tol=LIMIT_TOL, max_iter=20_000).fit(X).lower_bound_
+        gaps[name] = limit - make(random_state=seed, n_init=3).fit(X).lower_bound_
+    short = {name: round(g, 2) for name, g in gaps.items() if g > 1.0}
+    assert len(gaps) == 84 and len(short) <= 1, short
