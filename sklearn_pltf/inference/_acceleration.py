@@ -20,10 +20,16 @@ over the prior rate), and EM's point estimates. No element moves further
 than a factor of :math:`e^2` from :math:`F(F(\\theta))`.
 
 **Safeguard.** The cycle's result is kept only if its objective (VB's bound,
-EM's log joint) is finite and at least that of :math:`\\theta`; otherwise
+EM's log joint) is finite and at least that of :math:`\\theta`, up to
+:data:`_TIE` ε times its size (the two then differ by rounding only); otherwise
 the cycle returns :math:`F(F(\\theta))`, two plain steps, whose objective
 is at least that of :math:`\\theta` since each step is coordinate ascent. So
-the objective never decreases from cycle to cycle. :math:`s_{\\max}` starts
+the objective never decreases from cycle to cycle beyond its rounding. The
+allowance matters where the iteration drifts along a direction in which the
+objective is flat: there a strict comparison is decided by rounding, which
+differs between routes to the same numbers (NumPy and another array
+namespace, dense and sparse), and a refusal in one and not the other sends
+their paths apart (:math:`s_{\\max}` changes with it). :math:`s_{\\max}` starts
 at 1 and is multiplied by 4 each time an extrapolation of that length is
 kept, divided by 4 when one is refused (the adaptive scheme of Varadhan &
 Roland's reference implementation, ``mstep = 4``).
@@ -56,6 +62,9 @@ INITIAL_MAX_LENGTH = 1.0
 #: Factor by which s_max grows after a kept extrapolation of that length and
 #: shrinks after a refused one.
 _LENGTH_FACTOR = 4.0
+#: An extrapolation whose objective is at most this many ε |value| below
+#: the start's is kept (module docstring).
+_TIE = 16.0
 #: s_max never grows beyond this: far beyond where the map is linear, an
 #: extrapolation only costs its cycle.
 _LONGEST = 4.0**6
@@ -184,7 +193,7 @@ def squarem_cycle(kernel, state, value, contractor, priors, max_length):
     new, info = kernel.step(kernel.moved(second, start, priors), contractor, priors,
                             with_objective=True)
     new_value = float(info.objective)
-    if np.isfinite(new_value) and new_value >= value:
+    if np.isfinite(new_value) and new_value >= value - _TIE * np.finfo(np.float64).eps * abs(value):
         if length <= -max_length:
             max_length = min(max_length * _LENGTH_FACTOR, _LONGEST)
         return new, new_value, max_length
