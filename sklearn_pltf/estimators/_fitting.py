@@ -112,7 +112,7 @@ def fit_by_optimizer(problem, rngs, settings, n_jobs=1):
 
 
 def optimize_and_hold(settings, kernel, model, priors, start, rngs, learning, contractor_for,
-                      *, n_jobs=1, tied=None):
+                      *, n_jobs=1, tied=None, delete_moves=None):
     """What every VB and EM fit runs (one tensor, a tie, coupled tensors,
     ``partial_fit``'s first batch): ``kernel``'s restarts, one per generator
     of ``rngs``, each from ``start(rng, restart, contractor)``, to
@@ -125,9 +125,12 @@ def optimize_and_hold(settings, kernel, model, priors, start, rngs, learning, co
     a smaller, pruned one; restarts in other processes build their own).
     Returns ``(state, objectives, converged, held, contractor)``: ``held``
     None without ``learning``; ``contractor`` the one the restarts in this
-    process ran on (over the held model, if it was pruned)."""
+    process ran on (over the held model, if it was pruned). ``delete_moves``:
+    VB's kernel where VB tries delete moves at convergence
+    (:mod:`~sklearn_pltf.inference._moves`), else None."""
     problem = OptimizerProblem(kernel, contractor_for(model), priors, start,
-                               rebuild=functools.partial(contractor_for, model))
+                               rebuild=functools.partial(contractor_for, model),
+                               delete_moves=delete_moves)
     state, objectives, converged, _ = fit_by_optimizer(problem, rngs, settings.loop,
                                                        n_jobs=n_jobs)
     contractor, held = problem.contractor, None

@@ -214,7 +214,9 @@ SHARED_ATTRIBUTES = """\
         VB and EM: whether it converged within ``max_iter``.
     lower_bounds_ : ndarray of shape (n_iterations,)
         VB and EM: objective after each iteration of the best initialisation:
-        the variational bound (VB) or the log joint density (EM).
+        the variational bound (VB) or the log joint density (EM). A delete
+        move VB kept after a convergence (:ref:`converged`) is one
+        iteration, its bound the one the move reached.
     lower_bound_ : float
         VB and EM: the objective of the fitted model (after the final fold-in
         of the sample-mode factor).

@@ -191,7 +191,8 @@ def optimize_one_tensor(settings, data, model, priors, fixed, rngs, first_start,
         settings, kernel, model, priors,
         functools.partial(optimizer_start, kernel, model, priors, given, first_start), rngs,
         learning, functools.partial(make_contractor, data=data, likelihood=settings.likelihood),
-        n_jobs=n_jobs)
+        n_jobs=n_jobs, delete_moves=(optimizer_kernel(settings.method)
+                                     if METHODS[settings.method].delete_moves else None))
 
 
 class OneTensorFit:

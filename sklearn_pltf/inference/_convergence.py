@@ -41,7 +41,9 @@ keeps, which holds whatever the kernel learns along the way:
 ``tol`` (a run to a smaller ``tol`` extends it); they cost three sweeps per
 check. No rule read from the trajectory sees a
 plateau the plain steps cannot tell from convergence (a saddle left only
-much later): restarts (``n_init``) guard against those.
+much later, a redundant component giving up its mass): the delete moves
+after a convergence (:mod:`._moves`) and restarts (``n_init``) guard
+against those.
 
 **Rounding.** Gains within the rounding of the objective are not progress,
 and count as none: within 4 ε |B| / √N, the random walk of its N terms'
@@ -166,7 +168,7 @@ def _plain_step_distance(kernel, state, contractor, priors, value, resolution):
 
 
 def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=None,
-                       acceleration="squarem"):
+                       acceleration="squarem", give_up=None):
     """Iterate ``kernel`` from ``state`` until :func:`distance_to_limit` of its
     objective is at most ``tol``, at most ``max_iter`` iterations.
 
@@ -198,6 +200,9 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
         (:mod:`._acceleration`, three steps). ``"anderson"``: each later
         one a step and Anderson's secant step from the last few
         (:mod:`._anderson`; NumPy arrays only).
+    give_up : callable, default=None
+        ``give_up(objectives)`` after each iteration: True ends the run
+        there, not converged (a trial that cannot reach what it must).
 
     Returns
     -------
@@ -230,6 +235,8 @@ def run_to_convergence(kernel, state, contractor, priors, max_iter, tol, report=
             )
         if report is not None:
             report(iteration, objectives)
+        if give_up is not None and give_up(objectives):
+            return state, objectives, False
         resolution = rounding_allowance(kernel.point(state), objectives, contractor, tol)
         if distance_to_limit(objectives, resolution) <= tol:
             if acceleration is not None:

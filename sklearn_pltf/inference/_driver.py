@@ -51,6 +51,7 @@ from typing import Callable, NamedTuple, Protocol, runtime_checkable
 from joblib import Parallel, delayed
 
 from ._convergence import distance_to_limit, rounding_allowance, run_to_convergence
+from ._moves import with_delete_moves
 
 __all__ = ["OptimizerKernel", "OptimizerProblem", "OptimizerResult", "Settings", "optimize"]
 
@@ -101,6 +102,10 @@ class OptimizerProblem(NamedTuple):
     priors: object
     start: Callable  # (rng, restart, contractor) -> state
     rebuild: Callable | None = None
+    #: Where VB tries delete moves at convergence (:mod:`._moves`; a model of
+    #: one tensor without a tie): VB's kernel, whose step and bound the
+    #: moves read at the rates ``kernel`` learned; None: no moves.
+    delete_moves: object = None
 
 
 class OptimizerResult(NamedTuple):
@@ -147,10 +152,14 @@ def _run_restart(problem, rng, restart, settings, contractor=None):
     if contractor is None:
         contractor = problem.contractor if problem.rebuild is None else problem.rebuild()
     kernel = problem.kernel
+    report = _reporter(settings, restart)
     state, objectives, converged = run_to_convergence(
         kernel, problem.start(rng, restart, contractor), contractor, problem.priors,
-        settings.max_iter, settings.tol, _reporter(settings, restart),
-        acceleration=settings.acceleration)
+        settings.max_iter, settings.tol, report, acceleration=settings.acceleration)
+    if problem.delete_moves is not None:
+        state, objectives, converged = with_delete_moves(
+            kernel, problem.delete_moves, state, objectives, converged, contractor, problem.priors,
+            settings.max_iter, settings.tol, report, acceleration=settings.acceleration)
     return kernel.point(state), objectives, converged
 
 

@@ -98,6 +98,10 @@ class Method:
         Finds the posterior mode (a point, no posterior spread): prior
         shapes below 1 leave it at the boundary, and AIS after it starts
         from the prior.
+    delete_moves : bool
+        Tries delete moves where it converges on one tensor without a tie
+        (:mod:`._moves`; its kernel's step and objective at the rates
+        given): VB, whose bound frees a redundant component's cost.
     fold_in : str
         How new samples are folded in after a fit by it: ``"vb"`` or
         ``"em"`` (the method whose :attr:`kernel` folds them in).
@@ -124,6 +128,7 @@ class Method:
     minibatch: bool = False
     per_token: frozenset = frozenset()
     mode: bool = False
+    delete_moves: bool = False
     fold_in: str = "vb"
     kernel: object = None
 
@@ -143,7 +148,8 @@ EVIDENCE = {e.name: e for e in (
 METHODS = {m.name: m for m in (
     Method("vb", "variational Bayes", False, _POISSON | {"allocation"}, ("vb",),
            learns_priors=True, takes_start=True, array_api=True, float32=True,
-           distributed="whole", streams=True, kernel="sklearn_pltf.inference.vb"),
+           distributed="whole", streams=True, delete_moves=True,
+           kernel="sklearn_pltf.inference.vb"),
     Method("em", "EM, the posterior mode", False, _POISSON, takes_start=True, array_api=True,
            float32=True, distributed="whole", mode=True, fold_in="em",
            kernel="sklearn_pltf.inference.em"),

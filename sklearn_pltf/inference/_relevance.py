@@ -18,11 +18,12 @@ import numpy as np
 from opt_einsum import contract
 from scipy.special import digamma as _digamma
 
+from ..engine._array_api import like, to_numpy
 from ._common import GammaPriors
 from ._hyperparameters import relevances
 
 __all__ = ["Relevance", "LastSearch", "find_relevance", "held_priors", "HeldRates",
-           "hold_learned_rates", "components_by_tensor"]
+           "hold_learned_rates", "components_by_tensor", "without_component"]
 
 
 class Relevance(NamedTuple):
@@ -260,15 +261,16 @@ def components_by_tensor(model, state, priors, objective, tol):
                 table[t] = bool(carrying)
                 continue
             for p in range(model.sizes[c]):
-                trial = _without_component(model, state, priors, own, c, p)
+                trial = without_component(model, state, priors, own, c, p)
                 table[t, p] = full - objective(trial) > tol
         needed[c] = table
     return needed
 
 
-def _without_component(model, state, priors, alphas, index, value):
+def without_component(model, state, priors, alphas, index, value):
     """``state`` with the elements at ``value`` of latent ``index`` of the
-    factors ``alphas`` fixed at zero: q their prior, their means 0."""
+    factors ``alphas`` fixed at zero: q their prior, their means 0 (worked
+    in NumPy, factor-sized, and returned in each array's own namespace)."""
     fields = [list(field) for field in state]
     shape, scale, mean, geometric, digamma = fields
     for alpha in alphas:
@@ -276,11 +278,13 @@ def _without_component(model, state, priors, alphas, index, value):
         chosen = [slice(None)] * len(model.factors[alpha])
         chosen[axis] = value
         chosen = tuple(chosen)
-        a = np.broadcast_to(priors.shape[alpha], shape[alpha].shape)
-        r = np.broadcast_to(priors.rate[alpha], shape[alpha].shape)
+        a = np.broadcast_to(to_numpy(priors.shape[alpha]), shape[alpha].shape)
+        r = np.broadcast_to(to_numpy(priors.rate[alpha]), shape[alpha].shape)
         for field, value_at in ((shape, a[chosen]), (scale, 1.0 / r[chosen]),
                                 (digamma, _digamma(a[chosen])), (mean, 0.0),
                                 (geometric, 0.0)):
-            field[alpha] = np.array(field[alpha], copy=True)
-            field[alpha][chosen] = value_at
+            template = field[alpha]
+            changed = np.array(to_numpy(template), copy=True)
+            changed[chosen] = value_at
+            field[alpha] = like(changed, template)
     return type(state)(*(tuple(field) for field in fields))

@@ -43,10 +43,12 @@ def _corpus():
 def _gap(make, X, seed):
     short = make(random_state=seed, tol=TOL).fit(X)
     long = make(random_state=seed, tol=LIMIT_TOL, max_iter=20_000).fit(X)
-    # The run to the smaller tol extends the same path (the rule's check
-    # leaves it unchanged), so its last bound is the limit of this run.
-    np.testing.assert_array_equal(long.lower_bounds_[:short.lower_bounds_.size],
-                                  short.lower_bounds_)
+    # The run to the smaller tol follows the same path until the short run
+    # stops (the rule's check leaves it unchanged; a delete move kept there
+    # goes on elsewhere), so its last bound is the limit of this run.
+    same = min(short.lower_bounds_.size, long.lower_bounds_.size)
+    parted = np.flatnonzero(long.lower_bounds_[:same] != short.lower_bounds_[:same])
+    assert parted.size == 0 or parted[0] >= 25, parted[0]  # no run stops sooner
     return float(long.lower_bounds_[-1] - short.lower_bounds_[-1])
 
 
@@ -81,13 +83,15 @@ def _over_ranked_corpus():
 
 
 @pytest.mark.slow(minutes=1)
-def test_restarts_keep_over_ranked_fits_within_a_nat_of_their_first_start_limit():
-    """The user guide's advice for these, three restarts, leaves at most one
-    of the 84 more than a nat short of the limit of the first start's run
-    (one start left 7 of them 8.4-29.4 nats short when measured)."""
+def test_over_ranked_fits_leave_a_redundant_components_plateau():
+    """With the delete moves at convergence, none of the 84 ends more than a
+    nat below the limit of its own run, and at most 5% more than ``tol``
+    (without them, 7 stopped 8.4-29.4 nats short when measured)."""
     gaps = {}
     for name, seed, X, make in _over_ranked_corpus():
-        limit = make(random_state=seed, tol=LIMIT_TOL, max_iter=20_000).fit(X).lower_bound_
-        gaps[name] = limit - make(random_state=seed, n_init=3).fit(X).lower_bound_
-    short = {name: round(g, 2) for name, g in gaps.items() if g > 1.0}
-    assert len(gaps) == 84 and len(short) <= 1, short
+        fitted = make(random_state=seed, tol=TOL).fit(X)
+        long = make(random_state=seed, tol=LIMIT_TOL, max_iter=20_000).fit(X)
+        gaps[name] = long.lower_bound_ - fitted.lower_bound_
+    short = {name: round(g, 3) for name, g in gaps.items() if g > TOL}
+    assert len(gaps) == 84 and len(short) <= 0.05 * len(gaps), short
+    assert max(gaps.values()) <= 10 * TOL, short
