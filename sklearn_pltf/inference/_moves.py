@@ -8,8 +8,9 @@ component still holds mass: removing it would free its KL cost (many nats)
 but every single sweep first loses the fit it gives, so the path to the
 better optimum leads through a plateau the stopping rule cannot tell from
 convergence (:mod:`._convergence`), or through no path at all. A delete
-move (Hughes & Sudderth 2013, memoized VB's delete and merge moves; Hughes,
-Kim & Sudderth 2015) proposes the state without one component and runs VB
+move (Hughes, Kim & Sudderth 2015; the birth and merge moves of memoized VB,
+Hughes & Sudderth 2013, are its kin) proposes the state without one
+component and runs VB
 from there; it is kept only where the bound it reaches is higher, so the
 bound a fit returns never falls.
 
