@@ -8,6 +8,9 @@ test modules in any folder of ``tests/`` import them as ``from _helpers import
   (``tests/inference/test_gaussian*.py``).
 - RESCAL data and the exact rank-one evidence
   (``tests/inference/relational/``, ``tests/estimators/test_tied_factors.py``).
+- Counts for over-ranked fits, where a redundant component's plateau stops a
+  run short (``tests/inference/test_stopping_rule.py``,
+  ``tests/inference/test_moves.py``).
 """
 
 import itertools
@@ -229,3 +232,18 @@ def _exact_rank_one(X, likelihood, n_grid=100):
 
 BINARY = np.array([[0, 1, 0], [1, 0, 1], [1, 0, 0]], dtype=float)
 COUNTS = np.array([[0, 2, 0], [1, 0, 3], [1, 0, 0]], dtype=float)
+
+
+# --- Counts for over-ranked fits ---------------------------------------------
+def over_ranked_counts(seed):
+    """``{r: 120 x 40 counts of an NMF of rank r, for r = 1, 2, 3; "cp":
+    30 x 20 x 15 counts of a rank-2 CP}``, drawn in that order from
+    ``default_rng(100 + seed)``."""
+    rng = np.random.default_rng(100 + seed)
+    data = {}
+    for r in (1, 2, 3):
+        W, H = rng.gamma(1.0, 1.0, (120, r)), rng.gamma(1.0, 1.0, (r, 40))
+        data[r] = rng.poisson(3 * W @ H / r).astype(float)
+    A, B, C = (rng.gamma(1.0, 1.0, (n, 2)) for n in (30, 20, 15))
+    data["cp"] = rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C)).astype(float)
+    return data

@@ -46,15 +46,14 @@ __all__ = ["with_delete_moves", "TRIAL_ITERATIONS"]
 TRIAL_ITERATIONS = _BLOCK * _N_BLOCKS + 1
 
 
-def _cheapest_live_removal(kernel, at_rates, state, contractor, priors, tol):
+def _cheapest_live_removal(kernel, at_rates, state, value, contractor, priors, tol):
     """The state that starts the trial (module docstring), or None where
     every component is dead: of the live component whose removal lowers the
-    bound least, at the rates learned at ``state`` (``at_rates``: VB's
-    kernel, whose step and bound read the rates given)."""
+    bound (``value`` at ``state``) least, at the rates learned at ``state``
+    (``at_rates``: VB's kernel, whose step and bound read the rates given)."""
     model = contractor.model
     point = kernel.point(state)
     at = kernel.priors_at(state, priors)
-    value = at_rates.objective(point, contractor, at)
     means = [None if mean is None else to_numpy(mean) for mean in point.mean]
     best = None
     for index in model.latent:
@@ -122,7 +121,8 @@ def with_delete_moves(kernel, at_rates, state, objectives, converged, contractor
         left = max_iter - len(objectives)
         if left <= 0:
             break
-        found = _cheapest_live_removal(kernel, at_rates, state, contractor, priors, tol)
+        found = _cheapest_live_removal(kernel, at_rates, state, objectives[-1], contractor, priors,
+                                       tol)
         if found is None:
             break
         try:

@@ -4,6 +4,7 @@ is unchanged."""
 
 import numpy as np
 import pytest
+from _helpers import over_ranked_counts
 
 from sklearn_pltf import BayesianNMF
 from sklearn_pltf.engine._contract import make_contractor
@@ -14,16 +15,9 @@ from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
 
 
-def _counts(seed, rank, shape=(120, 40)):
-    """Counts of an NMF of ``rank`` (the over-ranked corpus of
-    ``tests/inference/test_stopping_rule.py``: its draws, in its order)."""
-    rng = np.random.default_rng(100 + seed)
-    for r in (1, 2, 3):
-        W, H = rng.gamma(1.0, 1.0, (shape[0], r)), rng.gamma(1.0, 1.0, (r, shape[1]))
-        X = rng.poisson(3 * W @ H / r).astype(float)
-        if r == rank:
-            return X
-    raise ValueError(rank)
+def _counts(seed, rank):
+    """The over-ranked corpus's counts of ``rank`` for ``seed``."""
+    return over_ranked_counts(seed)[rank]
 
 
 def _fit(X, rank, delete_moves, tol=0.1, max_iter=5000, seed=0):

@@ -4,6 +4,7 @@ bound is within ``tol`` nats of the limit of its own run."""
 import numpy as np
 import pytest
 import sparse
+from _helpers import over_ranked_counts
 
 from sklearn_pltf import BayesianNMF, BayesianRESCAL, CoupledPLTF, PoissonCP, TuckerVB
 
@@ -67,18 +68,15 @@ def _over_ranked_corpus():
     run short (the user guide's "When a fit has converged")."""
     cases = []
     for seed in range(6):
-        rng = np.random.default_rng(100 + seed)
+        data = over_ranked_counts(seed)
         for r in (1, 2, 3):
-            W, H = rng.gamma(1.0, 1.0, (120, r)), rng.gamma(1.0, 1.0, (r, 40))
-            X = rng.poisson(3 * W @ H / r).astype(float)
             for k in (r + 1, r + 3):
                 for rate in ({}, {"prior_rate": "auto"}):
-                    cases.append((f"nmf{r}-{k}-{bool(rate)}-{seed}", seed, X,
+                    cases.append((f"nmf{r}-{k}-{bool(rate)}-{seed}", seed, data[r],
                                   lambda k=k, rate=rate, **kw: BayesianNMF(k, **rate, **kw)))
-        A, B, C = (rng.gamma(1.0, 1.0, (n, 2)) for n in (30, 20, 15))
-        X = rng.poisson(np.einsum("ir,jr,kr->ijk", A, B, C)).astype(float)
         for k in (3, 5):
-            cases.append((f"cp2-{k}-{seed}", seed, X, lambda k=k, **kw: PoissonCP(k, **kw)))
+            cases.append((f"cp2-{k}-{seed}", seed, data["cp"],
+                          lambda k=k, **kw: PoissonCP(k, **kw)))
     return cases
 
 
