@@ -38,6 +38,11 @@ def cases(quick):
         Case(dense_name, lambda: workloads.dense_poisson_nmf(*dense, rank=rank),
              [ours_whole_fit(BayesianNMF, rank), sklearn_kl_nmf(rank)],
              quality=_QUALITY, repeats=1 if quick else 3),
+        # Larger counts: more sweeps to the converged evidence (issue 67's workload).
+        Case(f"{dense_name}, counts of mean 20",
+             lambda: workloads.dense_poisson_nmf(*dense, rank=rank, mean=20.0),
+             [ours_whole_fit(BayesianNMF, rank), sklearn_kl_nmf(rank)],
+             quality=_QUALITY, repeats=1 if quick else 3),
         Case(sparse_name, lambda: _sparse(quick),
              [ours_whole_fit(BayesianNMF, rank), sklearn_kl_nmf(rank)],
              quality=_QUALITY, repeats=1 if quick else 3),
