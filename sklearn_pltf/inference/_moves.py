@@ -10,9 +10,8 @@ better optimum leads through a plateau the stopping rule cannot tell from
 convergence (:mod:`._convergence`), or through no path at all. A delete
 move (Hughes, Kim & Sudderth 2015; the birth and merge moves of memoized VB,
 Hughes & Sudderth 2013, are its kin) proposes the state without one
-component and runs VB
-from there; it is kept only where the bound it reaches is higher, so the
-bound a fit returns never falls.
+component and runs VB from there; it is kept only where the bound it
+reaches is higher, so the bound a fit returns never falls.
 
 At a convergence the move tries one component: per latent index, the
 components in order of increasing mass (:func:`~._relevance.component_masses`)

@@ -15,11 +15,6 @@ from sklearn_pltf.inference._common import gamma_priors
 from sklearn_pltf.inference._driver import OptimizerProblem, Settings, optimize
 
 
-def _counts(seed, rank):
-    """The over-ranked corpus's counts of ``rank`` for ``seed``."""
-    return over_ranked_counts(seed)[rank]
-
-
 def _fit(X, rank, delete_moves, tol=0.1, max_iter=5000, seed=0):
     data = as_observed_tensor(X)
     model = Model.parse("ik,kj->ij").bind(X.shape, {"k": rank})
@@ -36,7 +31,7 @@ def test_a_move_leaves_the_plateau_of_a_redundant_component():
     nats below the limit it reaches much later; the move's fit leaves the
     plateau (it ends in another optimum, 26 nats above the stop and 3.8
     below that limit), and its bounds never fall."""
-    X = _counts(2, 2)
+    X = over_ranked_counts(2)[2]
     stopped = _fit(X, 3, delete_moves=False, seed=2)
     limit = _fit(X, 3, delete_moves=False, tol=1e-7, max_iter=20_000, seed=2).objectives[-1]
     assert limit - stopped.objectives[-1] > 20.0
@@ -52,7 +47,7 @@ def test_a_move_leaves_the_plateau_of_a_redundant_component():
 def test_a_fit_that_needs_every_component_is_unchanged():
     """Rank 2 on counts of rank 2: the trial without a component ends
     below, and the fit returned is the run's, to the bit."""
-    X = _counts(0, 2)
+    X = over_ranked_counts(0)[2]
     plain = _fit(X, 2, delete_moves=False)
     moved = _fit(X, 2, delete_moves=True)
     assert moved.objectives == plain.objectives
@@ -62,7 +57,7 @@ def test_a_fit_that_needs_every_component_is_unchanged():
 
 
 def test_the_last_component_is_never_removed():
-    X = _counts(0, 1)
+    X = over_ranked_counts(0)[1]
     plain = _fit(X, 1, delete_moves=False)
     assert _fit(X, 1, delete_moves=True).objectives == plain.objectives
 
@@ -79,7 +74,7 @@ def test_estimators_fit_over_ranked_counts_to_the_limit(params):
     (the stopping rule's promise, ``tol``, holds on 95% of fits, not each;
     the run without moves stopped 25 nats short), with bounds that never
     fall."""
-    X = _counts(5, 2)
+    X = over_ranked_counts(5)[2]
     fitted = BayesianNMF(3, random_state=5, **params).fit(X)
     long = BayesianNMF(3, random_state=5, **{**params, "tol": 1e-7, "max_iter": 20_000}).fit(X)
     assert fitted.lower_bound_ >= long.lower_bound_ - 1.0
